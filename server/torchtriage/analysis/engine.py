@@ -1,0 +1,153 @@
+"""Source text in, findings out: parse once, run the enabled rules, honour noqa.
+
+Never raises on user input: a syntax error becomes one TT000 finding, a crash
+inside one rule becomes a TT999 finding for that rule and the others still run.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import traceback
+import warnings
+from typing import Iterable
+
+from ..config import Settings
+from ..findings import INTERNAL_ERROR_CODE, SYNTAX_ERROR_CODE, Finding, Severity, Span
+from .context import ModuleContext
+from .rules import Rule, all_rules
+
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
+_FILE_NOQA = re.compile(r"^#\s*torchtriage\s*:\s*noqa\s*$", re.I | re.M)
+
+
+def parse_source(source: str, path: str = "<string>") -> ast.Module | Finding:
+    """The module's ast, or a TT000 finding that says where the syntax breaks."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
+            return ast.parse(source, filename=path, type_comments=False)
+    except SyntaxError as exc:
+        line = exc.lineno or 1
+        column = exc.offset or 1
+        end_line = exc.end_lineno or line
+        end_column = exc.end_offset if exc.end_offset and exc.end_lineno else column + 1
+        if (end_line, end_column) <= (line, column):
+            end_line, end_column = line, column + 1
+        return Finding(
+            path=path,
+            span=Span(line, max(column, 1), end_line, max(end_column, 1)),
+            code=SYNTAX_ERROR_CODE,
+            name="syntax-error",
+            severity=Severity.ERROR,
+            message=f"SyntaxError: {exc.msg}",
+        )
+    except (ValueError, MemoryError, RecursionError) as exc:  # null bytes, absurd nesting
+        return Finding(
+            path=path,
+            span=Span(1, 1, 1, 1),
+            code=SYNTAX_ERROR_CODE,
+            name="syntax-error",
+            severity=Severity.ERROR,
+            message=f"cannot parse: {exc}",
+        )
+
+
+def noqa_codes(line: str) -> frozenset[str] | None:
+    """Codes suppressed on a line: None for none, empty set for a bare ``# noqa``."""
+    if "noqa" not in line.lower():
+        return None
+    match = _NOQA.search(line)
+    if match is None:
+        return None
+    codes = match.group("codes")
+    if not codes:
+        return frozenset()
+    return frozenset(code.upper() for code in re.split(r"[\s,]+", codes) if code)
+
+
+def is_suppressed(finding: Finding, lines: list[str]) -> bool:
+    """Whether a ``# noqa`` on the finding's first or last line silences it."""
+    for number in {finding.span.line, finding.span.end_line}:
+        if 1 <= number <= len(lines):
+            codes = noqa_codes(lines[number - 1])
+            if codes is not None and (not codes or finding.code in codes):
+                return True
+    return False
+
+
+def has_file_noqa(source: str) -> bool:
+    return bool(_FILE_NOQA.search(source))
+
+
+def enabled_rules(settings: Settings, path: str | None = None) -> list[type[Rule]]:
+    return [rule for rule in all_rules() if settings.is_enabled(rule.code, path)]
+
+
+def _internal_error(path: str, rule: type[Rule], exc: BaseException) -> Finding:
+    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    location = f" ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})" if where else ""
+    return Finding(
+        path=path,
+        span=Span(1, 1, 1, 1),
+        code=INTERNAL_ERROR_CODE,
+        name="internal-error",
+        severity=Severity.ERROR,
+        message=f"internal error in rule {rule.code} {rule.name}: {type(exc).__name__}: {exc}{location}; "
+        "other rules still ran. Please report this file.",
+    )
+
+
+def analyze_context(ctx: ModuleContext, rules: Iterable[type[Rule]]) -> list[Finding]:
+    """Run rules over a prepared context; crashes become TT999 findings."""
+    findings: list[Finding] = []
+    for rule_class in rules:
+        if rule_class.requires_cuda and not ctx.uses_cuda:
+            continue
+        rule = rule_class()
+        severity = ctx.settings.severity_for(rule.code, rule.severity)
+        try:
+            for report in rule.check(ctx):
+                finding = Finding(
+                    path=ctx.path,
+                    span=ctx.span(report.node),
+                    code=rule.code,
+                    name=rule.name,
+                    severity=severity,
+                    message=report.message,
+                )
+                if is_suppressed(finding, ctx.lines):
+                    continue
+                if report.fix is not None:
+                    finding = finding.with_changes(fix=_build_fix(report.fix))
+                findings.append(finding)
+        except Exception as exc:  # one broken rule must not hide the others
+            findings.append(_internal_error(ctx.path, rule_class, exc))
+    return findings
+
+
+def _build_fix(builder):  # type: ignore[no-untyped-def]
+    try:
+        return builder()
+    except Exception:  # a fix that cannot be built is simply not offered
+        return None
+
+
+def analyze_source(
+    source: str,
+    path: str = "<string>",
+    settings: Settings | None = None,
+    rules: Iterable[type[Rule]] | None = None,
+) -> list[Finding]:
+    """All findings for one module's source text, sorted by position."""
+    settings = settings or Settings()
+    if has_file_noqa(source):
+        return []
+    tree = parse_source(source, path)
+    if isinstance(tree, Finding):
+        return [tree]  # always shown: nothing else can be checked
+    ctx = ModuleContext(source=source, tree=tree, path=path, settings=settings)
+    selected = list(rules) if rules is not None else enabled_rules(settings, path)
+    findings = analyze_context(ctx, selected)
+    unique = {(f.code, f.span): f for f in findings}
+    return sorted(unique.values(), key=Finding.sort_key)

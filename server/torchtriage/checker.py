@@ -1,0 +1,113 @@
+"""Check and fix files on disk: the host-free orchestration behind the CLI.
+
+Python files and notebooks go through the same analysis core; folders are
+checked in parallel worker processes when there are enough files to pay for it.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from .analysis import analyze_source, fix_source
+from .config import Settings
+from .findings import Finding
+from .sources import iter_source_files, read_source
+
+PARALLEL_THRESHOLD = 16
+
+
+@dataclass
+class FileReport:
+    """The outcome of checking (and maybe fixing) one file."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None  # unreadable / skipped with a reason
+    fixed: int = 0
+    new_text: str | None = None  # set when fixes changed the file
+
+
+def _display_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def check_text(text: str, display: str, settings: Settings, is_notebook: bool) -> list[Finding]:
+    if is_notebook:
+        from .analysis.notebooks import analyze_notebook
+
+        return analyze_notebook(text, display, settings)
+    return analyze_source(text, display, settings)
+
+
+def check_file(
+    path: Path,
+    settings: Settings,
+    fix: bool = False,
+    unsafe: bool = False,
+    require_torch: bool = False,
+) -> FileReport | None:
+    """Check one file; with ``fix``, compute the fixed text too (not written here)."""
+    display = _display_path(path)
+    source = read_source(path, require_torch=require_torch)
+    if source is None:
+        return None
+    if source.text is None:
+        return FileReport(display, error=source.error)
+    is_notebook = path.suffix == ".ipynb"
+    try:
+        if fix:
+            if is_notebook:
+                from .analysis.notebooks import fix_notebook
+
+                new_text, applied, remaining = fix_notebook(source.text, display, settings, unsafe)
+            else:
+                result = fix_source(source.text, display, settings, unsafe)
+                new_text, applied, remaining = result.source, result.applied, result.remaining
+            report = FileReport(display, remaining, fixed=applied)
+            if new_text != source.text:
+                report.new_text = new_text
+            return report
+        return FileReport(display, check_text(source.text, display, settings, is_notebook))
+    except ValueError as exc:  # e.g. a notebook that is not valid JSON
+        return FileReport(display, error=str(exc))
+
+
+def _check_one(args: tuple[Path, Settings, bool, bool, bool]) -> FileReport | None:
+    return check_file(*args)
+
+
+def check_paths(
+    paths: Sequence[Path],
+    settings: Settings,
+    fix: bool = False,
+    unsafe: bool = False,
+    jobs: int | None = None,
+) -> list[FileReport]:
+    """Check every file under ``paths``; folders skip files that never mention torch."""
+    explicit = {p.resolve() for p in paths if p.is_file()}
+    files = list(iter_source_files(paths, settings))
+    work = [(f, settings, fix, unsafe, f.resolve() not in explicit) for f in files]
+    jobs = jobs or min(os.cpu_count() or 1, 8)
+    if jobs > 1 and len(work) >= PARALLEL_THRESHOLD:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(_check_one, work, chunksize=4))
+    else:
+        results = [_check_one(item) for item in work]
+    return [r for r in results if r is not None]
+
+
+def write_fixes(reports: Iterable[FileReport]) -> int:
+    """Write fixed text back; returns how many files changed."""
+    written = 0
+    for report in reports:
+        if report.new_text is not None:
+            Path(report.path).write_text(report.new_text, encoding="utf-8", newline="")
+            written += 1
+    return written

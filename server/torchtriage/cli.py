@@ -1,0 +1,219 @@
+"""Command line: ``torchtriage check | fix | rules | explain`` (+ profile, lsp when present).
+
+Translates flags into Settings and prints what the core returns; no analysis
+happens here.  Exit codes: 0 clean, 1 findings, 2 usage or internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import difflib
+import importlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from . import __version__
+from .analysis.rules import all_rules, rule_by_code
+from .checker import FileReport, check_paths, write_fixes
+from .config import DEVICE_CHOICES, Settings, load_settings
+from .findings import INTERNAL_ERROR_CODE, Applicability
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+# Subcommands that live beside their feature; each module exposes register(subparsers).
+OPTIONAL_COMMANDS = ("torchtriage.runtime.command", "torchtriage.lsp.command", "torchtriage.jupyter.command")
+
+
+class UsageError(Exception):
+    """A problem with what the user asked for (exit code 2, no traceback)."""
+
+
+def _codes(value: str) -> list[str]:
+    return [code.strip().upper() for code in value.split(",") if code.strip()]
+
+
+def _add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    from .output import FORMATTERS
+
+    parser.add_argument("paths", nargs="*", type=Path, default=[Path(".")], help="files, folders or notebooks")
+    parser.add_argument("--select", type=_codes, help="only these codes or prefixes (e.g. TT1,TT301)")
+    parser.add_argument("--extend-select", type=_codes, help="add codes to the configured selection")
+    parser.add_argument("--ignore", type=_codes, help="skip these codes or prefixes")
+    parser.add_argument("--format", choices=sorted(FORMATTERS), default="text", dest="output_format")
+    parser.add_argument("--statistics", action="store_true", help="count findings per rule")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    parser.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
+    parser.add_argument("--diff", action="store_true", help="print the fixes as a diff, change nothing")
+    parser.add_argument("--device", choices=DEVICE_CHOICES, help="assume this device (default: auto-detect)")
+    parser.add_argument("--no-config", action="store_true", help="ignore pyproject.toml settings")
+    parser.add_argument("--output-file", "-o", type=Path, help="write the report here instead of stdout")
+
+
+def _settings_from_args(args: argparse.Namespace) -> Settings:
+    settings = Settings()
+    if not args.no_config:
+        start = args.paths[0] if args.paths else Path(".")
+        settings, problems = load_settings(start if start.exists() else Path("."))
+        for problem in problems:
+            print(f"torchtriage: warning: {problem}", file=sys.stderr)
+    changes: dict[str, object] = {}
+    if args.select:
+        changes["select"] = tuple(args.select)
+    if args.extend_select:
+        changes["extend_select"] = tuple(args.extend_select)
+    if args.ignore:
+        changes["ignore"] = settings.ignore + tuple(args.ignore)
+    if args.device:
+        changes["device"] = args.device
+    return settings.with_changes(**changes)
+
+
+def _statistics(reports: Sequence[FileReport]) -> str:
+    counts = collections.Counter(f.code for r in reports for f in r.findings)
+    lines = []
+    for code, count in counts.most_common():
+        rule = rule_by_code(code)
+        fixable = rule is not None and rule.fix_applicability is not None
+        marker = "[*]" if fixable and rule.fix_applicability is Applicability.SAFE else "[-]" if fixable else "   "
+        lines.append(f"{count:>5}  {code}  {marker} {rule.name if rule else code.lower()}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _diff(reports: Sequence[FileReport]) -> str:
+    chunks = []
+    for report in reports:
+        if report.new_text is None:
+            continue
+        old = Path(report.path).read_text(encoding="utf-8-sig")
+        chunks.extend(
+            difflib.unified_diff(
+                old.splitlines(keepends=True),
+                report.new_text.splitlines(keepends=True),
+                fromfile=f"a/{report.path.lstrip('/')}",
+                tofile=f"b/{report.path.lstrip('/')}",
+            )
+        )
+    return "".join(chunks)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from .output import FORMATTERS
+
+    missing = [str(p) for p in args.paths if not p.exists()]
+    if missing:
+        raise UsageError(f"no such file or folder: {', '.join(missing)}")
+    settings = _settings_from_args(args)
+    fixing = args.fix or args.diff
+    reports = check_paths(args.paths, settings, fix=fixing, unsafe=args.unsafe_fixes)
+    for report in reports:
+        if report.error:
+            print(f"torchtriage: {report.path}: {report.error}", file=sys.stderr)
+    out = args.output_file.open("w", encoding="utf-8") if args.output_file else sys.stdout
+    try:
+        if args.diff:
+            out.write(_diff(reports))
+            changed = sum(1 for r in reports if r.new_text is not None)
+            print(f"Would fix {sum(r.fixed for r in reports)} finding(s) in {changed} file(s).", file=sys.stderr)
+            return EXIT_FINDINGS if changed and not args.exit_zero else EXIT_CLEAN
+        if args.fix:
+            written = write_fixes(reports)
+            fixed = sum(r.fixed for r in reports)
+            if fixed:
+                print(f"Fixed {fixed} finding(s) in {written} file(s).", file=sys.stderr)
+        out.write(_statistics(reports) if args.statistics else FORMATTERS[args.output_format](reports))
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    findings = [f for r in reports for f in r.findings]
+    if any(f.code == INTERNAL_ERROR_CODE for f in findings):
+        return EXIT_ERROR
+    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+
+
+def run_rules(args: argparse.Namespace) -> int:
+    rules = all_rules()
+    if args.output_format == "json":
+        print(
+            json.dumps(
+                [
+                    {
+                        "code": r.code,
+                        "name": r.name,
+                        "severity": r.severity.value,
+                        "category": r.category,
+                        "requires_cuda": r.requires_cuda,
+                        "summary": r.summary,
+                        "fix": r.fix_applicability.value if r.fix_applicability else None,
+                    }
+                    for r in rules
+                ],
+                indent=2,
+            )
+        )
+        return EXIT_CLEAN
+    width = max(len(r.name) for r in rules)
+    for rule in rules:
+        fix = {Applicability.SAFE: "[*]", Applicability.UNSAFE: "[-]", None: "   "}[rule.fix_applicability]
+        cuda = "cuda" if rule.requires_cuda else "    "
+        print(f"{rule.code}  {fix} {rule.name:<{width}}  {rule.severity.value:<7} {cuda}  {rule.summary}")
+    print("\n[*] safe fix  [-] unsafe fix  cuda: only in files that use CUDA")
+    return EXIT_CLEAN
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    rule = rule_by_code(args.code)
+    if rule is None:
+        raise UsageError(f"unknown rule {args.code!r}; `torchtriage rules` lists them")
+    print(rule.explain(), end="")
+    return EXIT_CLEAN
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="torchtriage", description="Find and fix why PyTorch training is slow."
+    )
+    parser.add_argument("--version", action="version", version=f"torchtriage {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    check = sub.add_parser("check", help="check files, folders and notebooks for hot-loop hazards")
+    _add_check_arguments(check)
+    check.set_defaults(handler=run_check)
+    fix = sub.add_parser("fix", help="same as `check --fix`")
+    _add_check_arguments(fix)
+    fix.set_defaults(handler=run_check, fix=True)
+    rules = sub.add_parser("rules", help="list the rules")
+    rules.add_argument("--format", choices=("text", "json"), default="text", dest="output_format")
+    rules.set_defaults(handler=run_rules)
+    explain = sub.add_parser("explain", help="what a rule flags, why it is slow, and the fix")
+    explain.add_argument("code", help="a rule code such as TT101, or its name")
+    explain.set_defaults(handler=run_explain)
+    for module_name in OPTIONAL_COMMANDS:
+        if importlib.util.find_spec(module_name.rsplit(".", 1)[0]) and importlib.util.find_spec(module_name):
+            importlib.import_module(module_name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return EXIT_ERROR
+    try:
+        return int(args.handler(args))
+    except UsageError as exc:
+        print(f"torchtriage: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("torchtriage: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_CLEAN
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
