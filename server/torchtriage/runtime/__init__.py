@@ -1,0 +1,1 @@
+"""Runtime bridge: script -> trace -> hot lines -> verdict. Imports no host."""

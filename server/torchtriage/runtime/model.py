@@ -1,0 +1,145 @@
+"""The typed result of one profiled run, after attribution to source lines.
+
+This is the seam inside the runtime bridge: ``attribution`` turns what the
+agent recorded (event tree, samples, memory events) into a ``ProfileData``;
+``diagnosis`` and ``report`` only read ``ProfileData``.  It is saved as
+``profile.json`` in the run folder so a report can be rebuilt without re-running.
+
+Times are microseconds summed over the *active* (recorded) steps unless a name
+says ``per_step``.  Paths are absolute; ``line`` is 1-based.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Where step time can go.  Shares in report.json use these names.
+CATEGORIES = (
+    "data_loading",  # waiting for the next batch (loader __next__, Dataset/collate work)
+    "host_sync",  # .item()/.cpu()/synchronize stalls
+    "python_overhead",  # CPU-side Python work between ops
+    "launch_overhead",  # dispatch/launch cost of many short ops or kernels
+    "compute",  # CPU ops or GPU kernels doing the math (forward + backward)
+    "optimizer",  # optimizer.step / zero_grad
+    "communication",  # collectives (NCCL/gloo)
+    "idle",  # unaccounted time inside steps
+)
+
+RUN_STATUSES = ("completed", "stopped_after_window", "raised", "exited", "no_steps", "timeout", "killed", "interrupted", "syntax_error", "no_torch")
+
+
+@dataclass
+class StepTiming:
+    index: int
+    start_us: float
+    end_us: float
+
+    @property
+    def duration_us(self) -> float:
+        return self.end_us - self.start_us
+
+
+@dataclass
+class LineCost:
+    """Time charged to one user source line in one category."""
+
+    path: str
+    line: int
+    category: str
+    self_us: float  # time of work charged to this line itself
+    inclusive_us: float = 0.0  # including callees in user code
+    count: int = 0  # events charged
+    top_names: list[str] = field(default_factory=list)  # dominant op/kernel/frame names
+    function: str = ""  # enclosing function name, for display
+    detail: str = ""  # e.g. "work happens in DataLoader workers: only the wait is visible"
+
+
+@dataclass
+class SyncPoint:
+    path: str
+    line: int
+    kind: str  # "item" | "cpu" | "tolist" | "nonzero" | "stream_sync" | "device_sync" | "event_sync"
+    count: int  # over active steps
+    stall_us: float  # total time blocked
+    op: str = ""  # e.g. "aten::_local_scalar_dense"
+
+
+@dataclass
+class MemoryStep:
+    step: int
+    peak_bytes: int
+    end_bytes: int  # allocated at the end of the step
+
+
+@dataclass
+class MemoryLine:
+    path: str
+    line: int
+    allocated_bytes: int  # allocated during active steps
+    retained_bytes: int  # allocated and not freed by the end of the window
+
+
+@dataclass
+class RunStatus:
+    status: str = "completed"  # one of RUN_STATUSES
+    message: str = ""
+    traceback: str = ""
+    exit_code: int | None = None
+
+
+@dataclass
+class ProfileData:
+    """Everything diagnosis and reports need about one run."""
+
+    script: str
+    argv: list[str]
+    cwd: str
+    device: str  # "cpu" | "cuda"
+    device_name: str
+    torch_version: str
+    python: str
+    step_detection: str  # "optimizer" | "dataloader" | "forward"
+    steps: list[StepTiming] = field(default_factory=list)
+    category_us: dict[str, float] = field(default_factory=dict)  # totals over active steps
+    lines: list[LineCost] = field(default_factory=list)
+    sync_points: list[SyncPoint] = field(default_factory=list)
+    memory_steps: list[MemoryStep] = field(default_factory=list)
+    memory_lines: list[MemoryLine] = field(default_factory=list)
+    ops_per_step: float = 0.0
+    kernels_per_step: float = 0.0
+    loader_workers: int | None = None  # num_workers of the loader seen, when known
+    status: RunStatus = field(default_factory=RunStatus)
+    warnings: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def steps_profiled(self) -> int:
+        return len(self.steps)
+
+    @property
+    def mean_step_us(self) -> float:
+        return sum(s.duration_us for s in self.steps) / len(self.steps) if self.steps else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(self.to_json(), indent=1), encoding="utf-8")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ProfileData":
+        data = dict(data)
+        data["steps"] = [StepTiming(**s) for s in data.get("steps", [])]
+        data["lines"] = [LineCost(**x) for x in data.get("lines", [])]
+        data["sync_points"] = [SyncPoint(**x) for x in data.get("sync_points", [])]
+        data["memory_steps"] = [MemoryStep(**x) for x in data.get("memory_steps", [])]
+        data["memory_lines"] = [MemoryLine(**x) for x in data.get("memory_lines", [])]
+        data["status"] = RunStatus(**data.get("status", {}))
+        return cls(**data)
+
+    @classmethod
+    def load(cls, path: Path) -> "ProfileData":
+        return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
