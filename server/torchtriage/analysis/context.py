@@ -59,6 +59,8 @@ class ModuleContext:
     tree: ast.Module
     path: str = "<string>"
     settings: Settings = field(default_factory=Settings)
+    # Per-module memo for rule helpers (e.g. tensor names per region), keyed by helper.
+    memo: dict[object, object] = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
     def lines(self) -> list[str]:

@@ -94,7 +94,9 @@ class HotLoops:
 
 def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
     """Nodes of a body, not descending into nested loops or definitions."""
-    stack: list[ast.AST] = list(reversed(body))
+    stack: list[ast.AST] = [
+        stmt for stmt in reversed(body) if not isinstance(stmt, (*_SCOPE_NODES, *_LOOP_NODES))
+    ]
     while stack:
         node = stack.pop()
         yield node
