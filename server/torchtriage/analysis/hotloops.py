@@ -228,6 +228,8 @@ def is_rare_guard(test: ast.AST, counters: set[str]) -> bool:
         return False
     if _is_modulo_guard(test):
         return True
+    if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test)):
+        return False  # `step % 1 == 0` is true every step
     if isinstance(test, ast.Compare) and any(isinstance(op, (ast.Eq, ast.Is)) for op in test.ops):
         operands = [test.left, *test.comparators]
         for operand in operands:
