@@ -60,8 +60,16 @@ def tensor_names(ctx: ModuleContext, region: HotRegion) -> frozenset[str]:
 
 
 def _tensor_names(ctx: ModuleContext, region: HotRegion) -> frozenset[str]:
-    names = set(region.batch_names)
     assigns = [n for n, r in ctx.hot.nodes((ast.Assign, ast.AnnAssign)) if r is region]
+    # Batch names are data-derived, but `best = loss.item()` is a host value.
+    host = {
+        target.id
+        for node in assigns
+        if node.value is not None and _is_host_value(node.value)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    }
+    names = set(region.batch_names) - host
     for _ in range(2):
         for node in assigns:
             value = node.value
@@ -70,6 +78,16 @@ def _tensor_names(ctx: ModuleContext, region: HotRegion) -> frozenset[str]:
                 for target in targets:
                     names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
     return frozenset(names)
+
+
+def _is_host_value(node: ast.AST) -> bool:
+    """``x.item()``, ``float(x)``, ``len(x)``: values that live on the host."""
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _HOST_METHODS:
+            return True
+        if isinstance(node.func, ast.Name) and node.func.id in ("len", "float", "int", "bool", "str", "round"):
+            return True
+    return isinstance(node, (ast.Constant, ast.JoinedStr))
 
 
 def is_tensor_expr(ctx: ModuleContext, node: ast.AST, known: set[str] | frozenset[str]) -> bool:
