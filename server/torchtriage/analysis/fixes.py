@@ -82,10 +82,18 @@ def with_keyword(call: cst.BaseExpression, name: str, value_code: str) -> cst.Ba
         # Trailing comma: keep the style, new argument gets the same comma and spacing.
         last = args[-1]
         new_arg = new_arg.with_changes(comma=last.comma)
-        if isinstance(last.comma.whitespace_after, cst.ParenthesizedWhitespace) and len(args) >= 2:
+        own = last.comma.whitespace_after
+        if isinstance(own, cst.ParenthesizedWhitespace) and len(args) >= 2:
             previous_comma = args[-2].comma
             if isinstance(previous_comma, cst.Comma):
-                args[-1] = last.with_changes(comma=previous_comma)
+                # The last argument keeps its own trailing comment; the new one starts clean.
+                new_arg = new_arg.with_changes(
+                    comma=last.comma.with_changes(whitespace_after=own.with_changes(first_line=cst.TrailingWhitespace()))
+                )
+                borrowed = previous_comma.whitespace_after
+                if isinstance(borrowed, cst.ParenthesizedWhitespace):
+                    borrowed = borrowed.with_changes(first_line=own.first_line, empty_lines=own.empty_lines)
+                args[-1] = last.with_changes(comma=previous_comma.with_changes(whitespace_after=borrowed))
     elif args:
         args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
     args.append(new_arg)
