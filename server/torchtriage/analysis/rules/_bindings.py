@@ -1,0 +1,233 @@
+"""What a local name or a ``**kwargs`` dict holds, as far as the file itself says.
+
+Used by the DataLoader rules to see through ``kwargs = {"num_workers": 4}``,
+``dict(...)``, ``kwargs.update(...)`` and ``kwargs["k"] = v``.  Anything the
+file does not pin down (a parameter, a value from argparse or yaml, a name
+bound in a ``for`` or ``with``) resolves to ``None``, and callers stay silent.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from ..context import ModuleContext
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_BRANCHES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match, ast.IfExp)
+_READ_ONLY_METHODS = frozenset({"get", "copy", "items", "keys", "values", "__contains__"})
+_MAX_DEPTH = 4
+
+
+@dataclass
+class DictModel:
+    """Keys a dict may hold: key -> (possible values, whether it may be absent)."""
+
+    entries: dict[str, tuple[list[ast.expr], bool]] = field(default_factory=dict)
+
+    def get(self, key: str) -> tuple[list[ast.expr], bool]:
+        return self.entries.get(key, ([], True))
+
+    def set(self, key: str, value: ast.expr, conditional: bool) -> None:
+        values, absent = self.get(key)
+        if conditional:
+            self.entries[key] = ([*values, value], absent)
+        else:
+            self.entries[key] = ([value], False)
+
+    def merge(self, other: "DictModel", conditional: bool) -> None:
+        for key, (values, absent) in other.entries.items():
+            if conditional or absent:
+                old_values, old_absent = self.get(key)
+                self.entries[key] = ([*old_values, *values], old_absent)
+            else:
+                self.entries[key] = (list(values), False)
+
+
+@dataclass(frozen=True)
+class _Binding:
+    """One statement that binds or changes a name."""
+
+    stmt: ast.AST
+    kind: str  # "assign" | "update" | "item" | "opaque"
+    conditional: bool
+
+
+def _scope_of(ctx: "ModuleContext", node: ast.AST) -> ast.AST:
+    return ctx.enclosing_function(node) or ctx.tree
+
+
+def _walk_scope(scope: ast.AST) -> Iterator[ast.AST]:
+    """Nodes of a scope, not descending into nested functions or classes."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, _SCOPES))
+
+
+def _is_conditional(ctx: "ModuleContext", node: ast.AST, scope: ast.AST) -> bool:
+    for ancestor in ctx.ancestors(node):
+        if ancestor is scope:
+            return False
+        if isinstance(ancestor, _BRANCHES):
+            return True
+    return False
+
+
+def _bindings(ctx: "ModuleContext", name: str, scope: ast.AST) -> list[_Binding]:
+    """Every statement in ``scope`` that binds or mutates ``name``, in source order."""
+    found: list[_Binding] = []
+    for node in _walk_scope(scope):
+        kind: str | None = None
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id == name:
+                    kind = "assign" if node.value is not None else None
+                elif (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == name
+                ):
+                    kind = "item"
+                elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
+                    kind = "opaque"
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+            kind = "update" if isinstance(node.op, ast.BitOr) else "opaque"
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == name
+            and node.func.attr not in _READ_ONLY_METHODS
+        ):
+            kind = "update" if node.func.attr == "update" else "opaque"
+        elif isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
+            if not isinstance(ctx.parents.get(node), (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                kind = "opaque"  # for-target, with-as, walrus, del
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            kind = "opaque"
+        if kind is not None:
+            found.append(_Binding(node, kind, _is_conditional(ctx, node, scope)))
+    found.sort(key=lambda b: (getattr(b.stmt, "lineno", 0), getattr(b.stmt, "col_offset", 0)))
+    return found
+
+
+def _parameters(func: ast.AST) -> set[str]:
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return set()
+    args = func.args
+    names = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    names += [a for a in (args.vararg, args.kwarg) if a is not None]
+    return {a.arg for a in names}
+
+
+def _scoped_bindings(ctx: "ModuleContext", name: str, at: ast.AST) -> list[_Binding] | None:
+    """Bindings of ``name`` visible at ``at``: its function's, else the module's."""
+    scope = _scope_of(ctx, at)
+    if scope is not ctx.tree:
+        if name in _parameters(scope):
+            return None
+        local = _bindings(ctx, name, scope)
+        if local:
+            line = getattr(at, "lineno", 0)
+            return [b for b in local if getattr(b.stmt, "lineno", 0) < line]
+    return _bindings(ctx, name, ctx.tree)
+
+
+def resolve_name(ctx: "ModuleContext", name: str, at: ast.AST) -> ast.expr | None:
+    """The expression a name holds when it is bound exactly once, unconditionally."""
+    bindings = _scoped_bindings(ctx, name, at)
+    if not bindings or len(bindings) != 1:
+        return None
+    (binding,) = bindings
+    if binding.kind != "assign" or binding.conditional:
+        return None
+    return binding.stmt.value  # type: ignore[attr-defined, no-any-return]
+
+
+def resolve_dict(ctx: "ModuleContext", expr: ast.expr, at: ast.AST, depth: int = 0) -> DictModel | None:
+    """The keys a ``**expr`` may pass, or None when the file cannot tell."""
+    if depth > _MAX_DEPTH:
+        return None
+    if isinstance(expr, ast.Dict):
+        return _dict_literal(ctx, expr, at, depth)
+    if isinstance(expr, ast.Call) and ctx.qualname(expr.func) == "dict":
+        return _dict_call(ctx, expr, at, depth)
+    if isinstance(expr, ast.Name):
+        return _dict_name(ctx, expr.id, at, depth)
+    return None
+
+
+def _dict_literal(ctx: "ModuleContext", expr: ast.Dict, at: ast.AST, depth: int) -> DictModel | None:
+    model = DictModel()
+    for key, value in zip(expr.keys, expr.values):
+        if key is None:
+            inner = resolve_dict(ctx, value, at, depth + 1)
+            if inner is None:
+                return None
+            model.merge(inner, conditional=False)
+        elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+            model.set(key.value, value, conditional=False)
+        else:
+            return None
+    return model
+
+
+def _dict_call(ctx: "ModuleContext", expr: ast.Call, at: ast.AST, depth: int) -> DictModel | None:
+    model = DictModel()
+    if len(expr.args) > 1:
+        return None
+    for arg in expr.args:
+        inner = resolve_dict(ctx, arg, at, depth + 1)
+        if inner is None:
+            return None
+        model.merge(inner, conditional=False)
+    for keyword in expr.keywords:
+        if keyword.arg is None:
+            inner = resolve_dict(ctx, keyword.value, at, depth + 1)
+            if inner is None:
+                return None
+            model.merge(inner, conditional=False)
+        else:
+            model.set(keyword.arg, keyword.value, conditional=False)
+    return model
+
+
+def _dict_name(ctx: "ModuleContext", name: str, at: ast.AST, depth: int) -> DictModel | None:
+    bindings = _scoped_bindings(ctx, name, at)
+    if not bindings or bindings[0].kind != "assign" or bindings[0].conditional:
+        return None
+    model: DictModel | None = None
+    for binding in bindings:
+        stmt = binding.stmt
+        if binding.kind == "assign":
+            if model is not None:
+                return None  # rebound: which value reaches the call depends on flow
+            model = resolve_dict(ctx, stmt.value, stmt, depth + 1)  # type: ignore[attr-defined]
+        elif binding.kind == "item":
+            key = stmt.targets[0].slice if isinstance(stmt, ast.Assign) else None  # type: ignore[union-attr]
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                return None
+            model.set(key.value, stmt.value, binding.conditional)  # type: ignore[union-attr, attr-defined]
+        elif binding.kind == "update":
+            inner = _update_model(ctx, stmt, depth)
+            if inner is None:
+                return None
+            model.merge(inner, binding.conditional)  # type: ignore[union-attr]
+        else:
+            return None
+        if model is None:
+            return None
+    return model
+
+
+def _update_model(ctx: "ModuleContext", stmt: ast.AST, depth: int) -> DictModel | None:
+    """The keys added by ``d.update(...)`` or ``d |= {...}``."""
+    if isinstance(stmt, ast.AugAssign):
+        return resolve_dict(ctx, stmt.value, stmt, depth + 1)
+    assert isinstance(stmt, ast.Call)
+    return _dict_call(ctx, stmt, stmt, depth + 1)

@@ -1,0 +1,261 @@
+"""DataLoader calls: find them, resolve their settings, link them to the loops that read them.
+
+Shared by TT302 (no workers), TT303 (no pinned memory) and TT304 (workers
+not persistent).  A setting the file does not pin down is ``unknown`` and the
+rules stay silent on it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterator
+
+from ...findings import Applicability, Edit, Fix
+from ..fixes import add_keywords_fix, code_for, parse_expression_snippet
+from ..hotloops import HotRegion, unwrap_iterable
+from ._bindings import resolve_dict, resolve_name
+from ._helpers import is_device_move
+
+if TYPE_CHECKING:
+    from ..context import ModuleContext
+
+DATALOADER_QUALNAMES = frozenset(
+    {
+        "torch.utils.data.DataLoader",
+        "torch.utils.data.dataloader.DataLoader",
+        "torch_geometric.loader.DataLoader",
+    }
+)
+# Position of each keyword in DataLoader's signature (dataset is 0).
+_POSITIONS = {"num_workers": 5, "pin_memory": 7}
+_IN_MEMORY_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+_MAX_LINK_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What one DataLoader keyword is set to, as far as the file says."""
+
+    values: tuple[ast.expr, ...] = ()  # expressions it may be set to
+    may_be_default: bool = True  # whether it may be left at its default
+    unknown: bool = False  # a ``**kwargs`` the file cannot resolve may set it
+    in_call: ast.expr | None = None  # the value written in the call itself
+    from_kwargs: bool = False  # some value comes from a ``**dict``
+
+    def all_values(self, predicate: Callable[[ast.expr], bool], default_matches: bool) -> bool:
+        """Whether every way the keyword may end up satisfies ``predicate``."""
+        if self.unknown:
+            return False
+        if self.may_be_default and not default_matches:
+            return False
+        return all(predicate(value) for value in self.values)
+
+    @property
+    def fixable(self) -> bool:
+        """Whether a fix can set it on the call without clashing with a ``**dict``."""
+        return not self.unknown and not self.from_kwargs
+
+
+def is_dataloader(ctx: "ModuleContext", node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and ctx.call_qualname(node) in DATALOADER_QUALNAMES
+
+
+def dataloader_calls(ctx: "ModuleContext") -> Iterator[ast.Call]:
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Call) and is_dataloader(ctx, node):
+            yield node
+
+
+def setting(ctx: "ModuleContext", call: ast.Call, name: str) -> Setting:
+    """Resolve keyword ``name`` of a DataLoader call, through ``**kwargs`` dicts."""
+    if any(isinstance(arg, ast.Starred) for arg in call.args):
+        return Setting(unknown=True)
+    position = _POSITIONS.get(name)
+    if position is not None and len(call.args) > position:
+        value = call.args[position]
+        return Setting((value,), may_be_default=False, in_call=value)
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return Setting((keyword.value,), may_be_default=False, in_call=keyword.value)
+    values: list[ast.expr] = []
+    may_be_default = True
+    for keyword in call.keywords:
+        if keyword.arg is not None:
+            continue
+        model = resolve_dict(ctx, keyword.value, call)
+        if model is None:
+            return Setting(unknown=True)
+        found, absent = model.get(name)
+        values.extend(found)
+        may_be_default = may_be_default and absent
+    return Setting(tuple(values), may_be_default, from_kwargs=bool(values))
+
+
+def literal(ctx: "ModuleContext", expr: ast.expr, at: ast.AST) -> object:
+    """The constant an expression holds (through one local name), else ``...``."""
+    if isinstance(expr, ast.Name):
+        resolved = resolve_name(ctx, expr.id, at)
+        if resolved is None:
+            return ...
+        expr = resolved
+    if isinstance(expr, ast.Constant):
+        return expr.value
+    return ...
+
+
+def is_zero(ctx: "ModuleContext", expr: ast.expr, at: ast.AST) -> bool:
+    value = literal(ctx, expr, at)
+    return value == 0 and not isinstance(value, bool) and value is not ...
+
+
+def is_false(ctx: "ModuleContext", expr: ast.expr, at: ast.AST) -> bool:
+    return literal(ctx, expr, at) is False
+
+
+def is_positive(ctx: "ModuleContext", expr: ast.expr, at: ast.AST) -> bool:
+    """A worker count known to be above zero: a positive literal or a cpu_count() expression."""
+    value = literal(ctx, expr, at)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value > 0
+    return any(
+        isinstance(node, ast.Call) and (ctx.qualname(node.func) or "").endswith("cpu_count")
+        for node in ast.walk(expr)
+    ) and not any(isinstance(node, (ast.BinOp, ast.UnaryOp)) for node in ast.walk(expr))
+
+
+def is_in_memory_dataset(ctx: "ModuleContext", call: ast.Call) -> bool:
+    """``DataLoader(TensorDataset(...))`` and friends: workers only add IPC there."""
+    dataset = call.args[0] if call.args else None
+    for keyword in call.keywords:
+        if keyword.arg == "dataset":
+            dataset = keyword.value
+    if isinstance(dataset, ast.Name):
+        dataset = resolve_name(ctx, dataset.id, call) or dataset
+    if isinstance(dataset, (ast.List, ast.Tuple, ast.ListComp)):
+        return True
+    return isinstance(dataset, ast.Call) and (
+        ctx.call_qualname(dataset) in _IN_MEMORY_DATASETS or ctx.call_qualname(dataset) in ("range", "list")
+    )
+
+
+def set_keyword_fix(
+    ctx: "ModuleContext", call: ast.Call, name: str, current: Setting, value: str, title: str,
+    applicability: Applicability,
+) -> Fix | None:
+    """Set ``name=value`` on the call: rewrite the written value, or add the keyword."""
+    if not current.fixable:
+        return None
+    if current.in_call is not None:
+        node = current.in_call
+        replacement = code_for(parse_expression_snippet(value))
+        return Fix(title, applicability, (Edit(ctx.span(node), replacement),))
+    return add_keywords_fix(ctx, call, [(name, value)], title, applicability)
+
+
+# --- which loops read a loader ------------------------------------------------------
+
+
+def _last_name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def loader_name(ctx: "ModuleContext", call: ast.Call) -> str | None:
+    """The variable or attribute a DataLoader is assigned to (``train_loader``, ``self.dl``)."""
+    parent = ctx.parents.get(call)
+    if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is call:
+        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+        if len(targets) == 1:
+            return _last_name(targets[0])
+    return None
+
+
+def _loop_reads(loop: ast.AST, name: str) -> bool:
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    return _last_name(unwrap_iterable(loop.iter)) == name
+
+
+def _functions(ctx: "ModuleContext") -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
+    table: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            table.setdefault(node.name, []).append(node)
+    return table
+
+
+def _parameters_receiving(
+    ctx: "ModuleContext", name: str, functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]
+) -> Iterator[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]:
+    """(function, parameter) pairs that a call passes ``name`` to."""
+    for node in ast.walk(ctx.tree):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = _last_name(node.func)
+        for func in functions.get(callee or "", []):
+            params = [a.arg for a in [*func.args.posonlyargs, *func.args.args] if a.arg not in ("self", "cls")]
+            for param, arg in zip(params, node.args):
+                if _last_name(arg) == name:
+                    yield func, param
+            for keyword in node.keywords:
+                if keyword.arg and _last_name(keyword.value) == name:
+                    yield func, keyword.arg
+
+
+def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
+    """Step loops that iterate this DataLoader, directly, by name, or through a parameter."""
+    parent = ctx.parents.get(call)
+    while isinstance(parent, ast.Call):  # enumerate(tqdm(DataLoader(...)))
+        parent = ctx.parents.get(parent)
+    if isinstance(parent, (ast.For, ast.AsyncFor)) and unwrap_iterable(parent.iter) is call:
+        return [r for r in ctx.hot.step_loops if r.node is parent]
+    name = loader_name(ctx, call)
+    if name is None:
+        return []
+    functions = _functions(ctx)
+    found: list[HotRegion] = []
+    seen: set[tuple[ast.AST | None, str]] = set()
+    frontier: list[tuple[ast.AST | None, str]] = [(None, name)]
+    for _ in range(_MAX_LINK_DEPTH):
+        next_frontier: list[tuple[ast.AST | None, str]] = []
+        for scope, current in frontier:
+            if (scope, current) in seen:
+                continue
+            seen.add((scope, current))
+            for region in ctx.hot.step_loops:
+                inside = scope is None or any(a is scope for a in ctx.ancestors(region.node))
+                if inside and _loop_reads(region.node, current) and region not in found:
+                    found.append(region)
+            next_frontier.extend(_parameters_receiving(ctx, current, functions))
+        frontier = next_frontier
+    return found
+
+
+def regions_reached(ctx: "ModuleContext", roots: list[HotRegion]) -> list[HotRegion]:
+    """The given regions plus the per-step functions they call, transitively."""
+    reached = list(roots)
+    changed = True
+    while changed:
+        changed = False
+        for region in ctx.hot.regions:
+            if region in reached or region.via is None:
+                continue
+            if ctx.hot.region_of(region.via) in reached:
+                reached.append(region)
+                changed = True
+    return reached
+
+
+def moves_data_to_device(ctx: "ModuleContext", regions: list[HotRegion] | None) -> bool:
+    """Whether per-step code (of ``regions``, or anywhere) copies tensors to a device."""
+    allowed = None if regions is None else set(map(id, regions_reached(ctx, regions)))
+    for call, region in ctx.hot.nodes(ast.Call):
+        if allowed is not None and id(region) not in allowed:
+            continue
+        if is_device_move(call):
+            return True
+    return False
