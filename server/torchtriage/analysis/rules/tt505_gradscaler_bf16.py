@@ -1,0 +1,135 @@
+"""TT505: ``GradScaler`` used with bfloat16 autocast."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from ...findings import Severity
+from ..context import ModuleContext
+from .base import Invalid, Report, Rule, Valid
+
+_AUTOCAST = ("torch.autocast", "torch.cuda.amp.autocast", "torch.amp.autocast", "torch.cpu.amp.autocast")
+_SCALERS = ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler")
+
+
+def _autocast_dtypes(ctx: ModuleContext) -> set[str]:
+    """Literal dtypes autocast is used with: {'bfloat16'}, {'float16'}, or 'unknown'."""
+    found: set[str] = set()
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Call) and (ctx.qualname(node.func) or "") in _AUTOCAST:
+            dtype = next((k.value for k in node.keywords if k.arg == "dtype"), None)
+            if dtype is None:
+                found.add("float16")  # CUDA autocast defaults to float16
+            else:
+                qual = ctx.qualname(dtype) or ""
+                found.add(qual.rsplit(".", 1)[-1] if qual in ("torch.bfloat16", "torch.float16", "torch.half") else "unknown")
+    return found
+
+
+class GradScalerWithBf16(Rule):
+    code = "TT505"
+    name = "gradscaler-with-bf16"
+    severity = Severity.INFO
+    category = "compute"
+    requires_cuda = True
+    summary = "A `GradScaler` is used while autocast runs in bfloat16, which does not need loss scaling."
+    why = """
+        Loss scaling exists because float16 has a narrow exponent range and small
+        gradients underflow to zero. bfloat16 keeps float32's exponent range, so
+        with `dtype=torch.bfloat16` the scaler only adds work every step:
+        an extra multiply of the loss, an unscale pass over every gradient and
+        an inf/nan check that reads a flag back to the host. Guides recommend
+        bf16 autocast without a scaler on Ampere and newer GPUs.
+    """
+    fix_description = "Drop the GradScaler (call `loss.backward()` and `optimizer.step()` directly), or create it with `enabled=False`."
+    fix_applicability = None
+    example_bad = """
+        scaler = torch.amp.GradScaler("cuda")
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x)
+        scaler.scale(loss).backward()
+    """
+    example_good = """
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x)
+        loss.backward()
+    """
+    VALID = (
+        Valid(
+            """
+            import torch
+            scaler = torch.cuda.amp.GradScaler()
+            for x, y in loader:
+                with torch.autocast("cuda"):       # float16 by default: the scaler is needed
+                    loss = model(x.cuda())
+                scaler.scale(loss).backward()
+            """
+        ),
+        Valid(
+            """
+            import torch
+            ptdtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+            scaler = torch.cuda.amp.GradScaler(enabled=(dtype == "float16"))
+            ctx = torch.amp.autocast(device_type="cuda", dtype=ptdtype)
+            """
+        ),
+        Valid(
+            """
+            import torch
+            for x, y in loader:
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    loss = model(x.cuda())
+                loss.backward()
+            """
+        ),
+    )
+    INVALID = (
+        Invalid(
+            """
+            import torch
+            scaler = torch.amp.GradScaler("cuda")
+            for x, y in loader:
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    loss = model(x.cuda())
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            """,
+            lines=(2,),
+        ),
+        Invalid(
+            """
+            from torch.cuda.amp import GradScaler, autocast
+            import torch
+            scaler = GradScaler()
+            with autocast(dtype=torch.bfloat16):
+                out = model(x.cuda())
+            """,
+            lines=(3,),
+        ),
+        Invalid(
+            """
+            import torch as T
+            amp_ctx = T.autocast(device_type="cuda", dtype=T.bfloat16)
+            grad_scaler = T.cuda.amp.GradScaler(init_scale=2.0**16)
+            """,
+            lines=(3,),
+        ),
+    )
+
+    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+        scalers = [
+            node
+            for node in ast.walk(ctx.tree)
+            if isinstance(node, ast.Call) and (ctx.qualname(node.func) or "") in _SCALERS
+        ]
+        if not scalers or _autocast_dtypes(ctx) != {"bfloat16"}:
+            return
+        for scaler in scalers:
+            if any(keyword.arg == "enabled" for keyword in scaler.keywords):
+                continue  # the author already conditions it on the dtype
+            yield Report(
+                scaler,
+                "GradScaler with bfloat16 autocast only adds work (bf16 has fp32's range): drop the scaler",
+            )
