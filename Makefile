@@ -1,21 +1,30 @@
 # Two entry points, each doing all set-up on a fresh machine:
 #   make demo   install, then run torchtriage on the bundled examples
-#   make test   install, then run the whole test suite
+#   make test   install (system packages too), then run the whole test suite
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install demo test bench
+.PHONY: install system-deps demo test bench
 
 install:
-	$(PIP) install --quiet torch==2.13.0          # local CPU wheel first, so nothing pulls CUDA builds
+	$(PIP) install --quiet torch==2.13.0          # the local CPU wheel first, so nothing pulls a CUDA build
 	$(PIP) install --quiet -e ".[dev]"
+
+# Real clients the tests drive: Neovim (second LSP client) and Chromium (report.html rendering).
+system-deps:
+	@if ! command -v nvim >/dev/null || ! command -v chromium >/dev/null; then \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends neovim chromium >/dev/null; \
+	fi
 
 demo: install
 	$(PYTHON) -m torchtriage check examples/ --statistics --exit-zero
 	$(PYTHON) -m torchtriage check examples/ --exit-zero
+	$(PYTHON) -m torchtriage profile examples/slow_loader.py --steps-active 3 -- --steps 12 || true
 
-test: install
-	$(PYTHON) -m pytest -n 2 -q
+test: install system-deps
+	$(PYTHON) -m pytest -n 2 -q -p no:cacheprovider
 
 bench: install
 	$(PYTHON) bench/run_all.py
