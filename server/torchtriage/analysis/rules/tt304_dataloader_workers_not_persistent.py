@@ -1,0 +1,213 @@
+"""TT304: a DataLoader with workers, re-iterated every epoch, that restarts them each time."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from ...findings import Applicability, Severity
+from ..context import ModuleContext
+from ..hotloops import HotRegion
+from ._loaders import dataloader_calls, is_false, is_positive, loops_reading, set_keyword_fix, setting
+from .base import Invalid, Report, Rule, Valid
+
+
+def _inside(ctx: ModuleContext, node: ast.AST, containers: list[ast.AST]) -> bool:
+    return any(ancestor in containers for ancestor in ctx.ancestors(node))
+
+
+def _read_every_epoch(ctx: ModuleContext, region: HotRegion, creation: ast.Call) -> bool:
+    """Whether a step loop runs once per epoch on a loader created outside the epoch loop."""
+    epochs: list[ast.AST] = list(ctx.hot.epoch_loops)
+    if _inside(ctx, creation, epochs):
+        return False  # a fresh loader every epoch: persistence cannot help
+    if _inside(ctx, region.node, epochs):
+        return True
+    function = ctx.enclosing_function(region.node)
+    if function is None:
+        return False
+    for loop in epochs:
+        for node in ast.walk(loop):
+            if isinstance(node, ast.Call) and _called_name(node) == function.name:
+                return True
+    return False
+
+
+def _called_name(call: ast.Call) -> str | None:
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return None
+
+
+def _mutates_dataset_per_epoch(ctx: ModuleContext) -> bool:
+    """``train_set.set_epoch(e)`` and the like: persistent workers would keep a stale copy."""
+    for loop in ctx.hot.epoch_loops:
+        for node in ast.walk(loop):
+            target = None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                target = node.func.value
+            elif isinstance(node, (ast.Assign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                target = next((t.value for t in targets if isinstance(t, ast.Attribute)), None)
+            text = ((ctx.dotted(target) or "") if target is not None else "").lower()
+            if "dataset" in text or text.endswith(("_set", "_ds", "_data")):
+                return True
+    return False
+
+
+class DataLoaderWorkersNotPersistent(Rule):
+    code = "TT304"
+    name = "dataloader-workers-not-persistent"
+    severity = Severity.INFO
+    category = "data_loading"
+    requires_cuda = False
+    summary = "A DataLoader with workers is iterated once per epoch without `persistent_workers=True`."
+    why = """
+        Without persistent workers, every `for batch in loader` starts the worker
+        processes again: each one re-imports the script (on spawn platforms),
+        unpickles the dataset and refills its prefetch queue before the first
+        batch of the epoch arrives. The device waits for all of that at the start
+        of every epoch, the same idle-accelerator gap that makes data loading the
+        most common bottleneck in first profiles.
+    """
+    fix_description = """
+        Set `persistent_workers=True` so the workers live across epochs.
+        `prefetch_factor` is left alone (its default of 2 is a reasonable start;
+        guides suggest trying about 4 when the loader is the bottleneck). Not
+        flagged when the epoch loop changes the dataset object (for example
+        `dataset.set_epoch(epoch)`), since persistent workers keep their own copy.
+    """
+    fix_applicability = Applicability.SAFE
+    example_bad = """
+        loader = DataLoader(train_set, batch_size=64, num_workers=8)
+        for epoch in range(epochs):
+            for x, y in loader:
+                ...
+    """
+    example_good = """
+        loader = DataLoader(train_set, batch_size=64, num_workers=8, persistent_workers=True)
+    """
+    VALID = (
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=64, num_workers=8, persistent_workers=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x).sum(); loss.backward(); optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # read once: no epoch loop
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=64, num_workers=8)
+            for x, y in loader:
+                loss = model(x).sum(); loss.backward(); optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # a new loader every epoch (curriculum): persistence cannot help
+            from torch.utils.data import DataLoader
+            for epoch in range(10):
+                loader = DataLoader(make_subset(epoch), batch_size=64, num_workers=8)
+                for x, y in loader:
+                    loss = model(x).sum(); loss.backward(); optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # worker count from the command line
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=64, num_workers=args.workers)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x).sum(); loss.backward(); optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # the dataset changes between epochs: workers must see the new state
+            from torch.utils.data import DataLoader
+            loader = DataLoader(train_dataset, batch_size=64, num_workers=8)
+            for epoch in range(10):
+                train_dataset.set_epoch(epoch)
+                for x, y in loader:
+                    loss = model(x).sum(); loss.backward(); optimizer.step()
+            """
+        ),
+    )
+    INVALID = (
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=64, num_workers=8)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x).sum(); loss.backward(); optimizer.step()
+            """,
+            lines=(2,),
+            fixed="""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=64, num_workers=8, persistent_workers=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x).sum(); loss.backward(); optimizer.step()
+            """,
+        ),
+        Invalid(
+            """
+            import os
+            import torch
+
+            def train_one_epoch(model, data_loader, optimizer):
+                model.train()
+                for images, targets in data_loader:
+                    loss = model(images, targets)
+                    optimizer.zero_grad(); loss.backward(); optimizer.step()
+
+            def main():
+                kwargs = {"batch_size": 32, "num_workers": os.cpu_count(), "persistent_workers": False}
+                train_loader = torch.utils.data.DataLoader(train_set, **kwargs)
+                for epoch in range(args.epochs):
+                    train_one_epoch(model, train_loader, optimizer)
+            """,
+            lines=(12,),
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=4)
+            step = 0
+            while step < max_steps:
+                for batch in train_loader:
+                    loss = model(batch).mean(); loss.backward(); optimizer.step()
+                    step += 1
+            """,
+            lines=(2,),
+        ),
+    )
+
+    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+        if not ctx.hot.epoch_loops or _mutates_dataset_per_epoch(ctx):
+            return
+        for call in dataloader_calls(ctx):
+            workers = setting(ctx, call, "num_workers")
+            if not workers.all_values(lambda v: is_positive(ctx, v, call), default_matches=False):
+                continue
+            persistent = setting(ctx, call, "persistent_workers")
+            if not persistent.all_values(lambda v: is_false(ctx, v, call), default_matches=True):
+                continue
+            if not any(_read_every_epoch(ctx, region, call) for region in loops_reading(ctx, call)):
+                continue
+            yield Report(
+                call.func,
+                "Workers of this DataLoader restart every epoch: set `persistent_workers=True`",
+                fix=lambda call=call, persistent=persistent: set_keyword_fix(
+                    ctx, call, "persistent_workers", persistent, "True", "Set persistent_workers=True",
+                    Applicability.SAFE,
+                ),
+            )
