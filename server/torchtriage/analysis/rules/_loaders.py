@@ -15,7 +15,7 @@ from ...findings import Applicability, Edit, Fix
 from ..fixes import add_keywords_fix, code_for, parse_expression_snippet
 from ..hotloops import HotRegion, unwrap_iterable
 from ._bindings import resolve_dict, resolve_name
-from ._helpers import is_device_move
+from ._helpers import is_batch_expression, is_device_move
 
 if TYPE_CHECKING:
     from ..context import ModuleContext
@@ -31,6 +31,7 @@ DATALOADER_QUALNAMES = frozenset(
 _POSITIONS = {"num_workers": 5, "pin_memory": 7}
 _IN_MEMORY_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
 _MAX_LINK_DEPTH = 3
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 @dataclass(frozen=True)
@@ -256,6 +257,20 @@ def moves_data_to_device(ctx: "ModuleContext", regions: list[HotRegion] | None) 
     for call, region in ctx.hot.nodes(ast.Call):
         if allowed is not None and id(region) not in allowed:
             continue
-        if is_device_move(call):
+        if is_device_move(call) and _moves_batch(ctx, call, region):
             return True
+    return False
+
+
+def _moves_batch(ctx: "ModuleContext", call: ast.Call, region: HotRegion) -> bool:
+    """``x.to(d)`` on batch data, or inside a comprehension over the batch."""
+    receiver = call.func.value  # type: ignore[attr-defined]
+    if is_batch_expression(receiver, region):
+        return True
+    for ancestor in ctx.ancestors(call):
+        if isinstance(ancestor, ast.stmt):
+            return False
+        if isinstance(ancestor, _COMPREHENSIONS):
+            if any(is_batch_expression(gen.iter, region) for gen in ancestor.generators):
+                return True
     return False
