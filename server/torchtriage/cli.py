@@ -2,6 +2,11 @@
 
 Translates flags into Settings and prints what the core returns; no analysis
 happens here.  Exit codes: 0 clean, 1 findings, 2 usage or internal error.
+
+A file that cannot be checked (unreadable, not UTF-8, binary, over 10 MiB, a
+notebook that is not valid JSON) is named on stderr, skipped, and counts like
+a finding: exit 1 unless ``--exit-zero`` (ruff does the same with E902), so a
+CI run is never green while silently checking less than it was asked to.
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ import difflib
 import importlib
 import importlib.util
 import json
+import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Sequence
 
@@ -65,7 +72,7 @@ def _settings_from_args(args: argparse.Namespace) -> Settings:
     if args.select:
         changes["select"] = tuple(args.select)
     if args.extend_select:
-        changes["extend_select"] = tuple(args.extend_select)
+        changes["extend_select"] = settings.extend_select + tuple(args.extend_select)
     if args.ignore:
         changes["ignore"] = settings.ignore + tuple(args.ignore)
     if args.device:
@@ -132,7 +139,8 @@ def run_check(args: argparse.Namespace) -> int:
     findings = [f for r in reports for f in r.findings]
     if any(f.code == INTERNAL_ERROR_CODE for f in findings):
         return EXIT_ERROR
-    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+    unchecked = any(r.error for r in reports)
+    return EXIT_FINDINGS if (findings or unchecked) and not args.exit_zero else EXIT_CLEAN
 
 
 def run_rules(args: argparse.Namespace) -> int:
@@ -212,7 +220,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("torchtriage: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        # The reader went away (``| head``): silence the final flush of stdout too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_CLEAN
+    except Exception:  # a bug of ours: say so, keep the traceback for the report
+        traceback.print_exc()
+        print("torchtriage: internal error (please report it, with the traceback above)", file=sys.stderr)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

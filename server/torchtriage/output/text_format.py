@@ -33,6 +33,9 @@ def render(reports: Sequence[FileReport]) -> str:
             lines.append(f"[*] {safe} fixable with `torchtriage check --fix`.")
         if unsafe:
             lines.append(f"[-] {unsafe} more fixable with `--fix --unsafe-fixes`.")
-    else:
+    unchecked = sum(1 for r in reports if r.error)
+    if unchecked:
+        lines.append(f"{unchecked} file{'s' if unchecked != 1 else ''} could not be checked (reasons on stderr).")
+    elif not count:
         lines.append("All checks passed!")
     return "\n".join(lines) + "\n"
