@@ -1,0 +1,226 @@
+"""Static findings <-> hot lines: what each finding costs, and what the linter missed.
+
+Two directions:
+
+* ``StaticLink``: every static finding with the time charged to the lines its
+  span covers (``line_share``) and, for findings whose rule category is a
+  runtime category (data_loading, host_sync, ...), that category's share of the
+  step (``category_share``): a TT302 sits on the ``DataLoader(...)`` line, which
+  costs nothing itself, while the loading it causes is the whole category.
+  Hot lines get the codes of the findings that cover them (``static_codes``).
+* Runtime findings: hazards the profile shows on a line where the linter has
+  no finding of the matching category.  They are ordinary ``Finding`` objects
+  (editors can show them like static ones) with these stable codes:
+
+  ======== ==================== ============================================
+  TTR101   runtime-host-sync    a measured sync point (.item(), .cpu(), ...)
+  TTR201   runtime-memory-kept  memory grows steadily; allocated here, kept
+  TTR302   runtime-loader-bound data loading >= 30% of the step, no TT302
+  ======== ==================== ============================================
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
+
+from ..findings import Finding, Severity, Span
+from .model import ProfileData
+
+if TYPE_CHECKING:
+    from .diagnosis import Diagnosis
+
+RUNTIME_CODES = {
+    "TTR101": "runtime-host-sync",
+    "TTR201": "runtime-memory-kept",
+    "TTR302": "runtime-loader-bound",
+}
+# Categories of the static rules known when this was written; the rule
+# registry is asked first, so new rules only need their ``category``.
+KNOWN_CATEGORIES = {
+    "TT101": "host_sync",
+    "TT102": "host_sync",
+    "TT103": "host_sync",
+    "TT104": "host_sync",
+    "TT201": "memory",
+    "TT202": "memory",
+    "TT301": "data_loading",
+    "TT302": "data_loading",
+    "TT303": "data_loading",
+}
+LOADER_BOUND_SHARE = 0.30  # same bar as the data_loading verdict
+LOUD_SHARE = 0.05  # runtime findings at or above this share of the step are warnings
+
+
+@dataclass
+class StaticLink:
+    """One static finding with what its lines and its category cost at runtime."""
+
+    code: str
+    name: str
+    path: str
+    line: int
+    end_line: int
+    message: str
+    category: str  # the rule's category ("" when unknown)
+    self_us_per_step: float  # time charged to the lines the span covers
+    line_share: float
+    category_share: float  # share of the rule's category in the step (0 if not a runtime category)
+
+    @property
+    def hot(self) -> bool:
+        return self.line_share > 0
+
+
+def rule_category(code: str) -> str:
+    """The rule's category from the registry, else from KNOWN_CATEGORIES."""
+    try:
+        from ..analysis.rules import rule_by_code
+
+        rule = rule_by_code(code)
+    except Exception:  # a broken rule module must not break a report
+        rule = None
+    return getattr(rule, "category", "") or KNOWN_CATEGORIES.get(code.upper(), "")
+
+
+def normalize_path(path: str, cwd: str) -> str:
+    """Absolute, symlink-resolved, case-normalised path (relative ones against ``cwd``)."""
+    if not path:
+        return ""
+    full = path if os.path.isabs(path) else os.path.join(cwd or os.getcwd(), path)
+    return os.path.normcase(os.path.realpath(full))
+
+
+def covers(finding: Finding, path: str, line: int, cwd: str) -> bool:
+    """True when the finding is in ``path`` and its span's lines include ``line``."""
+    if normalize_path(finding.path, cwd) != normalize_path(path, cwd):
+        return False
+    return finding.span.line <= line <= max(finding.span.line, finding.span.end_line)
+
+
+def _line_times(profile: ProfileData) -> dict[tuple[str, int], float]:
+    times: dict[tuple[str, int], float] = {}
+    for cost in profile.lines:
+        key = (normalize_path(cost.path, profile.cwd), cost.line)
+        times[key] = times.get(key, 0.0) + cost.self_us
+    return times
+
+
+def static_links(profile: ProfileData, findings: Iterable[Finding], shares: dict[str, float]) -> list[StaticLink]:
+    """Each finding with its runtime cost, most expensive first."""
+    times = _line_times(profile)
+    total = sum(s.duration_us for s in profile.steps)
+    n = max(1, profile.steps_profiled)
+    links = []
+    for f in findings:
+        path = normalize_path(f.path, profile.cwd)
+        end = max(f.span.line, f.span.end_line)
+        us = sum(times.get((path, line), 0.0) for line in range(f.span.line, end + 1))
+        category = rule_category(f.code)
+        links.append(
+            StaticLink(
+                code=f.code,
+                name=f.name,
+                path=f.path,
+                line=f.span.line,
+                end_line=end,
+                message=f.message,
+                category=category,
+                self_us_per_step=us / n,
+                line_share=us / total if total > 0 else 0.0,
+                category_share=shares.get(category, 0.0),
+            )
+        )
+    links.sort(key=lambda k: (-k.line_share, -k.category_share, k.path, k.line, k.code))
+    return links
+
+
+def _runtime_finding(
+    code: str, path: str, line: int, message: str, share: float, us_per_step: float, loud: bool = False
+) -> Finding:
+    return Finding(
+        path=path,
+        span=Span(line, 1, line + 1, 1),
+        code=code,
+        name=RUNTIME_CODES[code],
+        severity=Severity.WARNING if loud or share >= LOUD_SHARE else Severity.INFO,
+        message=message,
+        extra={"share": share, "self_ms_per_step": us_per_step / 1000.0, "source": "runtime"},
+    )
+
+
+def _has(findings: list[Finding], category: str, path: str, line: int | None, cwd: str) -> bool:
+    """Whether a finding of ``category`` covers (path, line); ``line=None``: anywhere."""
+    for f in findings:
+        if rule_category(f.code) != category:
+            continue
+        if line is None or covers(f, path, line, cwd):
+            return True
+    return False
+
+
+def runtime_findings(diagnosis: "Diagnosis", profile: ProfileData, findings: list[Finding]) -> list[Finding]:
+    """Hazards seen at runtime with no matching static finding (codes in RUNTIME_CODES)."""
+    cwd = profile.cwd
+    total = sum(s.duration_us for s in profile.steps)
+    n = max(1, profile.steps_profiled)
+    out: list[Finding] = []
+    for sp in diagnosis.sync_points:
+        if sp.path and not _has(findings, "host_sync", sp.path, sp.line, cwd):
+            share = sp.stall_us / total if total > 0 else 0.0
+            out.append(
+                _runtime_finding(
+                    "TTR101",
+                    sp.path,
+                    sp.line,
+                    f"{sp.kind} sync measured here {sp.count / n:.1f}x per step "
+                    f"({sp.stall_us / n / 1000:.2f} ms blocked per step){' via ' + sp.op if sp.op else ''}; "
+                    "keep the value on the device and read it every N steps",
+                    share,
+                    sp.stall_us / n,
+                )
+            )
+    data_share = diagnosis.breakdown.get("data_loading", 0.0)
+    has_loader_rule = any(f.code.upper() == "TT302" for f in findings)
+    loader_lines = [h for h in diagnosis.hotspots if h.category == "data_loading"]
+    if data_share >= LOADER_BOUND_SHARE and not has_loader_rule and loader_lines:
+        top = loader_lines[0]
+        workers = profile.loader_workers
+        out.append(
+            _runtime_finding(
+                "TTR302",
+                top.path,
+                top.line,
+                f"data loading takes {data_share * 100:.0f}% of the step"
+                + (f" with num_workers={workers}" if workers is not None else "")
+                + "; the static check saw no DataLoader without workers, so look at this line's per-sample cost",
+                data_share,
+                data_share * diagnosis.step_us,
+            )
+        )
+    if diagnosis.memory.steady_growth:
+        for ml in diagnosis.memory.top_lines[:1]:
+            if ml.retained_bytes > 0 and not _has(findings, "memory", ml.path, ml.line, cwd):
+                out.append(
+                    _runtime_finding(
+                        "TTR201",
+                        ml.path,
+                        ml.line,
+                        f"memory grows {diagnosis.memory.growth_bytes_per_step / 2**20:.2f} MiB per step; "
+                        f"{ml.retained_bytes / 2**20:.2f} MiB allocated here is still held: detach or drop it",
+                        0.0,
+                        0.0,
+                        loud=True,
+                    )
+                )
+    return out
+
+
+def link_findings(diagnosis: "Diagnosis", profile: ProfileData, findings: list[Finding]) -> None:
+    """Fill ``static_codes`` on hot lines, ``static_links`` and ``runtime_findings``."""
+    cwd = profile.cwd
+    for spot in diagnosis.hotspots:
+        spot.static_codes = sorted({f.code for f in findings if covers(f, spot.path, spot.line, cwd)})
+    diagnosis.static_links = static_links(profile, findings, diagnosis.breakdown)
+    diagnosis.runtime_findings = runtime_findings(diagnosis, profile, findings)
