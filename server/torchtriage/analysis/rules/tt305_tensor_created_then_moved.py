@@ -1,0 +1,318 @@
+"""TT305: a tensor built on the CPU and then copied to the GPU, every step."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator
+
+import libcst as cst
+
+from ...findings import Applicability, Fix, Severity
+from ..context import ModuleContext
+from ..fixes import add_keywords_fix, keyword_value, replace_expression, with_keyword
+from ..hotloops import HotRegion
+from ._helpers import method_name
+from .base import Invalid, Report, Rule, Valid
+
+_FACTORIES = frozenset(
+    {"zeros", "ones", "empty", "full", "eye", "arange", "linspace", "logspace", "tensor", "as_tensor"}
+)
+_RANDOM = frozenset({"rand", "randn", "randint", "randperm"})
+_DEVICE_NAME = re.compile(r"(device|^dev$|_dev$|^dev_|gpu|rank)", re.I)
+_ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
+
+
+def _factory(ctx: ModuleContext, node: ast.AST) -> str | None:
+    """``torch.zeros`` & co. called without a device (or with device="cpu"): the short name."""
+    qual = ctx.call_qualname(node) or ""
+    head, _, short = qual.rpartition(".")
+    if head != "torch" or short not in _FACTORIES | _RANDOM:
+        return None
+    assert isinstance(node, ast.Call)
+    device = keyword_value(node, "device")
+    if device is not None and not (isinstance(device, ast.Constant) and device.value == "cpu"):
+        return None
+    return short
+
+
+def _is_device_like(ctx: ModuleContext, node: ast.expr) -> bool:
+    """An expression that names a device, as opposed to a dtype or another tensor."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and node.value.split(":")[0] in _ACCELERATORS
+    if isinstance(node, ast.Call):
+        return (ctx.call_qualname(node) or "") in ("torch.device", "torch.cuda.current_device")
+    if isinstance(node, ast.Attribute) and node.attr == "device":
+        return True
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return bool(_DEVICE_NAME.search(name))
+
+
+def _target_device(ctx: ModuleContext, move: ast.Call) -> tuple[str, str | None] | None:
+    """(device source, dtype source) of ``.to(...)``/``.cuda()``, or None when not a plain device move."""
+    name = method_name(move)
+    allowed = {"non_blocking"}
+    if name == "cuda":
+        if move.args or any(k.arg not in allowed for k in move.keywords):
+            return None
+        return '"cuda"', None
+    if name != "to":
+        return None
+    device = keyword_value(move, "device") or (move.args[0] if move.args else None)
+    if device is None or not _is_device_like(ctx, device):
+        return None
+    dtype = keyword_value(move, "dtype") or (move.args[1] if len(move.args) > 1 else None)
+    if len(move.args) > 2 or any(k.arg not in allowed | {"device", "dtype"} for k in move.keywords):
+        return None
+    return ctx.segment(device), (ctx.segment(dtype) if dtype is not None else None)
+
+
+def _factory_keywords(factory: ast.Call, device: str, dtype: str | None) -> list[tuple[str, str]] | None:
+    keywords = [("device", device)]
+    if dtype is not None:
+        if keyword_value(factory, "dtype") is not None:
+            return None
+        keywords.append(("dtype", dtype))
+    return keywords
+
+
+def _applicability(short: str) -> Applicability:
+    # Random factories draw from the device's generator: same distribution, different numbers.
+    return Applicability.UNSAFE if short in _RANDOM else Applicability.SAFE
+
+
+def _chained_fix(ctx: ModuleContext, move: ast.Call, factory: ast.Call, short: str) -> Fix | None:
+    target = _target_device(ctx, move)
+    keywords = target and _factory_keywords(factory, *target)
+    if not keywords or _drops_comment(ctx, move, factory):
+        return None
+
+    def transform(expression: cst.BaseExpression) -> cst.BaseExpression:
+        assert isinstance(expression, cst.Call) and isinstance(expression.func, cst.Attribute)
+        result = expression.func.value
+        for name, value in keywords:
+            result = with_keyword(result, name, value)
+        return result
+
+    return replace_expression(ctx, move, transform, f"Create with device={keywords[0][1]}", _applicability(short))
+
+
+def _drops_comment(ctx: ModuleContext, move: ast.Call, factory: ast.Call) -> bool:
+    """Whether the ``.to(...)`` text that the fix deletes holds a comment."""
+    start_line, end_line = factory.end_lineno or factory.lineno, move.end_lineno or move.lineno
+    if start_line == end_line:
+        return False  # a comment cannot sit inside one line of code
+    first = ctx.lines[start_line - 1][ctx.char_column(start_line, factory.end_col_offset or 0) :]
+    last = ctx.lines[end_line - 1][: ctx.char_column(end_line, move.end_col_offset or 0)]
+    return any("#" in text for text in [first, *ctx.lines[start_line : end_line - 1], last])
+
+
+def _next_use(ctx: ModuleContext, assign: ast.Assign, name: str) -> ast.stmt | None:
+    """The first later statement of the same block that mentions ``name``."""
+    parent = ctx.parents.get(assign)
+    for _, body in ast.iter_fields(parent) if parent is not None else ():
+        if isinstance(body, list) and assign in body:
+            for stmt in body[body.index(assign) + 1 :]:
+                if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt)):
+                    return stmt
+    return None
+
+
+def _moves_of(stmt: ast.stmt, name: str) -> list[ast.Call]:
+    return [
+        node
+        for node in ast.walk(stmt)
+        if isinstance(node, ast.Call)
+        and method_name(node) in ("to", "cuda")
+        and isinstance(node.func.value, ast.Name)  # type: ignore[attr-defined]
+        and node.func.value.id == name  # type: ignore[attr-defined]
+    ]
+
+
+class TensorCreatedThenMoved(Rule):
+    code = "TT305"
+    name = "tensor-created-then-moved"
+    severity = Severity.WARNING
+    category = "data_loading"
+    requires_cuda = True
+    summary = "A tensor is created on the CPU and then copied to the GPU with `.to(device)` / `.cuda()` every step."
+    why = """
+        `torch.zeros(n).to(device)` allocates and fills the tensor in host memory,
+        then performs a blocking host-to-device copy: a CPU allocation, a transfer
+        and a synchronisation point in every step, where `torch.zeros(n,
+        device=device)` is a single kernel launch (roughly 5-20 µs) on the GPU.
+        Per-step copies like this keep the CPU from running ahead and leave
+        gaps in the GPU timeline.
+    """
+    fix_description = """
+        Pass `device=` (and `dtype=` if the move converted it) to the factory and
+        drop the move. Safe for deterministic factories; for `rand`, `randn`,
+        `randint` and `randperm` the fix is unsafe because the numbers then come
+        from the GPU's random generator.
+    """
+    fix_applicability = Applicability.SAFE
+    example_bad = """
+        for x, y in loader:
+            mask = torch.ones(x.shape[0]).to(device)
+    """
+    example_good = """
+        for x, y in loader:
+            mask = torch.ones(x.shape[0], device=device)
+    """
+    VALID = (
+        Valid(
+            """
+            import torch
+            device = torch.device("cuda")
+            for x, y in loader:
+                mask = torch.ones(x.shape[0], device=device)
+                loss = model(x.to(device), mask).sum(); loss.backward()
+            """
+        ),
+        Valid(
+            """
+            import torch
+            device = torch.device("cuda")
+            pos = torch.arange(seq_len).to(device)  # once, before training
+            for x, y in loader:
+                loss = model(x.to(device), pos).sum(); loss.backward()
+            """
+        ),
+        Valid(
+            """
+            import torch
+            model.cuda()
+            for x, y in loader:
+                ids = torch.tensor(x).to(torch.long)  # a dtype conversion, stays on the CPU
+                loss = model(ids.cuda()).sum(); loss.backward()
+            """
+        ),
+        Valid(
+            """
+            import torch
+            model.cuda()
+            for x, y in loader:
+                weights = torch.ones(len(y))
+                weights[y == 0] = 0.1  # filled on the CPU before the move
+                weights = weights.cuda()
+                loss = (model(x.cuda()) * weights).sum(); loss.backward()
+            """
+        ),
+    )
+    INVALID = (
+        Invalid(
+            """
+            import torch
+            device = torch.device("cuda")
+            for x, y in loader:
+                mask = torch.ones(x.shape[0]).to(device)
+                loss = model(x.to(device), mask).sum(); loss.backward()
+            """,
+            lines=(4,),
+            fixed="""
+            import torch
+            device = torch.device("cuda")
+            for x, y in loader:
+                mask = torch.ones(x.shape[0], device=device)
+                loss = model(x.to(device), mask).sum(); loss.backward()
+            """,
+        ),
+        Invalid(
+            """
+            import torch as th
+
+            def training_step(model, batch, optimizer):
+                x, y = batch
+                labels = th.tensor(y, dtype=th.long).cuda(non_blocking=True)
+                noise = th.randn(x.shape).to("cuda", th.float16)
+                loss = model(x.cuda() + noise, labels)
+                loss.backward(); optimizer.step()
+
+            for batch in train_loader:
+                training_step(model, batch, optimizer)
+            """,
+            lines=(5, 6),
+            fixed="""
+            import torch as th
+
+            def training_step(model, batch, optimizer):
+                x, y = batch
+                labels = th.tensor(y, dtype=th.long, device="cuda")
+                noise = th.randn(x.shape, device="cuda", dtype=th.float16)
+                loss = model(x.cuda() + noise, labels)
+                loss.backward(); optimizer.step()
+
+            for batch in train_loader:
+                training_step(model, batch, optimizer)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            assert torch.cuda.is_available()
+            for step, (x, y) in enumerate(loader):
+                hidden = torch.zeros(2, x.size(0), 256)
+                hidden = hidden.to(args.device)
+                out, hidden = model(x.to(args.device), hidden)
+                out.sum().backward()
+            """,
+            lines=(4,),
+            fixed="""
+            import torch
+            assert torch.cuda.is_available()
+            for step, (x, y) in enumerate(loader):
+                hidden = torch.zeros(2, x.size(0), 256, device=args.device)
+                hidden = hidden.to(args.device)
+                out, hidden = model(x.to(args.device), hidden)
+                out.sum().backward()
+            """,
+        ),
+    )
+
+    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+        for call, region in ctx.hot.nodes(ast.Call):
+            if method_name(call) in ("to", "cuda"):
+                factory = call.func.value  # type: ignore[attr-defined]
+                short = _factory(ctx, factory)
+                if short is not None and _target_device(ctx, call) is not None:
+                    yield self._chained(ctx, call, factory, short)
+            elif _factory(ctx, call) is not None:
+                report = self._two_statements(ctx, call, region)
+                if report is not None:
+                    yield report
+
+    def _chained(self, ctx: ModuleContext, move: ast.Call, factory: ast.Call, short: str) -> Report:
+        return Report(
+            move,
+            f"`torch.{short}(...)` is built on the CPU and copied to the GPU every step: "
+            "pass `device=` to the factory instead",
+            fix=lambda: _chained_fix(ctx, move, factory, short),
+        )
+
+    def _two_statements(self, ctx: ModuleContext, factory: ast.Call, region: HotRegion) -> Report | None:
+        assign = ctx.parents.get(factory)
+        if not (isinstance(assign, ast.Assign) and assign.value is factory and len(assign.targets) == 1):
+            return None
+        target = assign.targets[0]
+        if not isinstance(target, ast.Name):
+            return None
+        following = _next_use(ctx, assign, target.id)
+        moves = _moves_of(following, target.id) if following is not None else []
+        if not moves or _target_device(ctx, moves[0]) is None:
+            return None
+        device, dtype = _target_device(ctx, moves[0])  # type: ignore[misc]
+        short = _factory(ctx, factory) or ""
+        keywords = _factory_keywords(factory, device, None)
+        line = moves[0].lineno
+        return Report(
+            factory,
+            f"`{target.id}` is built on the CPU and copied to the GPU on line {line} every step: "
+            f"create it with `device={device}`",
+            fix=(
+                lambda: add_keywords_fix(
+                    ctx, factory, keywords, f"Create with device={device}", _applicability(short)
+                )
+            )
+            if keywords and dtype is None
+            else None,
+        )
