@@ -1,0 +1,31 @@
+"""``torchtriage lsp [--tcp HOST:PORT]``: run the language server (stdio by default)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any
+
+
+def run_lsp(args: argparse.Namespace) -> int:
+    try:
+        from .server import build_server
+    except ImportError as exc:  # pygls is an optional dependency
+        raise SystemExit(f"torchtriage lsp needs the [lsp] extra (pip install 'torchtriage[lsp]'): {exc}")
+    logging.basicConfig(level=getattr(logging, args.log_level), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    server = build_server()
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        server.start_tcp(host or "127.0.0.1", int(port))
+    else:
+        server.start_io()
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("lsp", help="run the language server (stdio, or --tcp HOST:PORT)")
+    parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (debugging)")
+    parser.add_argument(
+        "--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="stderr log level"
+    )
+    parser.set_defaults(handler=run_lsp)

@@ -1,0 +1,258 @@
+"""``workspace/executeCommand``: profile a script, clear or show its profile, fix all.
+
+``torchtriage.profile [uri]`` runs ``python -m torchtriage profile FILE --out DIR``
+in its own process group (a notebook: its code cells joined into a temporary
+script), reports ``$/progress`` begin/report/end from the run's output lines,
+and kills the process group when the request or the progress is cancelled.
+Nothing is ever run without this explicit command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
+
+from .annotations import annotations_from_report, summary_from_report
+from .code_lens import step_loop_lines
+from .documents import DocumentState
+from .notebooks import join_cells
+
+if TYPE_CHECKING:
+    from .server import TorchTriageServer
+
+log = logging.getLogger(__name__)
+
+PROFILE_REPORT = "torchtriage/profileReport"
+KILL_GRACE_S = 2.0
+
+
+class ProfileFailed(Exception):
+    """The run ended without a report.json."""
+
+
+def _uri_argument(arguments: list[Any] | None) -> str:
+    value = arguments[0] if arguments else None
+    if isinstance(value, dict):
+        value = value.get("uri")
+    if not isinstance(value, str):
+        raise JsonRpcInvalidParams("expected the document URI as the first argument")
+    return value
+
+
+def _progress_text(line: str) -> tuple[str | None, int | None]:
+    """A message and percentage from one output line (JSON event or plain text)."""
+    line = line.strip()
+    if not line:
+        return None, None
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return line[:200], None
+    if not isinstance(event, dict):
+        return line[:200], None
+    message = event.get("message") or event.get("stage") or event.get("event")
+    percentage = event.get("percentage", event.get("percent"))
+    if percentage is None and isinstance(event.get("fraction"), (int, float)):
+        percentage = event["fraction"] * 100
+    return (str(message) if message else None), (int(percentage) if isinstance(percentage, (int, float)) else None)
+
+
+class Commands:
+    def __init__(self, server: "TorchTriageServer") -> None:
+        self.server = server
+
+    # --- torchtriage.profile ----------------------------------------------------------
+
+    def _script_for(self, state: DocumentState, folder: Path) -> tuple[Path, Any]:
+        """The script to run and a mapper from its lines back to targets."""
+        snapshot = self.server.engine.snapshot(state)
+        if not state.notebook and state.path is not None and state.path.exists():
+            path = state.path.resolve()
+
+            def mapper(p: str, line: int) -> tuple[str, int] | None:
+                return (state.uri, line) if _same_file(p, path) else None
+
+            return path, mapper
+        if not state.notebook:
+            snapshot = snapshot[:1]
+        joined = join_cells([text for _, _, text in snapshot])
+        script = folder / "notebook_script.py"
+        script.write_text(joined.source, encoding="utf-8")
+
+        def cell_mapper(p: str, line: int) -> tuple[str, int] | None:
+            if not _same_file(p, script):
+                return None
+            cell, local = joined.to_cell(line)
+            return snapshot[cell][0], local
+
+        return script, cell_mapper
+
+    async def profile(self, arguments: list[Any] | None, token: types.ProgressToken | None) -> dict[str, Any]:
+        uri = _uri_argument(arguments)
+        state = self.server.store.get(uri)
+        if state is None:
+            raise JsonRpcInvalidParams(f"{uri} is not open")
+        out = Path(tempfile.mkdtemp(prefix="torchtriage-profile-"))
+        script, mapper = self._script_for(state, out)
+        command = [self.server.config.interpreter or sys.executable, "-m", "torchtriage", "profile", str(script), "--out", str(out / "run")]
+        progress = self.server.work_done_progress
+        if token is None and self.server.supports_progress():
+            token = str(uuid.uuid4())
+            await progress.create_async(token)
+        title = f"Profiling {script.name}"
+        if token is not None:
+            progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True, message="starting"))
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            cwd=str(script.parent),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        cancelled = False
+
+        def on_cancel(_: object) -> None:
+            nonlocal cancelled
+            cancelled = True
+            _kill_group(process)
+
+        if token is not None and token in progress.tokens:
+            progress.tokens[token].add_done_callback(lambda f: on_cancel(f) if f.cancelled() else None)
+        tail: list[str] = []
+        try:
+            assert process.stdout is not None
+            async for raw in process.stdout:
+                line = raw.decode("utf-8", errors="replace")
+                tail = (tail + [line.rstrip()])[-20:]
+                message, percentage = _progress_text(line)
+                if token is not None and message:
+                    progress.report(token, types.WorkDoneProgressReport(message=message, percentage=percentage))
+            code = await process.wait()
+        except asyncio.CancelledError:
+            _kill_group(process)
+            await _reap(process)
+            if token is not None:
+                progress.end(token, types.WorkDoneProgressEnd(message="cancelled"))
+            raise
+        if cancelled:
+            await _reap(process)
+            if token is not None:
+                progress.end(token, types.WorkDoneProgressEnd(message="cancelled"))
+            raise JsonRpcRequestCancelled("profile cancelled")
+        report_path = out / "run" / "report.json"
+        if not report_path.is_file():
+            if token is not None:
+                progress.end(token, types.WorkDoneProgressEnd(message="failed"))
+            detail = "\n".join(tail[-8:])
+            self.server.show(f"torchtriage profile failed (exit {code}): {detail}", types.MessageType.Error)
+            raise ProfileFailed(f"profile exited with {code} and no report: {detail}")
+        payload = self._load(state, report_path, mapper, script)
+        if token is not None:
+            progress.end(token, types.WorkDoneProgressEnd(message=f"{payload['summary']['bottleneck']} bound"))
+        return payload
+
+    def _load(self, state: DocumentState, report_path: Path, mapper: Any, script: Path) -> dict[str, Any]:
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+        header = None
+        loops = step_loop_lines(script.read_text(encoding="utf-8"))
+        if loops:
+            header = mapper(str(script), loops[0])
+        per_target = annotations_from_report(report, mapper, header)
+        for target in state.targets.values():
+            target.annotations = per_target.get(target.uri, [])
+        state.profile = summary_from_report(report, report_path)
+        self.server.engine.publish(state)
+        summary = state.profile
+        payload = {
+            "uri": state.uri,
+            "reportPath": summary.report_path,
+            "htmlPath": summary.html_path,
+            "summary": {"bottleneck": summary.bottleneck, "share": summary.share, "stepTimeMs": summary.step_time_ms},
+        }
+        self.server.protocol.notify(PROFILE_REPORT, payload)
+        if self.server.supports_lens_refresh():
+            self.server.workspace_code_lens_refresh(None)
+        if self.server.supports_inlay_refresh():
+            self.server.workspace_inlay_hint_refresh(None)
+        return payload
+
+    # --- the small ones ----------------------------------------------------------------
+
+    def clear_profile(self, arguments: list[Any] | None) -> None:
+        state = self.server.store.get(_uri_argument(arguments))
+        if state is None:
+            return
+        state.profile = None
+        for target in state.targets.values():
+            target.annotations = []
+        self.server.engine.publish(state)
+        if self.server.supports_inlay_refresh():
+            self.server.workspace_inlay_hint_refresh(None)
+
+    async def show_report(self, arguments: list[Any] | None) -> bool:
+        path = arguments[0] if arguments else None
+        if not isinstance(path, str):
+            raise JsonRpcInvalidParams("expected the report path as the first argument")
+        html = Path(path).with_name("report.html")
+        target = html if html.exists() else Path(path)
+        result = await self.server.window_show_document_async(
+            types.ShowDocumentParams(uri=target.as_uri(), external=target.suffix == ".html")
+        )
+        return bool(result and result.success)
+
+    async def fix_all(self, arguments: list[Any] | None) -> bool:
+        uri = _uri_argument(arguments)
+        state = self.server.store.get(uri)
+        if state is None:
+            raise JsonRpcInvalidParams(f"{uri} is not open")
+        await self.server.engine.current(state)
+        target = state.targets.get(uri)
+        if target is None:
+            return False
+        from .code_actions import text_edits, workspace_edit
+
+        edits = self.server.actions.fix_all_edits(state, target)
+        if not edits:
+            return False
+        edit = workspace_edit(target, text_edits(edits, self.server.positions(target.text)))
+        result = await self.server.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(edit=edit, label="torchtriage: fix all")
+        )
+        return bool(result.applied)
+
+
+def _same_file(reported: str, path: Path) -> bool:
+    try:
+        return Path(reported).resolve() == path.resolve()
+    except (OSError, ValueError):
+        return False
+
+
+def _kill_group(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+async def _reap(process: asyncio.subprocess.Process) -> None:
+    try:
+        await asyncio.wait_for(process.wait(), KILL_GRACE_S)
+    except asyncio.TimeoutError:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        await process.wait()

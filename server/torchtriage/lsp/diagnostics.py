@@ -1,0 +1,211 @@
+"""Findings -> published diagnostics: debounced per document, never stale.
+
+Every change bumps the document's generation and (re)starts its debounce
+timer.  When it fires, the text is snapshotted and analysed in a worker
+thread; the results are published only if no change arrived meanwhile, with
+the version of the text they were computed on.  The debounce adapts to the
+document: about as long as its last analysis took, within 10-150 ms (or
+``debounceMs`` from the client options).
+
+A document that stops parsing gets its TT000 syntax diagnostic plus the last
+good findings (moved with the edits, without their fixes) for the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import Executor
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from ..analysis import analyze_source
+from ..config import Settings
+from ..findings import SYNTAX_ERROR_CODE, Finding, Severity
+from .documents import Annotation, DocumentState, DocumentStore
+from .notebooks import join_cells
+from .positions import Positions
+
+if TYPE_CHECKING:
+    from .server import TorchTriageServer
+
+log = logging.getLogger(__name__)
+
+SOURCE = "torchtriage"
+PROFILE_SOURCE = "torchtriage-profile"
+MIN_DEBOUNCE_MS, MAX_DEBOUNCE_MS = 10.0, 150.0
+
+_SEVERITY = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFO: types.DiagnosticSeverity.Information,
+}
+
+Snapshot = list[tuple[str, int | None, str]]  # (target uri, version, text) in cell order
+
+
+def analyse_snapshot(snapshot: Snapshot, path: str, settings: Settings, notebook: bool) -> dict[str, list[Finding]]:
+    """Run the core on a snapshot: one module, or all cells joined (worker thread)."""
+    if not notebook:
+        uri, _, text = snapshot[0]
+        return {uri: analyze_source(text, path, settings)}
+    joined = join_cells([text for _, _, text in snapshot])
+    per_cell = joined.split(analyze_source(joined.source, path, settings))
+    return {uri: per_cell[index] for index, (uri, _, _) in enumerate(snapshot)}
+
+
+def to_diagnostic(finding: Finding, positions: Positions) -> types.Diagnostic:
+    return types.Diagnostic(
+        range=positions.to_range(finding.span),
+        message=finding.message,
+        severity=_SEVERITY[finding.severity],
+        code=finding.code,
+        source=SOURCE,
+        data={"name": finding.name, "fixable": finding.fix is not None},
+    )
+
+
+def annotation_diagnostic(annotation: Annotation, positions: Positions) -> types.Diagnostic:
+    line_text = positions.lines[annotation.line - 1] if annotation.line <= len(positions.lines) else ""
+    start = len(line_text) - len(line_text.lstrip()) + 1
+    return types.Diagnostic(
+        range=types.Range(
+            start=positions.to_position(annotation.line, start), end=positions.line_end(annotation.line)
+        ),
+        message=annotation.message,
+        severity=types.DiagnosticSeverity.Information,
+        code=annotation.codes[0] if annotation.codes else None,
+        source=PROFILE_SOURCE,
+    )
+
+
+class DiagnosticsEngine:
+    """Schedules analyses, keeps results on the DocumentState, publishes them."""
+
+    def __init__(self, server: "TorchTriageServer", store: DocumentStore, executor: Executor) -> None:
+        self.server = server
+        self.store = store
+        self.executor = executor
+        self._last_ms: dict[str, float] = {}
+        self._running: dict[str, asyncio.Future[object]] = {}
+
+    # --- scheduling -------------------------------------------------------------
+
+    def debounce_s(self, state: DocumentState) -> float:
+        configured = self.server.config.debounce_ms
+        if configured is not None:
+            return configured / 1000
+        last = self._last_ms.get(state.uri, MIN_DEBOUNCE_MS)
+        return min(max(last, MIN_DEBOUNCE_MS), MAX_DEBOUNCE_MS) / 1000
+
+    def schedule(self, state: DocumentState, immediate: bool = False) -> None:
+        """Analyse the document's current text after the debounce (or now)."""
+        generation = state.touch()
+        if state.timer is not None:
+            state.timer.cancel()
+        loop = asyncio.get_running_loop()
+        delay = 0.0 if immediate else self.debounce_s(state)
+        state.timer = loop.call_later(delay, lambda: self.server.spawn(self._run(state, generation)))
+
+    async def current(self, state: DocumentState) -> None:
+        """Wait until the published results match the document's current text."""
+        if state.analysed != state.generation:
+            if state.timer is not None:
+                state.timer.cancel()
+            await self._run(state, state.generation)
+        await state.done.wait()
+
+    def snapshot(self, state: DocumentState) -> Snapshot:
+        workspace = self.server.workspace
+        if not state.notebook:
+            document = workspace.get_text_document(state.uri)
+            return [(state.uri, document.version, document.source)]
+        notebook = workspace.get_notebook_document(notebook_uri=state.uri)
+        cells: Snapshot = []
+        for cell in notebook.cells if notebook else []:
+            document = workspace.text_documents.get(cell.document)
+            if cell.kind == types.NotebookCellKind.Code and document is not None:
+                if document.language_id in (None, "python"):
+                    cells.append((cell.document, document.version, document.source))
+        return cells
+
+    async def _run(self, state: DocumentState, generation: int) -> None:
+        previous = self._running.get(state.uri)
+        if previous is not None and not previous.done():
+            await asyncio.wait([previous])  # one analysis per document at a time
+        if generation != state.generation or state.analysed == generation:
+            return  # a newer change will run its own analysis
+        if self.store.get(state.uri) is not state:
+            return  # closed meanwhile
+        snapshot = self.snapshot(state)
+        settings = self.server.config.for_path(state.path)
+        path = str(state.path) if state.path else state.uri
+        started = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self.executor, analyse_snapshot, snapshot, path, settings, state.notebook)
+        self._running[state.uri] = future
+        results = await future
+        self._last_ms[state.uri] = (time.perf_counter() - started) * 1000
+        if generation != state.generation:
+            return  # stale: the text changed while we analysed it
+        self._apply(state, snapshot, results)
+        state.analysed = generation
+        state.done.set()
+        self.publish(state)
+
+    def _apply(self, state: DocumentState, snapshot: Snapshot, results: dict[str, list[Finding]]) -> None:
+        live = {uri for uri, _, _ in snapshot}
+        for uri in [uri for uri in state.targets if uri not in live]:
+            self.clear_target(state.targets.pop(uri).uri)
+        for uri, version, text in snapshot:
+            target = state.target(uri)
+            self.store.bind(uri, state.uri)
+            target.version, target.text = version, text
+            findings = results.get(uri, [])
+            syntax = [f for f in findings if f.code == SYNTAX_ERROR_CODE]
+            broken = any(f.code == SYNTAX_ERROR_CODE for fs in results.values() for f in fs)
+            if broken:
+                target.findings = syntax + [replace(f, fix=None) for f in target.last_good]
+            else:
+                target.findings = target.last_good = findings
+
+    # --- publishing ---------------------------------------------------------------
+
+    def diagnostics_for(self, uri: str) -> list[types.Diagnostic]:
+        state = self.store.get(uri)
+        if state is None or uri not in state.targets:
+            return []
+        target = state.targets[uri]
+        positions = self.server.positions(target.text)
+        result = [to_diagnostic(f, positions) for f in target.findings]
+        result.extend(annotation_diagnostic(a, positions) for a in target.annotations if a.message)
+        return result
+
+    def publish(self, state: DocumentState) -> None:
+        for target in state.targets.values():
+            self.server.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(
+                    uri=target.uri, diagnostics=self.diagnostics_for(target.uri), version=target.version
+                )
+            )
+
+    def clear_target(self, uri: str) -> None:
+        self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    def refresh_all(self) -> None:
+        """Settings changed: re-analyse every open document."""
+        for state in self.store.all():
+            self.schedule(state, immediate=True)
+
+
+def path_of(uri: str) -> Path | None:
+    from pygls.uris import to_fs_path
+
+    if not uri.startswith("file:"):
+        return None
+    path = to_fs_path(uri)
+    return Path(path) if path else None
