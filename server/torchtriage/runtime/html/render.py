@@ -1,0 +1,197 @@
+"""report.json document -> one self-contained HTML page (inline CSS and SVG, no network).
+
+The verdict, its evidence and fixes come first; then the step-time breakdown,
+the hot lines as bars with their source and static codes, memory over steps,
+and the tables (syncs, static and runtime findings, trace files).
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+from string import Template
+from types import MappingProxyType
+from typing import Any
+
+from .svg import Bar, bar_chart, color, line_chart, stacked_bar
+
+TEMPLATE_PATH = Path(__file__).with_name("template.html")
+KIND_TITLES = MappingProxyType(
+    {
+        "data_loading": "Data loading",
+        "host_sync": "Host-device syncs",
+        "python_overhead": "Python overhead",
+        "launch_overhead": "Op launch / dispatch overhead",
+        "compute": "Compute",
+        "communication": "Communication",
+        "memory_growth": "Memory growth",
+        "optimizer": "Optimizer",
+        "none": "No clear bottleneck",
+    }
+)
+OK_STATUSES = ("completed", "stopped_after_window")
+MIB = 2**20
+
+
+def _where(path: str | None, line: int | None) -> str:
+    return f"{Path(path).name}:{line}" if path and line else (Path(path).name if path else "")
+
+
+def _loc(path: str | None, line: int | None) -> str:
+    """A file:line label whose tooltip is the full path."""
+    return f"<code title='{escape(path or '')}'>{escape(_where(path, line))}</code>"
+
+
+def _verdict_html(v: dict[str, Any], primary: bool) -> str:
+    kind = v["kind"]
+    title = KIND_TITLES.get(kind, kind)
+    share = v["share"]
+    share_text = "" if kind == "none" else (
+        f"{share * 100:.0f}% of memory added in the window" if kind == "memory_growth" else f"{share * 100:.0f}% of step time"
+    )
+    evidence = "".join(
+        f"<li>{escape(e['text'])}{' &mdash; ' + _loc(e['path'], e['line']) if e.get('path') and _where(e['path'], e['line']) not in e['text'] else ''}</li>" for e in v["evidence"]
+    )
+    recs = "".join(
+        f"<li><strong>{escape(r['action'])}</strong><div class='why'>{escape(r['why'])}</div>"
+        + (f"<pre>{escape(r['example'])}</pre>" if r.get("example") else "")
+        + "</li>"
+        for r in v["recommendations"]
+    )
+    style = f"style='--kind-color:{color('memory' if kind == 'memory_growth' else kind)}'"
+    if primary:
+        return (
+            f"<section class='card verdict' id='verdict' data-kind='{escape(kind)}' {style}>"
+            f"<div><span class='kind'>{escape(title)}</span><span class='share'>{escape(share_text)}</span></div>"
+            f"<ul class='evidence'>{evidence}</ul><h3>What to try, in order</h3><ol class='recs'>{recs}</ol></section>"
+        )
+    return (
+        f"<div class='card secondary' data-kind='{escape(kind)}' {style}><span class='kind'>{escape(title)}</span> "
+        f"<span class='why'>{escape(share_text)}</span><ul class='evidence'>{evidence}</ul><ol class='recs'>{recs}</ol></div>"
+    )
+
+
+def _header(r: dict[str, Any]) -> str:
+    st = r["status"]
+    meta = [
+        f"device: {r['device']}" + (f" ({r['device_name']})" if r["device_name"] and r["device_name"] != r["device"] else ""),
+        f"torch {r['torch_version']}",
+        f"{r['steps_profiled']} steps profiled",
+        f"mean step {r['step_time_ms']:.2f} ms",
+        f"status: {st['status']}",
+    ]
+    out = f"<h1>Why is {escape(Path(r['script']).name)} slow?</h1><div class='meta'>" + "".join(
+        f"<span>{escape(m)}</span>" for m in meta
+    ) + "</div>"
+    if st["status"] not in OK_STATUSES or r["steps_profiled"] == 0:
+        out += f"<p class='status-bad'>Run {escape(st['status'])}: {escape(st['message'] or 'no steps were profiled')}</p>"
+    return out
+
+
+def _breakdown(r: dict[str, Any]) -> str:
+    parts = [(c, s, f"{r['breakdown_ms'][c]:.2f} ms") for c, s in r["breakdown"].items() if s > 0]
+    if not parts:
+        return "<h2>Where a step goes</h2><p class='empty'>No step time recorded.</p>"
+    steps = r["step_times_ms"]
+    chart = stacked_bar(parts)
+    step_chart = line_chart([("step time", "#2e86ab", steps)], [str(i) for i in range(len(steps))], "ms", height=160)
+    return f"<h2>Where a step goes ({r['step_time_ms']:.2f} ms mean)</h2>{chart}<h2>Step times</h2>{step_chart}"
+
+
+def _hotlines(r: dict[str, Any]) -> str:
+    bars = [
+        Bar(
+            label=_where(h["path"], h["line"]),
+            value=h["share"],
+            value_text=f"{h['self_ms_per_step']:.2f} ms \u00b7 {h['share'] * 100:.0f}%",
+            category=h["category"],
+            note=h["source"],
+            badges=tuple(h["static_codes"]),
+        )
+        for h in r["hotspots"][:10]
+    ]
+    return "<h2>Hot lines (time per step)</h2>" + bar_chart(bars)
+
+
+def _memory(r: dict[str, Any]) -> str:
+    m = r["memory"]
+    steps = m["steps"]
+    out = "<h2>Memory over steps</h2>"
+    if not steps:
+        return out + "<p class='empty'>No memory events recorded.</p>"
+    out += line_chart(
+        [
+            ("peak allocated", color("memory"), [s["peak_bytes"] / MIB for s in steps]),
+            ("allocated at step end", color("compute"), [s["end_bytes"] / MIB for s in steps]),
+        ],
+        [str(s["step"]) for s in steps],
+        "MiB",
+        zero_based=False,
+    )
+    out += (
+        f"<p>Peak {m['peak_bytes'] / MIB:.1f} MiB; growth {m['growth_bytes_per_step'] / MIB:+.3f} MiB per step "
+        f"(R&sup2; {m['fit_r2']:.2f}) &mdash; {'<strong>steady growth</strong>' if m['steady_growth'] else 'no steady growth'}.</p>"
+    )
+    rows = "".join(
+        f"<tr><td>{_loc(t['path'], t['line'])}</td><td><code>{escape(t['source'])}</code></td>"
+        f"<td>{t['allocated_bytes'] / MIB:.2f}</td><td>{t['retained_bytes'] / MIB:.2f}</td></tr>"
+        for t in m["top_lines"][:5]
+    )
+    if rows:
+        out += f"<table class='memlines'><tr><th>line</th><th>source</th><th>allocated MiB</th><th>retained MiB</th></tr>{rows}</table>"
+    if m.get("snapshot"):
+        out += f"<p>Memory snapshot: <code>{escape(m['snapshot'])}</code> (open at pytorch.org/memory_viz)</p>"
+    return out
+
+
+def _tables(r: dict[str, Any]) -> str:
+    out = ""
+    if r["sync_points"]:
+        rows = "".join(
+            f"<tr><td>{_loc(s['path'], s['line'])}</td><td><code>{escape(s['source'])}</code></td><td>{escape(s['kind'])}</td>"
+            f"<td>{s['per_step']:g}</td><td>{s['stall_ms_per_step']:.3f}</td></tr>"
+            for s in r["sync_points"]
+        )
+        out += f"<h2>Sync points</h2><table class='syncs'><tr><th>line</th><th>source</th><th>kind</th><th>per step</th><th>blocked ms/step</th></tr>{rows}</table>"
+    if r["runtime_findings"] or r["static_findings"]:
+        rows = "".join(
+            f"<tr><td><span class='code rcode'>{escape(f['code'])}</span></td><td>{_loc(f['path'], f['line'])}</td>"
+            f"<td>{f['share'] * 100:.1f}%</td><td>{escape(f['message'])}</td></tr>"
+            for f in r["runtime_findings"]
+        )
+        rows += "".join(
+            f"<tr><td><span class='code'>{escape(f['code'])}</span></td><td>{_loc(f['path'], f['line'])}</td>"
+            f"<td>{f['line_share'] * 100:.1f}%" + (f" (category {f['category_share'] * 100:.0f}%)" if f["category_share"] else "")
+            + f"</td><td>{escape(f['message'])}</td></tr>"
+            for f in r["static_findings"]
+        )
+        out += f"<h2>Findings and their cost</h2><table class='findings'><tr><th>code</th><th>line</th><th>share of step</th><th>message</th></tr>{rows}</table>"
+    return out
+
+
+def _footer(r: dict[str, Any]) -> str:
+    t = r["trace"]
+    files = [*t["chrome_traces"], t["profile"], t["memory_snapshot"]]
+    listed = "".join(f"<div><code>{escape(f)}</code></div>" for f in files if f)
+    warnings = "".join(f"<div>warning: {escape(w)}</div>" for w in r["warnings"])
+    return f"<footer>{warnings}{listed}<div>{escape(r['generated_by'])} &middot; report schema {escape(r['schema_version'])}</div></footer>"
+
+
+def render_html(report: dict[str, Any]) -> str:
+    """The whole page for one report.json document."""
+    body = "".join(
+        [
+            _header(report),
+            _verdict_html(report["bottleneck"], primary=True),
+            "".join(_verdict_html(v, primary=False) for v in report["secondary"]),
+            _breakdown(report),
+            _hotlines(report),
+            _memory(report),
+            _tables(report),
+            _footer(report),
+        ]
+    )
+    page = Template(TEMPLATE_PATH.read_text(encoding="utf-8"))
+    return page.substitute(
+        title=escape(f"torchtriage: {Path(report['script']).name}"), generator=escape(report["generated_by"]), body=body
+    )

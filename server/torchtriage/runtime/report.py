@@ -1,0 +1,219 @@
+"""report.json and report.html for one profiled run.
+
+``build_report(profile, diagnosis, run_dir)`` turns the diagnosis into the
+JSON document described in REPORT_SCHEMA.md and validated by
+``report_schema.json`` (shipped beside this module).  ``write_reports`` is the
+one call the CLI needs after a run: diagnose, write both files, return paths.
+The HTML and the terminal summary render from the JSON document only, so a
+report can be re-rendered from report.json alone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from .. import __version__
+from ..findings import Finding
+from .diagnosis import Diagnosis, Verdict, diagnose
+from .model import CATEGORIES, ProfileData
+
+SCHEMA_VERSION = "1.0"
+SCHEMA_PATH = Path(__file__).with_name("report_schema.json")
+REPORT_JSON = "report.json"
+REPORT_HTML = "report.html"
+PROFILE_JSON = "profile.json"
+TRACE_PATTERNS = ("*.pt.trace.json", "*.pt.trace.json.gz", "trace*.json", "trace*.json.gz")
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """Where write_reports put its files."""
+
+    json: Path
+    html: Path
+
+
+def load_schema() -> dict[str, Any]:
+    """The JSON schema every report.json satisfies."""
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+class SourceLines:
+    """Reads source lines for snippets, each file once; missing files give ''."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, list[str]] = {}
+
+    def get(self, path: str, line: int) -> str:
+        if path not in self._files:
+            try:
+                self._files[path] = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                self._files[path] = []
+        lines = self._files[path]
+        return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+def _ms(us: float) -> float:
+    return round(us / 1000.0, 4)
+
+
+def _share(x: float) -> float:
+    return round(x, 5)
+
+
+def _verdict(v: Verdict) -> dict[str, Any]:
+    return {
+        "kind": v.kind,
+        "share": _share(v.share),
+        "evidence": [{"text": e.text, "path": e.path or None, "line": e.line or None} for e in v.evidence],
+        "recommendations": [{"action": r.action, "why": r.why, "example": r.example} for r in v.recommendations],
+    }
+
+
+def _trace_files(profile: ProfileData, run_dir: Path | None) -> dict[str, Any]:
+    extra = profile.extra
+    traces: list[str] = []
+    for key in ("trace", "chrome_trace", "trace_files", "traces"):
+        value = extra.get(key)
+        traces += [value] if isinstance(value, str) else [str(v) for v in value or [] if isinstance(v, str)]
+    if run_dir is not None and run_dir.is_dir():
+        for pattern in TRACE_PATTERNS:
+            traces += [str(p) for p in sorted(run_dir.glob(pattern))]
+    profile_json = run_dir / PROFILE_JSON if run_dir is not None else None
+    return {
+        "chrome_traces": list(dict.fromkeys(traces)),
+        "profile": str(profile_json) if profile_json is not None and profile_json.exists() else None,
+        "memory_snapshot": str(extra.get("memory_snapshot")) if extra.get("memory_snapshot") else None,
+    }
+
+
+def build_report(profile: ProfileData, diagnosis: Diagnosis, run_dir: Path | None = None) -> dict[str, Any]:
+    """The report.json document (see REPORT_SCHEMA.md)."""
+    src = SourceLines()
+    n = max(1, profile.steps_profiled)
+    step_us = diagnosis.step_us
+    mem = diagnosis.memory
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "generated_by": f"torchtriage {__version__}",
+        "script": profile.script,
+        "argv": list(profile.argv),
+        "cwd": profile.cwd,
+        "device": profile.device,
+        "device_name": profile.device_name,
+        "torch_version": profile.torch_version,
+        "python": profile.python,
+        "status": {
+            "status": profile.status.status,
+            "message": profile.status.message,
+            "exit_code": profile.status.exit_code,
+            "traceback": profile.status.traceback,
+        },
+        "step_detection": profile.step_detection,
+        "steps_profiled": profile.steps_profiled,
+        "step_time_ms": _ms(step_us),
+        "step_times_ms": [_ms(s.duration_us) for s in profile.steps],
+        "breakdown": {c: _share(diagnosis.breakdown.get(c, 0.0)) for c in CATEGORIES},
+        "breakdown_ms": {c: _ms(diagnosis.breakdown.get(c, 0.0) * step_us) for c in CATEGORIES},
+        "bottleneck": _verdict(diagnosis.bottleneck),
+        "secondary": [_verdict(v) for v in diagnosis.secondary],
+        "hotspots": [
+            {
+                "path": h.path,
+                "line": h.line,
+                "function": h.function,
+                "source": src.get(h.path, h.line),
+                "self_ms_per_step": _ms(h.self_us_per_step),
+                "share": _share(h.share),
+                "category": h.category,
+                "top_names": h.top_names,
+                "detail": h.detail,
+                "static_codes": h.static_codes,
+            }
+            for h in diagnosis.hotspots
+        ],
+        "memory": {
+            "peak_bytes": mem.peak_bytes,
+            "growth_bytes_per_step": round(mem.growth_bytes_per_step, 1),
+            "fit_r2": round(mem.fit_r2, 4),
+            "steady_growth": mem.steady_growth,
+            "steps": [{"step": m.step, "peak_bytes": m.peak_bytes, "end_bytes": m.end_bytes} for m in mem.steps],
+            "top_lines": [
+                {
+                    "path": m.path,
+                    "line": m.line,
+                    "source": src.get(m.path, m.line),
+                    "allocated_bytes": m.allocated_bytes,
+                    "retained_bytes": m.retained_bytes,
+                }
+                for m in mem.top_lines
+            ],
+            "snapshot": mem.snapshot or None,
+        },
+        "sync_points": [
+            {
+                "path": s.path,
+                "line": s.line,
+                "source": src.get(s.path, s.line),
+                "kind": s.kind,
+                "op": s.op,
+                "count": s.count,
+                "per_step": round(s.count / n, 3),
+                "stall_ms_per_step": _ms(s.stall_us / n),
+            }
+            for s in diagnosis.sync_points
+        ],
+        "static_findings": [
+            {
+                "code": k.code,
+                "name": k.name,
+                "path": k.path,
+                "line": k.line,
+                "end_line": k.end_line,
+                "category": k.category,
+                "message": k.message,
+                "self_ms_per_step": _ms(k.self_us_per_step),
+                "line_share": _share(k.line_share),
+                "category_share": _share(k.category_share),
+            }
+            for k in diagnosis.static_links
+        ],
+        "runtime_findings": [_runtime_finding_json(f) for f in diagnosis.runtime_findings],
+        "ops_per_step": round(profile.ops_per_step, 2),
+        "kernels_per_step": round(profile.kernels_per_step, 2),
+        "loader_workers": profile.loader_workers,
+        "warnings": list(profile.warnings),
+        "trace": _trace_files(profile, run_dir),
+    }
+
+
+def _runtime_finding_json(f: Finding) -> dict[str, Any]:
+    data = f.to_json()
+    data["share"] = _share(float(f.extra.get("share", 0.0)))
+    data["self_ms_per_step"] = round(float(f.extra.get("self_ms_per_step", 0.0)), 4)
+    return data
+
+
+def write_reports(profile: ProfileData, run_dir: Path, static_findings: Sequence[Finding] = ()) -> ReportPaths:
+    """Diagnose ``profile`` and write report.json + report.html into ``run_dir``."""
+    from .html import render_html
+
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    report = build_report(profile, diagnose(profile, static_findings), run_dir)
+    paths = ReportPaths(run_dir / REPORT_JSON, run_dir / REPORT_HTML)
+    paths.json.write_text(json.dumps(report, indent=1), encoding="utf-8")
+    paths.html.write_text(render_html(report), encoding="utf-8")
+    return paths
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    """Read a report.json (a folder is taken as the run folder)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / REPORT_JSON
+    return json.loads(path.read_text(encoding="utf-8"))
