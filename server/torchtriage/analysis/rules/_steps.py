@@ -91,7 +91,8 @@ def _is_grad_off_function(ctx: ModuleContext, node: ast.AST) -> bool:
     return node.name in _NO_GRAD_LIGHTNING and isinstance(ctx.parents.get(node), ast.ClassDef)
 
 
-def _lexically_grad_off(ctx: ModuleContext, node: ast.AST) -> bool:
+def lexically_grad_off(ctx: ModuleContext, node: ast.AST) -> bool:
+    """Whether ``node`` sits under ``with torch.no_grad()`` or a no-grad function."""
     return any(
         _is_grad_off_with(ctx, a) or _is_grad_off_function(ctx, a) for a in [node, *ctx.ancestors(node)]
     )
@@ -105,7 +106,7 @@ def runs_without_grad(ctx: ModuleContext, node: ast.AST, region: HotRegion) -> b
     current_region: HotRegion | None = region
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if _lexically_grad_off(ctx, current):
+        if lexically_grad_off(ctx, current):
             return True
         if current_region is None or current_region.via is None:
             return False
@@ -154,6 +155,7 @@ def calls_method(node: ast.AST, names: frozenset[str]) -> bool:
 __all__ = [
     "calls_method",
     "is_constant",
+    "lexically_grad_off",
     "names_in",
     "own_walk",
     "rebinds_in_region",

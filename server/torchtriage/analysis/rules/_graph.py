@@ -1,0 +1,179 @@
+"""Which per-step values still carry an autograd graph (for TT201).
+
+A name carries a graph when the step assigns it from the model or a loss
+function (``out = model(x)``, ``loss = criterion(out, y)``), from an
+expression over such names (``loss = out.loss / accum``), from a function of
+this file that returns such a value, or when the step calls ``.backward()`` on
+it.  ``.detach()``, ``.item()``, ``.cpu()``, ``float()`` and friends end the
+graph.  Assignments under ``torch.no_grad()`` never carry one.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ..context import ModuleContext
+from ..hotloops import HotRegion, is_backward_call
+from ._helpers import method_name
+from ._steps import lexically_grad_off, own_walk
+
+_PRODUCER = re.compile(
+    r"^(self|forward|model|net|network|module|ddp_model|raw_model|\w*_model|model_\w*|classifier|generator|"
+    r"discriminator|gen|disc|encoder|decoder|policy|critic|backbone|head|teacher|student|criterion|\w*loss\w*|"
+    r"cross_entropy|nll|mse|bce\w*|l1|smooth_l1|kl_div|ctc|binary_cross_entropy\w*)$",
+    re.I,
+)
+# Results of these have no graph (or no longer hold the step's device graph).
+STOP_METHODS = frozenset(
+    {
+        "detach", "detach_", "item", "cpu", "tolist", "numpy", "argmax", "argmin", "long", "int", "bool",
+        "size", "dim", "numel", "eq", "ne", "lt", "gt", "le", "ge", "isnan", "isinf", "isfinite", "any",
+        "all", "nonzero", "sign", "round", "floor", "ceil",
+    }
+)
+_STOP_ATTRIBUTES = frozenset({"data", "grad", "shape", "dtype", "device", "requires_grad", "ndim", "is_cuda"})
+_DIFFERENTIABLE_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.MatMult)
+
+
+def carrier(node: ast.AST, graph: set[str]) -> bool:
+    """Whether an expression's value still holds a graph built from ``graph`` names."""
+    if isinstance(node, ast.Name):
+        return node.id in graph
+    if isinstance(node, ast.Attribute):
+        return node.attr not in _STOP_ATTRIBUTES and carrier(node.value, graph)
+    if isinstance(node, ast.Subscript):
+        return carrier(node.value, graph)
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute) and node.func.attr not in STOP_METHODS:
+            return carrier(node.func.value, graph)
+        return False  # float(t), len(t), unknown functions: not assumed to keep a graph
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, _DIFFERENTIABLE_OPS) and (carrier(node.left, graph) or carrier(node.right, graph))
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, ast.USub) and carrier(node.operand, graph)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return any(carrier(e, graph) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return any(carrier(v, graph) for v in node.values)
+    if isinstance(node, ast.IfExp):
+        return carrier(node.body, graph) or carrier(node.orelse, graph)
+    return False
+
+
+def carrying_parts(node: ast.expr, graph: set[str]) -> list[ast.expr]:
+    """The sub-expressions to detach: the elements of a tuple/list/dict, else the whole."""
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [part for e in node.elts for part in carrying_parts(e, graph)]
+    if isinstance(node, ast.Dict):
+        return [part for v in node.values for part in carrying_parts(v, graph)]
+    return [node] if carrier(node, graph) else []
+
+
+def _backward_root(receiver: ast.AST) -> str | None:
+    """``loss`` in ``loss.mean().backward()`` and ``scaler.scale(loss).backward()``."""
+    while True:
+        if isinstance(receiver, ast.Name):
+            return receiver.id
+        if method_name(receiver) == "scale" and receiver.args:  # type: ignore[attr-defined]
+            receiver = receiver.args[0]  # type: ignore[attr-defined]
+        elif isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute):
+            receiver = receiver.func.value
+        elif isinstance(receiver, (ast.Attribute, ast.Subscript)):
+            receiver = receiver.value
+        else:
+            return None
+
+
+def bound_names(target: ast.AST) -> set[str]:
+    """Plain names an assignment target binds (not ``hist[i]`` or ``self.x``)."""
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return {name for e in target.elts for name in bound_names(e)}
+    if isinstance(target, ast.Starred):
+        return bound_names(target.value)
+    return set()
+
+
+def _loaded_names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _callee_name(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+class GraphTracker:
+    """Graph-carrying names per hot region, computed on demand and cached."""
+
+    def __init__(self, ctx: ModuleContext) -> None:
+        self.ctx = ctx
+        self._cache: dict[int, set[str]] = {}
+        self._functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._functions.setdefault(node.name, []).append(node)
+        self._returning: dict[str, bool] = {}
+
+    def names(self, region: HotRegion) -> set[str]:
+        return self._names_in_body(region.node)
+
+    def _is_producer(self, value: ast.AST, graph: set[str]) -> bool:
+        if carrier(value, graph):
+            return True
+        if not isinstance(value, ast.Call):
+            return False
+        if isinstance(value.func, ast.Attribute) and value.func.attr in STOP_METHODS:
+            return False
+        name = _callee_name(value)
+        if isinstance(value.func, ast.Name) and name in self._functions:
+            return self._returns_graph(name)
+        if isinstance(value.func, ast.Attribute) and method_name(value) in ("to", "cuda", "train", "eval"):
+            return False
+        return bool(_PRODUCER.match(name))
+
+    def _returns_graph(self, name: str) -> bool:
+        """Whether a function of this file returns a graph-carrying value."""
+        if name not in self._returning:
+            self._returning[name] = False  # recursion guard
+            self._returning[name] = any(
+                isinstance(node, ast.Return) and node.value is not None and carrier(node.value, self._names_in_body(func))
+                for func in self._functions[name]
+                for node in own_walk(func)
+            )
+        return self._returning[name]
+
+    def _names_in_body(self, scope: ast.AST) -> set[str]:
+        if id(scope) not in self._cache:
+            self._cache[id(scope)] = set()  # recursion guard
+            self._cache[id(scope)] = self._compute(scope)
+        return self._cache[id(scope)]
+
+    def _compute(self, scope: ast.AST) -> set[str]:
+        graph: set[str] = set()
+        assignments = [
+            n for n in own_walk(scope) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
+        ]
+        assignments.sort(key=lambda n: (n.lineno, n.col_offset))
+        for node in own_walk(scope):
+            if is_backward_call(node):
+                root = _backward_root(node.func.value)  # type: ignore[attr-defined]
+                if root is not None:
+                    graph.add(root)
+        plain: set[str] = set()
+        for _ in range(2):  # a second pass picks up names derived from later producers
+            plain = set()
+            for node in assignments:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                bound = {name for t in targets for name in bound_names(t)}
+                if isinstance(node.value, ast.Constant) or bound & _loaded_names(node.value):
+                    continue  # ``loss = 0.0`` / ``total = total + loss`` say nothing about the name
+                if lexically_grad_off(self.ctx, node) or not self._is_producer(node.value, graph):  # type: ignore[arg-type]
+                    plain |= bound
+                else:
+                    graph |= bound
+        return graph - plain  # assigned both ways (``loss = loss.item()``): unsure, so no

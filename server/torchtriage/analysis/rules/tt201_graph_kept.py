@@ -1,0 +1,348 @@
+"""TT201: a step's loss/output tensor is accumulated with its autograd graph."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Iterator
+
+from ...findings import Applicability, Fix, Severity
+from ..context import ModuleContext
+from ..fixes import method_call_fix
+from ..hotloops import HotRegion
+from ._graph import GraphTracker, carrier, carrying_parts
+from ._helpers import method_name
+from ._steps import is_constant, rebinds_in_region, runs_without_grad, target_key
+from .base import Invalid, Report, Rule, Valid
+
+_ACCUMULATING_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+_STORE_METHODS = {"append": 0, "extend": 0, "insert": 1, "appendleft": 0}
+
+
+@dataclass(frozen=True)
+class Site:
+    """One place where a step value is added to something that outlives the step."""
+
+    statement: ast.stmt
+    accumulator: ast.expr  # what keeps the value: ``total``, ``self.losses``, ``hist``
+    value: ast.expr  # what is kept: ``loss``, ``logits``
+
+
+def _same(ctx: ModuleContext, a: ast.AST, b: ast.AST) -> bool:
+    return ctx.segment(a).replace(" ", "") == ctx.segment(b).replace(" ", "")
+
+
+def _site(ctx: ModuleContext, node: ast.AST) -> Site | None:
+    """The accumulation that ``node`` performs, if it is one."""
+    if isinstance(node, ast.AugAssign) and isinstance(node.op, _ACCUMULATING_OPS):
+        return Site(node, node.target, node.value)
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target, value = node.targets[0], node.value
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+            if _same(ctx, target, value.left):
+                return Site(node, target, value.right)
+            if _same(ctx, target, value.right):
+                return Site(node, target, value.left)
+        if isinstance(target, ast.Subscript) and not isinstance(target.slice, ast.Constant):
+            return Site(node, target, value)  # ``preds[batch_idx] = logits``
+        return None
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        call = node.value
+        index = _STORE_METHODS.get(method_name(call) or "")
+        if index is not None and len(call.args) > index:
+            return Site(node, call.func.value, call.args[index])  # type: ignore[attr-defined]
+    return None
+
+
+def _grad_disabled_file(ctx: ModuleContext) -> bool:
+    """``torch.set_grad_enabled(False)`` as a statement: autograd is off for the script."""
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Expr) and ctx.call_qualname(node.value) == "torch.set_grad_enabled":
+            args = node.value.args  # type: ignore[attr-defined]
+            if args and is_constant(args[0], False):
+                return True
+    return False
+
+
+class GraphKeptAcrossSteps(Rule):
+    code = "TT201"
+    name = "graph-kept-across-steps"
+    severity = Severity.WARNING
+    category = "memory"
+    summary = "A loss or output tensor of the step is accumulated (`total += loss`, `losses.append(loss)`) with its autograd graph."
+    why = """
+        A tensor produced by the forward pass remembers how it was computed.
+        Adding it to a running total, or appending it to a list that outlives
+        the step, keeps that history alive: `total += loss` chains every
+        step's graph onto the next, and `outputs.append(logits)` in a loop
+        that runs with gradients on keeps each batch's saved activations. Peak
+        memory then grows step over step, the signature of retained graphs in
+        a memory profile, until the run slows down or dies out of memory.
+        `.detach()` keeps the value on the device with no sync; call `.item()`
+        only when you actually log.
+    """
+    fix_description = "Accumulate `value.detach()` instead of the value (or `.item()` when you log it)."
+    fix_applicability = Applicability.SAFE
+    example_bad = """
+        total_loss = 0.0
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            total_loss += loss
+    """
+    example_good = """
+        total_loss = torch.zeros((), device=device)
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            total_loss += loss.detach()
+        print(total_loss.item() / len(loader))
+    """
+    VALID = (
+        Valid(
+            """
+            total_loss = 0.0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                total_loss += loss.item()
+            """
+        ),
+        Valid(
+            """
+            # loss recomputed every step: `loss = loss + reg` and `loss += aux` rebuild it
+            for x, y in loader:
+                out, aux_loss = model(x)
+                loss = criterion(out, y)
+                loss = loss + 1e-4 * reg_term
+                loss += 0.1 * aux_loss
+                loss.backward()
+                optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            @torch.no_grad()
+            def evaluate(model, loader):
+                outputs = []
+                for x, y in loader:
+                    logits = model(x)
+                    outputs.append(logits)
+                return torch.cat(outputs)
+            """
+        ),
+        Valid(
+            """
+            model.eval()
+            preds = []
+            with torch.inference_mode():
+                for batch in val_loader:
+                    preds.append(model(batch["x"]))
+            """
+        ),
+        Valid(
+            """
+            running_loss = 0.0
+            for step, (x, y) in enumerate(train_loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % log_every == 0:
+                    history.append(loss)   # rare: only on logging steps
+            """
+        ),
+        Valid(
+            """
+            for epoch in range(epochs):
+                epoch_losses = []
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    epoch_losses.append(loss.detach())
+                history.append(torch.stack(epoch_losses).mean())  # per epoch, after the loop
+            """
+        ),
+        Valid(
+            """
+            class Lit(LightningModule):
+                def validation_step(self, batch, batch_idx):
+                    logits = self(batch[0])
+                    self.val_outputs.append(logits)   # Lightning runs this under no_grad
+            """
+        ),
+        Valid(
+            """
+            all_preds = []
+            for x, y in loader:
+                logits = model(x)
+                loss = criterion(logits, y)
+                loss.backward()
+                optimizer.step()
+                all_preds.append(logits.argmax(dim=1))
+                correct += (logits.argmax(1) == y).sum()
+            """
+        ),
+        Valid(
+            """
+            for x, y in loader:
+                with torch.no_grad():
+                    teacher_logits = teacher(x)
+                cache.append(teacher_logits)
+                loss = criterion(student(x), teacher_logits)
+                loss.backward()
+            """
+        ),
+    )
+    INVALID = (
+        Invalid(
+            """
+            total_loss = 0
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                total_loss += loss  # for the epoch average
+            """,
+            lines=(7,),
+            fixed="""
+            total_loss = 0
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                total_loss += loss.detach()  # for the epoch average
+            """,
+        ),
+        Invalid(
+            """
+            def train_epoch(model, loader, optimizer):
+                losses, outputs = [], []
+                running = 0.0
+                for inputs, labels in loader:
+                    logits = model(inputs)
+                    loss = F.cross_entropy(logits, labels)
+                    loss.backward()
+                    optimizer.step()
+                    losses.append(loss)
+                    outputs.append(logits)
+                    running = running + loss * inputs.size(0)
+                return losses
+            """,
+            lines=(9, 10, 11),
+            fixed="""
+            def train_epoch(model, loader, optimizer):
+                losses, outputs = [], []
+                running = 0.0
+                for inputs, labels in loader:
+                    logits = model(inputs)
+                    loss = F.cross_entropy(logits, labels)
+                    loss.backward()
+                    optimizer.step()
+                    losses.append(loss.detach())
+                    outputs.append(logits.detach())
+                    running = running + (loss * inputs.size(0)).detach()
+                return losses
+            """,
+        ),
+        Invalid(
+            """
+            class Lit(LightningModule):
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    loss = F.mse_loss(self(x), y)
+                    self.train_losses.append(loss)
+                    return loss
+            """,
+            lines=(5,),
+        ),
+        Invalid(
+            """
+            # eval loop WITHOUT no_grad: every batch's activations are kept
+            model.eval()
+            predictions = {}
+            for i, (x, _) in enumerate(test_loader):
+                out = model(x)
+                predictions[i] = out
+            """,
+            lines=(6,),
+        ),
+        Invalid(
+            """
+            def train_step(model, batch, optimizer):
+                outputs = model(**batch)
+                outputs.loss.backward()
+                optimizer.step()
+                return outputs.loss
+
+            epoch_loss = 0
+            for step, batch in enumerate(train_dataloader):
+                loss = train_step(model, batch, optimizer)
+                epoch_loss += loss
+                if step % 1 == 0:
+                    history["loss"].append((step, loss))
+            """,
+            lines=(10, 12),
+            fixed="""
+            def train_step(model, batch, optimizer):
+                outputs = model(**batch)
+                outputs.loss.backward()
+                optimizer.step()
+                return outputs.loss
+
+            epoch_loss = 0
+            for step, batch in enumerate(train_dataloader):
+                loss = train_step(model, batch, optimizer)
+                epoch_loss += loss.detach()
+                if step % 1 == 0:
+                    history["loss"].append((step, loss.detach()))
+            """,
+        ),
+    )
+
+    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+        if _grad_disabled_file(ctx):
+            return
+        tracker = GraphTracker(ctx)
+        for node, region in ctx.hot.nodes((ast.AugAssign, ast.Assign, ast.Expr)):
+            site = _site(ctx, node)
+            if site is None:
+                continue
+            graph = tracker.names(region)
+            if not graph or not carrier(site.value, graph):
+                continue
+            if not self._outlives_step(ctx, site, region, graph):
+                continue
+            if runs_without_grad(ctx, site.statement, region):
+                continue
+            parts = carrying_parts(site.value, graph)
+            yield Report(
+                site.statement,
+                f"`{_short(ctx, site.statement)}` keeps the autograd graph of every step alive: "
+                f"accumulate `{_short(ctx, parts[0])}.detach()` (or `.item()` when logging)",
+                fix=lambda parts=parts: _detach_fix(ctx, parts),
+            )
+
+    @staticmethod
+    def _outlives_step(ctx: ModuleContext, site: Site, region: HotRegion, graph: set[str]) -> bool:
+        key = target_key(site.accumulator, ctx)
+        if key is None or key in graph:
+            return False  # ``loss += aux_loss``: the step's own tensor, rebuilt every step
+        return not rebinds_in_region(ctx, region, key, site.statement)
+
+
+def _short(ctx: ModuleContext, node: ast.AST) -> str:
+    text = " ".join(ctx.segment(node).split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _detach_fix(ctx: ModuleContext, parts: list[ast.expr]) -> Fix:
+    fixes = [method_call_fix(ctx, part, "detach", "Detach", Applicability.SAFE) for part in parts]
+    edits = tuple(edit for fix in fixes for edit in fix.edits)
+    title = "Accumulate a detached tensor" if len(parts) == 1 else "Detach the accumulated tensors"
+    return Fix(title, Applicability.SAFE, edits)
