@@ -1,0 +1,66 @@
+"""Entry point run by the user's interpreter: ``python bootstrap.py SCRIPT [ARGS...]``.
+
+Loads the agent package from this folder under a private name (nothing to
+install in the user's environment), makes the process look like
+``python SCRIPT ARGS`` (argv, sys.path[0]) and runs the session.  Settings
+arrive as JSON in the ``TORCHTRIAGE_AGENT`` environment variable; progress
+goes to the file descriptor named there.
+"""
+
+import importlib.util
+import json
+import os
+import sys
+
+PACKAGE = "_torchtriage_agent"
+EXIT_NO_TORCH = 97
+EXIT_AGENT_ERROR = 98
+
+
+def _load_package(folder):
+    spec = importlib.util.spec_from_file_location(PACKAGE, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[PACKAGE] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _write_status(out_dir, status, message, code):
+    data = {"status": {"status": status, "message": message, "traceback": "", "exit_code": code},
+            "meta": {"python": sys.version.split()[0], "executable": sys.executable}, "warnings": []}
+    with open(os.path.join(out_dir, "agent.json"), "w", encoding="utf-8") as handle:
+        json.dump(data, handle)
+
+
+def main():
+    folder = os.path.dirname(os.path.abspath(__file__))
+    config = json.loads(os.environ.pop("TORCHTRIAGE_AGENT", "{}"))
+    script = sys.argv[1]
+    sys.argv = sys.argv[1:]
+    sys.path[0] = os.path.dirname(os.path.abspath(script))
+    config["script"] = script
+    fd = config.get("progress_fd")
+    try:
+        import torch  # noqa: F401
+    except ImportError as exc:
+        _write_status(config["out_dir"], "no_torch", f"{sys.executable} cannot import torch ({exc})", EXIT_NO_TORCH)
+        sys.exit(EXIT_NO_TORCH)
+    _load_package(folder)
+    from _torchtriage_agent.channel import Channel
+    from _torchtriage_agent.session import Session
+
+    channel = Channel(fd)
+    try:
+        session = Session(config, channel)
+    except Exception as exc:
+        _write_status(config["out_dir"], "raised", f"the profiling agent could not start: {exc}", EXIT_AGENT_ERROR)
+        sys.exit(EXIT_AGENT_ERROR)
+    code = session.run()
+    channel.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""Progress messages to the parent process: one JSON object per line on a pipe fd."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, Optional
+
+
+class Channel:
+    """Writes progress events; silently does nothing once the pipe is gone."""
+
+    def __init__(self, fd: Optional[int]) -> None:
+        self.fd = fd
+
+    def send(self, event: str, **fields: Any) -> None:
+        if self.fd is None:
+            return
+        payload = dict(fields, event=event, time=time.time())
+        data = (json.dumps(payload, default=str) + "\n").encode("utf-8")
+        try:
+            while data:
+                written = os.write(self.fd, data)
+                data = data[written:]
+        except OSError:
+            self.fd = None
+
+    def close(self) -> None:
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = None
+
+
+def write_json(path: str, data: Any) -> None:
+    """Write JSON atomically and durably (rename after fsync)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

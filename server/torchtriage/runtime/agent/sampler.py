@@ -1,0 +1,63 @@
+"""Sample the main thread's innermost user frame (file, function, line) in the background.
+
+Operator-slot work (``a @ b``, ``x[i]``) has no Python call event in the
+profiler's tree; where the tree only knows the enclosing user function, these
+samples name the line.  Timestamps use ``time.time_ns()``, the clock of the
+profiler's events.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Callable, Dict, List, Optional, Tuple
+
+Sample = Tuple[int, str, str, int]  # time_ns, filename, function, line
+
+
+class FrameSampler:
+    """A daemon thread that records samples every ``interval_s`` until stopped."""
+
+    def __init__(self, thread_id: int, is_user: Callable[[str], bool], interval_s: float = 0.001) -> None:
+        self.thread_id = thread_id
+        self.is_user = is_user
+        self.interval_s = interval_s
+        self.samples: List[Sample] = []
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._user_code: Dict[object, bool] = {}
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="torchtriage-sampler", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._stop.set()
+            thread.join(timeout=2.0)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample_once()
+            time.sleep(self.interval_s)
+
+    def sample_once(self) -> None:
+        frame = sys._current_frames().get(self.thread_id)
+        now = time.time_ns()
+        while frame is not None:
+            code = frame.f_code
+            user = self._user_code.get(code)
+            if user is None:
+                user = self._user_code[code] = self.is_user(code.co_filename)
+            if user:
+                self.samples.append((now, code.co_filename, code.co_name, frame.f_lineno or 0))
+                return
+            frame = frame.f_back

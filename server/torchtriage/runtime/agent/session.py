@@ -1,0 +1,239 @@
+"""One profiled run of the user's script inside this interpreter.
+
+Lifecycle: install step detection, run the script with ``runpy``; the
+profiler follows its schedule; when the active window is saved the trace is
+exported, the event tree walked and ``agent.json`` written; then the process
+ends at once (``os._exit``) unless ``full`` is set.  A script that raises,
+exits or is terminated still gets whatever was recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from typing import Any, Dict, List, Optional
+
+import torch
+import torch.profiler.python_tracer as python_tracer
+from torch.profiler import ProfilerAction, ProfilerActivity, profile, schedule
+
+from .channel import Channel, write_json
+from .collect import Collector
+from .sampler import FrameSampler
+from .steps import StepDetector, cuda_available
+from .usercode import UserCode, default_roots
+
+RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+
+
+class Terminated(BaseException):
+    """Raised in the main thread when the parent asks us to stop (SIGTERM)."""
+
+
+class Session:
+    """Holds the profiler, the detector, the sampler and what was recorded."""
+
+    def __init__(self, config: Dict[str, Any], channel: Channel) -> None:
+        self.config = config
+        self.channel = channel
+        self.out_dir: str = config["out_dir"]
+        self.script: str = os.path.abspath(config["script"])
+        self.agent_dir = os.path.dirname(os.path.abspath(__file__))
+        torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
+        self.user = UserCode(config.get("user_roots") or default_roots(self.script), [self.agent_dir, torch_dir])
+        self.device = self._device()
+        self.sampler = FrameSampler(threading.get_ident(), self.user.is_user, config.get("sample_interval_s", 0.001))
+        self.detector = StepDetector(self._on_step, self._on_mode)
+        self.prof: Optional[profile] = None
+        self.steps_seen = 0
+        self.saved = False
+        self.finishing = False
+        self.meta: Dict[str, Any] = {}
+        self.status: Dict[str, Any] = {"status": "completed", "message": "", "traceback": "", "exit_code": 0}
+        self.warnings: List[str] = []
+
+    # -- setup ---------------------------------------------------------------
+    def _device(self) -> str:
+        wanted = self.config.get("device", "auto")
+        if wanted == "cuda" and not cuda_available():
+            raise RuntimeError("--device cuda was asked for but torch.cuda.is_available() is False")
+        return "cuda" if wanted == "cuda" or (wanted == "auto" and cuda_available()) else "cpu"
+
+    def _profiler(self) -> profile:
+        activities = [ProfilerActivity.CPU]
+        if self.device == "cuda":
+            activities.append(ProfilerActivity.CUDA)
+        python_tracer._prefix_regex = lambda: []  # absolute file names in the event tree
+        sched = schedule(
+            skip_first=self.config.get("skip_first", 1),
+            wait=self.config.get("wait", 1),
+            warmup=self.config.get("warmup", 2),
+            active=self.config.get("active", 5),
+            repeat=1,
+        )
+        return profile(
+            activities=activities,
+            schedule=sched,
+            on_trace_ready=self._on_trace_ready,
+            record_shapes=False,
+            profile_memory=True,
+            with_stack=True,
+        )
+
+    # -- callbacks -----------------------------------------------------------
+    def _on_mode(self, mode: str) -> None:
+        self.meta["step_detection"] = mode
+        self.channel.send("mode", mode=mode)
+
+    def _on_step(self) -> None:
+        prof = self.prof
+        if prof is None or self.saved:
+            return
+        self.steps_seen += 1
+        prof.step()
+        if self.saved:
+            return
+        action = prof.current_action
+        if action in RECORDING:
+            self.sampler.start()
+        phase = {ProfilerAction.WARMUP: "warmup", ProfilerAction.NONE: "waiting"}.get(action, "recording")
+        self.channel.send("step", step=self.steps_seen, phase=phase, active=self.config.get("active", 5))
+
+    def _on_trace_ready(self, prof: profile) -> None:
+        self.sampler.stop()
+        self.saved = True
+        self.detector.uninstall()
+        self.channel.send("phase", phase="analysing")
+        previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            self._save(prof)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        if not self.config.get("full") and not self.finishing:
+            self.status.update(status="stopped_after_window", message="stopped once the active window was recorded")
+            self._write_agent_json()
+            self.channel.send("done", status=self.status["status"])
+            self.channel.close()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+
+    # -- outputs -------------------------------------------------------------
+    def _save(self, prof: profile) -> None:
+        trace = os.path.join(self.out_dir, "trace.json")
+        try:
+            prof.export_chrome_trace(trace)
+            tb_dir = os.path.join(self.out_dir, "tb", self.config.get("run_name", "run"))
+            os.makedirs(tb_dir, exist_ok=True)
+            shutil.copyfile(trace, os.path.join(tb_dir, f"{socket.gethostname()}.{os.getpid()}.pt.trace.json"))
+        except Exception as exc:  # keep the attribution even if the export fails
+            self.warnings.append(f"trace export failed: {exc}")
+        started = time.perf_counter()
+        collector = Collector(self.user, self.agent_dir)
+        collector.collect(prof.profiler.kineto_results.experimental_event_tree())
+        self.meta["collect_s"] = round(time.perf_counter() - started, 3)
+        self.raw = collector.result()
+        self.raw["samples"] = [[t, self.user.absolute(f), fn, line] for t, f, fn, line in self.sampler.samples]
+
+    def _write_agent_json(self) -> None:
+        data = dict(getattr(self, "raw", {}) or {})
+        data["meta"] = dict(
+            self.meta,
+            script=self.script,
+            argv=list(sys.argv),
+            cwd=os.getcwd(),
+            device=self.device,
+            device_name=_device_name(self.device),
+            torch_version=torch.__version__,
+            python=sys.version.split()[0],
+            executable=sys.executable,
+            loader_workers=self.detector.loader_workers,
+            steps_seen=self.steps_seen,
+            user_roots=self.user.roots,
+            sample_interval_s=self.sampler.interval_s,
+        )
+        data["status"] = self.status
+        data["warnings"] = self.warnings
+        write_json(os.path.join(self.out_dir, "agent.json"), data)
+
+    # -- running -------------------------------------------------------------
+    def run(self) -> int:
+        import runpy
+
+        signal.signal(signal.SIGTERM, _raise_terminated)
+        self.prof = self._profiler()
+        self.detector.install()
+        self.prof.start()
+        self.channel.send("phase", phase="running", device=self.device)
+        code = 0
+        try:
+            runpy.run_path(self.script, run_name="__main__")
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if exc.code not in (None, 0):
+                self.status.update(status="exited", message=f"the script called sys.exit({exc.code!r})", exit_code=code)
+                if not isinstance(exc.code, int):
+                    print(exc.code, file=sys.stderr)
+        except SyntaxError as exc:
+            code = 1
+            self.status.update(status="syntax_error", message=f"syntax error: {exc.msg} ({exc.filename}:{exc.lineno})",
+                               traceback=_user_traceback(exc, self.agent_dir), exit_code=1)
+        except Terminated:
+            code = 143
+            self.status.update(status="killed", message="terminated by torchtriage (timeout or interrupt)", exit_code=code)
+        except KeyboardInterrupt:
+            code = 130
+            self.status.update(status="interrupted", message="interrupted", exit_code=code)
+        except BaseException as exc:  # the user's script raised: keep what was recorded
+            code = 1
+            text = _user_traceback(exc, self.agent_dir)
+            sys.stderr.write(text)
+            self.status.update(status="raised", message=f"{type(exc).__name__}: {exc}", traceback=text, exit_code=1)
+        self._finish()
+        return code
+
+    def _finish(self) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        self.finishing = True
+        self.detector.uninstall()
+        if not self.saved and self.prof is not None:
+            recording = self.prof.current_action in RECORDING
+            if recording:
+                self.warnings.append("the script ended before the active window was complete: the report covers the steps recorded so far")
+            try:
+                self.prof.stop()  # saves a partial window through on_trace_ready when recording
+            except Exception as exc:
+                self.warnings.append(f"stopping the profiler failed: {exc}")
+            if not recording and self.steps_seen == 0 and self.status["status"] == "completed":
+                self.status.update(status="no_steps", message="the script finished without an optimizer step, loader iteration or forward call")
+        self.sampler.stop()
+        self._write_agent_json()
+        self.channel.send("done", status=self.status["status"])
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def _device_name(device: str) -> str:
+    if device == "cuda":
+        try:
+            return torch.cuda.get_device_name(0)
+        except Exception:
+            return "cuda"
+    import platform
+
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def _user_traceback(exc: BaseException, agent_dir: str) -> str:
+    """The traceback without our own frames (runpy and the agent)."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(agent_dir) and "runpy.py" not in f.filename]
+    lines = ["Traceback (most recent call last):\n"] + traceback.format_list(frames) if frames else []
+    return "".join(lines + traceback.format_exception_only(type(exc), exc))

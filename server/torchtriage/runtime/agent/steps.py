@@ -1,0 +1,135 @@
+"""Detect training steps without touching the user's script.
+
+Signals, in order of preference: a global optimizer step post-hook (several
+optimizers per iteration count once), DataLoader ``__next__``, and the
+outermost module forward (for inference scripts).  The first optimizer step
+decides at once; the fallbacks decide only after ``FALLBACK_AFTER`` signals
+without any optimizer step, so gradient accumulation is not mistaken for a
+loader-driven loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional
+
+import torch
+
+FALLBACK_AFTER = 4
+
+
+class StepDetector:
+    """Calls ``on_step()`` once per training iteration once a mode is chosen."""
+
+    def __init__(self, on_step: Callable[[], None], on_mode: Callable[[str], None]) -> None:
+        self.on_step = on_step
+        self.on_mode = on_mode
+        self.mode: Optional[str] = None
+        self.loader_workers: Optional[int] = None
+        self._handles: List[Any] = []
+        self._forward_handles: List[Any] = []
+        self._seen: List[int] = []  # ids of optimizers that stepped in this iteration
+        self._last: Optional[int] = None  # the optimizer that closes an iteration, once learned
+        self._loader_calls = 0
+        self._forward_calls = 0
+        self._depth = 0
+        self._original_next: Any = None
+        self.enabled = True
+
+    # -- installation -------------------------------------------------
+    def install(self) -> None:
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        self._handles.append(register_optimizer_step_post_hook(self._optimizer_stepped))
+        from torch.nn.modules import module as nn_module
+
+        self._forward_handles.append(nn_module.register_module_forward_pre_hook(self._forward_pre))
+        self._forward_handles.append(nn_module.register_module_forward_hook(self._forward_post, always_call=True))
+        from torch.utils.data import dataloader
+
+        base = dataloader._BaseDataLoaderIter
+        original = base.__next__
+        detector = self
+
+        def __next__(iterator: Any) -> Any:
+            detector._loader_next(iterator)
+            return original(iterator)
+
+        self._original_next = original
+        base.__next__ = __next__  # type: ignore[method-assign]
+
+    def uninstall(self) -> None:
+        self.enabled = False
+        self._drop_forward_hooks()
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        if self._original_next is not None:
+            from torch.utils.data import dataloader
+
+            dataloader._BaseDataLoaderIter.__next__ = self._original_next  # type: ignore[method-assign]
+            self._original_next = None
+
+    def _drop_forward_hooks(self) -> None:
+        for handle in self._forward_handles:
+            handle.remove()
+        self._forward_handles.clear()
+
+    # -- signals -------------------------------------------------------
+    def _choose(self, mode: str) -> None:
+        self.mode = mode
+        if mode != "forward":
+            self._drop_forward_hooks()
+        self.on_mode(mode)
+
+    def _optimizer_stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not self.enabled:
+            return
+        if self.mode is None:
+            self._choose("optimizer")
+        if self.mode != "optimizer":
+            return
+        key = id(optimizer)
+        if self._last is not None:
+            if key == self._last:
+                self.on_step()
+            return
+        if key in self._seen:  # the cycle repeats: the optimizer before this one closes an iteration
+            self._last = self._seen[-1]
+            self._seen = []
+            self.on_step()
+            return
+        self._seen.append(key)
+
+    def _loader_next(self, iterator: Any) -> None:
+        if not self.enabled:
+            return
+        workers = getattr(iterator, "_num_workers", None)
+        if isinstance(workers, int):
+            self.loader_workers = max(workers, self.loader_workers or 0)
+        if self.mode is None:
+            self._loader_calls += 1
+            if self._loader_calls > FALLBACK_AFTER:
+                self._choose("dataloader")
+        if self.mode == "dataloader":
+            self.on_step()
+
+    def _forward_pre(self, module: Any, args: Any) -> None:
+        self._depth += 1
+        if self._depth != 1 or not self.enabled:
+            return
+        if self.mode is None and self._loader_calls == 0:
+            self._forward_calls += 1
+            if self._forward_calls > FALLBACK_AFTER:
+                self._choose("forward")
+        if self.mode == "forward":
+            self.on_step()
+
+    def _forward_post(self, module: Any, args: Any, output: Any) -> None:
+        self._depth = max(0, self._depth - 1)
+
+
+def cuda_available() -> bool:
+    try:
+        return bool(torch.cuda.is_available())
+    except Exception:  # broken driver installs raise here
+        return False
