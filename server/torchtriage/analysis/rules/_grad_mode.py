@@ -1,0 +1,123 @@
+"""Whether autograd is off where a node runs: ``no_grad`` blocks, decorators, callers.
+
+When the file leaves it open (a context manager held in a variable the file
+cannot resolve), the answer is "disabled" so that rules stay silent.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from ._bindings import resolve_name
+
+if TYPE_CHECKING:
+    from ..context import ModuleContext
+
+GRAD_OFF = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.autograd.inference_mode",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode",
+        "torch.set_grad_enabled",
+        "torch.autograd.set_grad_enabled",
+        "torch.autograd.grad_mode.set_grad_enabled",
+    }
+)
+_SET_GRAD = frozenset(q for q in GRAD_OFF if q.endswith("set_grad_enabled"))
+_GRAD_ON = frozenset({"torch.enable_grad", "torch.autograd.enable_grad"})
+_NAME_HINTS = ("no_grad", "inference_mode", "inference")
+_MAX_CALLER_DEPTH = 3
+
+
+def _is_true(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def _manager_turns_grad_off(ctx: "ModuleContext", expr: ast.expr, at: ast.AST, depth: int = 0) -> bool | None:
+    """True: grad off; False: known to leave grad alone; None: cannot tell."""
+    if isinstance(expr, ast.IfExp):
+        branches = [_manager_turns_grad_off(ctx, b, at, depth) for b in (expr.body, expr.orelse)]
+        return None if None in branches else any(branches)
+    if isinstance(expr, ast.Name) and depth < 2:
+        resolved = resolve_name(ctx, expr.id, at)
+        return None if resolved is None else _manager_turns_grad_off(ctx, resolved, at, depth + 1)
+    if not isinstance(expr, ast.Call):
+        return None
+    qual = ctx.call_qualname(expr) or ""
+    if qual in _SET_GRAD:
+        return not (expr.args and _is_true(expr.args[0]))
+    if qual in GRAD_OFF:
+        return True
+    if qual in _GRAD_ON or qual.startswith("torch."):
+        return False
+    last = qual.rsplit(".", 1)[-1].lower()
+    if any(hint in last for hint in _NAME_HINTS):
+        return True
+    return False if qual else None
+
+
+def with_turns_grad_off(ctx: "ModuleContext", stmt: ast.With | ast.AsyncWith) -> bool:
+    return any(_manager_turns_grad_off(ctx, item.context_expr, stmt) is not False for item in stmt.items)
+
+
+def _decorator_turns_grad_off(ctx: "ModuleContext", decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    qual = ctx.qualname(target) or ""
+    if qual in _SET_GRAD and isinstance(decorator, ast.Call):
+        return not (decorator.args and _is_true(decorator.args[0]))
+    return qual in GRAD_OFF or any(hint in qual.rsplit(".", 1)[-1].lower() for hint in _NAME_HINTS)
+
+
+def _set_grad_false_before(ctx: "ModuleContext", scope: ast.AST, line: int) -> bool:
+    """``torch.set_grad_enabled(False)`` as a statement of ``scope`` before ``line``."""
+    body = getattr(scope, "body", [])
+    for stmt in body:
+        if stmt.lineno >= line:
+            break
+        value = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(value, ast.Call) and ctx.call_qualname(value) in _SET_GRAD:
+            if value.args and isinstance(value.args[0], ast.Constant) and value.args[0].value is False:
+                return True
+    return False
+
+
+def _call_sites(ctx: "ModuleContext", func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
+    sites = []
+    for node in ast.walk(ctx.tree):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = node.func
+        name = callee.id if isinstance(callee, ast.Name) else callee.attr if isinstance(callee, ast.Attribute) else None
+        if name == func.name and ctx.enclosing_function(node) is not func:
+            sites.append(node)
+    return sites
+
+
+def grad_disabled(ctx: "ModuleContext", node: ast.AST, depth: int = 0) -> bool:
+    """Whether autograd is off wherever ``node`` runs, as far as this file shows."""
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (ast.With, ast.AsyncWith)) and with_turns_grad_off(ctx, ancestor):
+            return True
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any(_decorator_turns_grad_off(ctx, d) for d in ancestor.decorator_list):
+                return True
+            if _set_grad_false_before(ctx, ancestor, getattr(node, "lineno", 0)):
+                return True
+            if depth >= _MAX_CALLER_DEPTH:
+                return False
+            sites = _call_sites(ctx, ancestor)
+            return bool(sites) and all(grad_disabled(ctx, site, depth + 1) for site in sites)
+        if isinstance(ancestor, (ast.Lambda, ast.ClassDef)):
+            return False
+    return _set_grad_false_before(ctx, ctx.tree, getattr(node, "lineno", 0))
+
+
+def disables_grad_inside(ctx: "ModuleContext", node: ast.AST) -> bool:
+    """Whether a ``with no_grad()``-like block sits anywhere inside ``node``."""
+    return any(
+        isinstance(sub, (ast.With, ast.AsyncWith)) and with_turns_grad_off(ctx, sub) for sub in ast.walk(node)
+    )

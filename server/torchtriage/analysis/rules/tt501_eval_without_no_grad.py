@@ -1,0 +1,312 @@
+"""TT501: an evaluation loop that runs the model with autograd still recording."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator
+
+from ...findings import Applicability, Fix, Severity
+from ..context import ModuleContext
+from ..hotloops import HotRegion
+from ..step_markers import is_model_call, unwrap_iterable
+from ._grad_mode import disables_grad_inside, grad_disabled
+from ._loaders import regions_reached
+from ._wrap import wrap_in_with_fix
+from .base import Invalid, Report, Rule, Valid
+
+_EVAL_WORD = re.compile(r"(^|_)(val|valid|validate|validation|eval|evaluate|evaluation|test|dev|predict|"
+                        r"prediction|infer|inference|score|accuracy)(_|$|\d)", re.I)
+_NEEDS_GRAD = frozenset({"grad", "vjp", "jvp", "jacobian", "hessian", "requires_grad_", "retain_grad"})
+
+
+def _loop_header(loop: ast.For | ast.AsyncFor | ast.While) -> ast.AST:
+    """A node spanning ``for target in iterable`` (or ``while test``), for the report."""
+    end = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else loop.test
+    node = ast.Pass()
+    node.lineno, node.col_offset = loop.lineno, loop.col_offset
+    node.end_lineno, node.end_col_offset = end.end_lineno, end.end_col_offset
+    return node
+
+
+def _name(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+def _looks_like_evaluation(ctx: ModuleContext, loop: ast.AST) -> bool:
+    """An eval/val/test loader, an evaluate()-style function, or ``model.eval()`` before the loop."""
+    if isinstance(loop, (ast.For, ast.AsyncFor)) and _EVAL_WORD.search(_name(unwrap_iterable(loop.iter))):
+        return True
+    function = ctx.enclosing_function(loop)
+    if function is None:
+        return False
+    if function.name.startswith("test_") and ctx.path.rsplit("/", 1)[-1].startswith("test_"):
+        return False  # a unit test, not an evaluation loop
+    if _EVAL_WORD.search(function.name):
+        return True
+    return any(
+        isinstance(node, ast.Call) and _name(node.func) == "eval" and not node.args
+        and node.lineno <= loop.lineno
+        for node in ast.walk(function)
+    )
+
+
+def _needs_gradients(ctx: ModuleContext, regions: list[HotRegion]) -> bool:
+    """Training, or computing input gradients (saliency, adversarial attacks), in the loop."""
+    if any(region.trains for region in regions):
+        return True
+    for region in regions:
+        for node in ast.walk(region.node):
+            if isinstance(node, ast.Call) and _name(node.func) in _NEEDS_GRAD | {"backward", "train"}:
+                return True
+            if isinstance(node, ast.keyword) and node.arg == "requires_grad":
+                return True
+    return False
+
+
+def _grad_tracked_model_calls(ctx: ModuleContext, regions: list[HotRegion]) -> list[ast.Call]:
+    calls = []
+    for region in regions:
+        for node in ast.walk(region.node):
+            if (
+                is_model_call(node, region.batch_names)
+                and ctx.hot.region_of(node) is region
+                and _name(node.func) != "generate"  # HF generate() turns autograd off itself
+            ):
+                if not grad_disabled(ctx, node):
+                    calls.append(node)  # type: ignore[arg-type]
+    return calls
+
+
+def _frozen_model(ctx: ModuleContext) -> bool:
+    """``model.requires_grad_(False)`` / ``p.requires_grad = False``: nothing to record."""
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Call) and _name(node.func) == "requires_grad_":
+            if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
+                return True
+        if isinstance(node, ast.Assign) and any(_name(t) == "requires_grad" for t in node.targets):
+            return True
+    return False
+
+
+def _no_grad_manager(ctx: ModuleContext) -> str | None:
+    """How this module spells ``torch.no_grad()``, or None when it has no handle on it."""
+    for local, qualified in sorted(ctx.aliases.items()):
+        if qualified == "torch":
+            return f"{local}.no_grad()"
+    for local, qualified in sorted(ctx.aliases.items()):
+        if qualified == "torch.no_grad":
+            return f"{local}()"
+    return None
+
+
+class EvalWithoutNoGrad(Rule):
+    code = "TT501"
+    name = "eval-without-no-grad"
+    severity = Severity.WARNING
+    category = "compute"
+    requires_cuda = False
+    summary = "An evaluation loop calls the model without `torch.no_grad()` / `torch.inference_mode()`."
+    why = """
+        Outside `no_grad`, every forward pass records the autograd graph and keeps
+        each layer's activations alive until the outputs are dropped, although
+        no backward pass will ever use them. Evaluation then needs close to
+        training-time memory (forcing smaller eval batches) and spends time on
+        graph bookkeeping; outputs that are kept across steps (`preds.append(out)`)
+        also keep their graphs, so memory grows step over step.
+    """
+    fix_description = """
+        Wrap the loop in `with torch.no_grad():` (or decorate the evaluation
+        function with `@torch.inference_mode()`). Unsafe: code that later needs
+        gradients of these outputs would break.
+    """
+    fix_applicability = Applicability.UNSAFE
+    example_bad = """
+        model.eval()
+        for x, y in val_loader:
+            correct += (model(x).argmax(1) == y).sum()
+    """
+    example_good = """
+        model.eval()
+        with torch.no_grad():
+            for x, y in val_loader:
+                correct += (model(x).argmax(1) == y).sum()
+    """
+    VALID = (
+        Valid(
+            """
+            import torch
+
+            def test(model, device, test_loader):
+                model.eval()
+                with torch.no_grad():
+                    for data, target in test_loader:
+                        output = model(data.to(device))
+            """
+        ),
+        Valid(
+            """
+            import torch
+
+            @torch.inference_mode()
+            def evaluate(model, loader):
+                model.eval()
+                return [model(x).argmax(-1) for x, _ in loader] + [model(x) for x in loader]
+            """
+        ),
+        Valid(
+            """
+            import torch
+
+            def validate(model, val_loader):
+                for images, labels in val_loader:
+                    logits = model(images)
+
+            with torch.no_grad():
+                validate(model, val_loader)
+            """
+        ),
+        Valid(
+            """
+            # a training loop: gradients are wanted
+            for x, y in train_loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # adversarial evaluation needs input gradients
+            import torch
+            model.eval()
+            for x, y in test_loader:
+                x.requires_grad_(True)
+                loss = criterion(model(x), y)
+                grad, = torch.autograd.grad(loss, x)
+            """
+        ),
+        Valid(
+            """
+            import torch
+            torch.set_grad_enabled(False)
+            model.eval()
+            for batch in eval_dataloader:
+                preds = model(batch)
+            """
+        ),
+        Valid(
+            """
+            import torch
+            from contextlib import nullcontext
+            ctx = torch.no_grad() if args.no_grad else nullcontext()
+            model.eval()
+            with ctx:
+                for x, y in val_loader:
+                    out = model(x)
+            """
+        ),
+    )
+    INVALID = (
+        Invalid(
+            """
+            import torch
+
+            def evaluate(model, val_loader):
+                model.eval()
+                correct = 0
+                for images, labels in val_loader:  # full pass
+                    logits = model(images)
+                    # count hits
+                    correct += (logits.argmax(1) == labels).sum().item()
+
+                return correct
+            """,
+            lines=(6,),
+            fixed="""
+            import torch
+
+            def evaluate(model, val_loader):
+                model.eval()
+                correct = 0
+                with torch.no_grad():
+                    for images, labels in val_loader:  # full pass
+                        logits = model(images)
+                        # count hits
+                        correct += (logits.argmax(1) == labels).sum().item()
+
+                return correct
+            """,
+        ),
+        Invalid(
+            """
+            import torch as T
+            from contextlib import nullcontext
+            ctx = nullcontext() if device == "cpu" else T.autocast("cuda", dtype=T.bfloat16)
+            model.eval()
+            with ctx:
+                for batch in test_loader:
+                    out = model(batch["input_ids"])
+            """,
+            lines=(6,),
+            fixed="""
+            import torch as T
+            from contextlib import nullcontext
+            ctx = nullcontext() if device == "cpu" else T.autocast("cuda", dtype=T.bfloat16)
+            model.eval()
+            with ctx:
+                with T.no_grad():
+                    for batch in test_loader:
+                        out = model(batch["input_ids"])
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+
+            class Trainer:
+                def fit(self):
+                    for x, y in self.train_loader:
+                        self.optimizer.zero_grad()
+                        self.criterion(self.model(x), y).backward()
+                        self.optimizer.step()
+                    self.validate()
+
+                def validate(self):
+                    self.model.eval()
+                    for x, y in self.val_loader:
+                        self.metric.update(self.model(x), y)
+            """,
+            lines=(13,),
+        ),
+    )
+
+    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+        if _frozen_model(ctx):
+            return
+        for region in ctx.hot.step_loops:
+            loop = region.node
+            if not region.batch_names or not _looks_like_evaluation(ctx, loop):
+                continue
+            regions = regions_reached(ctx, [region])
+            if _needs_gradients(ctx, regions) or disables_grad_inside(ctx, loop):
+                continue
+            if not _grad_tracked_model_calls(ctx, regions):
+                continue
+            yield Report(
+                _loop_header(loop),  # type: ignore[arg-type]
+                "Evaluation loop runs the model with autograd on: wrap it in `with torch.no_grad():` "
+                "(or `torch.inference_mode()`)",
+                fix=lambda loop=loop: self._fix(ctx, loop),
+            )
+
+    @staticmethod
+    def _fix(ctx: ModuleContext, loop: ast.stmt) -> Fix | None:
+        manager = _no_grad_manager(ctx)
+        if manager is None:
+            return None
+        return wrap_in_with_fix(ctx, loop, manager, f"Wrap the loop in `with {manager}:`", Applicability.UNSAFE)
