@@ -55,6 +55,7 @@ class LineCost:
     top_names: list[str] = field(default_factory=list)  # dominant op/kernel/frame names
     function: str = ""  # enclosing function name, for display
     detail: str = ""  # e.g. "work happens in DataLoader workers: only the wait is visible"
+    device: str = "cpu"  # "cpu": host time on the main thread's timeline; "cuda": GPU kernel time launched from this line
 
 
 @dataclass
