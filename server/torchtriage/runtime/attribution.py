@@ -1,0 +1,252 @@
+"""Agent output (``agent.json``) -> ``ProfileData``: time, syncs and memory per source line.
+
+The agent charges work to *chains* of user sites (see ``agent/collect.py``).
+Here the innermost ``scope`` sites (a user function whose line the event tree
+cannot name) are resolved with the frame samples: samples taken inside the
+same interval and function first, then all samples of that function, and
+only then the function's own line (with a note in ``LineCost.detail``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional
+
+from .model import (
+    CATEGORIES,
+    LineCost,
+    MemoryLine,
+    MemoryStep,
+    ProfileData,
+    RunStatus,
+    StepTiming,
+    SyncPoint,
+)
+
+TOP_NAMES = 5
+UNSAMPLED = "line estimated: no frame sample fell in this function"
+
+Weights = list[tuple[int, float]]  # (line, weight) summing to 1
+
+
+@dataclass(frozen=True)
+class Site:
+    kind: str  # "line" | "scope"
+    path: str
+    line: int
+    function: str
+
+
+class LineResolver:
+    """Resolves ``scope`` sites to lines with the frame samples."""
+
+    def __init__(self, samples: Iterable[list[Any]], roots: list[list[int]]) -> None:
+        ordered = sorted((int(t), str(p), str(f), int(line)) for t, p, f, line in samples)
+        self.times = [s[0] for s in ordered]
+        self.samples = ordered
+        self.roots = roots
+        self.by_function: dict[tuple[str, str], collections.Counter[int]] = collections.defaultdict(collections.Counter)
+        for _, path, function, line in ordered:
+            self.by_function[(path, function)][line] += 1
+        self.unresolved_us = 0.0
+
+    def weights(self, site: Site, root: int) -> tuple[Weights, bool]:
+        """Lines for work charged to ``site`` (inside pending root ``root``), and whether sampled."""
+        if site.kind == "line":
+            return [(site.line, 1.0)], True
+        key = (site.path, site.function)
+        counts: collections.Counter[int] = collections.Counter()
+        if 0 <= root < len(self.roots):
+            start, end = self.roots[root]
+            lo, hi = bisect.bisect_left(self.times, start), bisect.bisect_right(self.times, end)
+            counts.update(line for _, p, f, line in self.samples[lo:hi] if (p, f) == key)
+        if not counts:
+            counts = self.by_function.get(key, collections.Counter())
+        if not counts:
+            return [(site.line, 1.0)], False
+        total = sum(counts.values())
+        return [(line, n / total) for line, n in sorted(counts.items())], True
+
+
+class _LineTotals:
+    """Accumulates LineCost fields per (path, line, category, device)."""
+
+    def __init__(self) -> None:
+        self.self_us: dict[tuple[str, int, str, str], float] = collections.defaultdict(float)
+        self.inclusive_us: dict[tuple[str, int, str, str], float] = collections.defaultdict(float)
+        self.count: dict[tuple[str, int, str, str], int] = collections.defaultdict(int)
+        self.names: dict[tuple[str, int, str, str], collections.Counter[str]] = collections.defaultdict(collections.Counter)
+        self.function: dict[tuple[str, int], str] = {}
+        self.detail: dict[tuple[str, int, str, str], str] = {}
+
+    def add(self, chain: list[tuple[str, int, str]], category: str, name: str, us: float, count: int, device: str, detail: str) -> None:
+        path, line, function = chain[-1]
+        key = (path, line, category, device)
+        self.self_us[key] += us
+        self.count[key] += count
+        self.names[key][name] += us
+        self.function.setdefault((path, line), function)
+        if detail:
+            self.detail[key] = detail
+        for c_path, c_line, c_function in dict.fromkeys(chain):
+            self.inclusive_us[(c_path, c_line, category, device)] += us
+            self.function.setdefault((c_path, c_line), c_function)
+
+    def costs(self, workers_detail: str) -> list[LineCost]:
+        result = []
+        for key, inclusive in self.inclusive_us.items():
+            path, line, category, device = key
+            detail = self.detail.get(key, "")
+            if category == "data_loading" and workers_detail:
+                detail = workers_detail
+            result.append(
+                LineCost(
+                    path=path, line=line, category=category, self_us=self.self_us.get(key, 0.0), inclusive_us=inclusive,
+                    count=self.count.get(key, 0), top_names=[n for n, _ in self.names[key].most_common(TOP_NAMES)] if key in self.names else [],
+                    function=self.function.get((path, line), ""), detail=detail, device=device,
+                )
+            )
+        result.sort(key=lambda c: (-c.self_us, -c.inclusive_us, c.path, c.line, c.category))
+        return result
+
+
+class Attribution:
+    """Turns the raw agent data into line costs, sync points and memory figures."""
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.raw = raw
+        self.sites = [Site(str(k), str(p), int(line), str(f)) for k, p, line, f in raw.get("sites", [])]
+        self.chains: list[list[int]] = raw.get("chains", [])
+        self.resolver = LineResolver(raw.get("samples", []), raw.get("roots", []))
+        self.lines = _LineTotals()
+        self.category_us: dict[str, float] = collections.defaultdict(float)
+        self.profiler_us = 0.0
+
+    def resolve(self, chain_id: int, root: int) -> tuple[list[tuple[list[tuple[str, int, str]], float]], bool]:
+        """A chain as alternatives of concrete (path, line, function) lists, with weights."""
+        sites = [self.sites[i] for i in self.chains[chain_id]] if 0 <= chain_id < len(self.chains) else []
+        if not sites:
+            return [], True
+        prefix = []
+        sampled = True
+        for site in sites[:-1]:
+            weights, ok = self.resolver.weights(site, -1)
+            sampled = sampled and ok
+            prefix.append((site.path, max(weights, key=lambda w: w[1])[0], site.function))
+        last = sites[-1]
+        weights, ok = self.resolver.weights(last, root)
+        return [(prefix + [(last.path, line, last.function)], w) for line, w in weights], sampled and ok
+
+    def run(self) -> None:
+        for step, chain_id, category, name, root, main, ns, count in self.raw.get("charges", []):
+            us = ns / 1000.0
+            if category == "profiler":
+                self.profiler_us += us if main else 0.0
+                continue
+            if main:
+                self.category_us[category] += us
+            alternatives, sampled = self.resolve(chain_id, root)
+            if not sampled:
+                self.resolver.unresolved_us += us
+            for chain, weight in alternatives:
+                self.lines.add(chain, category, name, us * weight, count, "cpu", "" if sampled else UNSAMPLED)
+        for step, chain_id, root, name, start, ns in self.raw.get("gpu", []):
+            alternatives, _ = self.resolve(chain_id, root)
+            for chain, weight in alternatives:
+                self.lines.add(chain, "compute", name, ns / 1000.0 * weight, 1, "cuda", "GPU kernel time")
+
+    def sync_points(self) -> list[SyncPoint]:
+        grouped: dict[tuple[str, int, str], SyncPoint] = {}
+        for step, chain_id, root, kind, op, ns in self.raw.get("syncs", []):
+            alternatives, _ = self.resolve(chain_id, root)
+            if not alternatives:
+                continue
+            chain, _ = max(alternatives, key=lambda a: a[1])
+            path, line, _ = chain[-1]
+            point = grouped.setdefault((path, line, kind), SyncPoint(path=path, line=line, kind=kind, count=0, stall_us=0.0, op=op))
+            point.count += 1
+            point.stall_us += ns / 1000.0
+        return sorted(grouped.values(), key=lambda p: (-p.stall_us, -p.count, p.path, p.line))
+
+    def memory(self, device: str) -> tuple[list[MemoryStep], list[MemoryLine]]:
+        allocs = sorted((a for a in self.raw.get("allocs", []) if a[7] == device), key=lambda a: a[3])
+        steps: dict[int, MemoryStep] = {}
+        allocated: dict[tuple[str, int], int] = collections.defaultdict(int)
+        live: dict[int, tuple[tuple[str, int], int]] = {}
+        for step, chain_id, root, _, size, total, ptr, _ in allocs:
+            if step >= 0:
+                entry = steps.setdefault(step, MemoryStep(step=step, peak_bytes=total, end_bytes=total))
+                entry.peak_bytes = max(entry.peak_bytes, total)
+                entry.end_bytes = total
+            alternatives, _ = self.resolve(chain_id, root)
+            if size > 0:
+                if not alternatives:
+                    continue
+                chain, _ = max(alternatives, key=lambda a: a[1])
+                where = (chain[-1][0], chain[-1][1])
+                allocated[where] += size
+                live[ptr] = (where, size)
+            else:
+                live.pop(ptr, None)
+        retained: dict[tuple[str, int], int] = collections.defaultdict(int)
+        for where, size in live.values():
+            retained[where] += size
+        lines = [MemoryLine(path=p, line=line, allocated_bytes=b, retained_bytes=retained.get((p, line), 0)) for (p, line), b in allocated.items()]
+        lines.sort(key=lambda m: (-m.allocated_bytes, m.path, m.line))
+        return [steps[k] for k in sorted(steps)], lines
+
+
+def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra: Optional[dict[str, Any]] = None) -> ProfileData:
+    """The ProfileData for one agent.json (possibly partial: a failed run still gives what it has)."""
+    meta = raw.get("meta", {})
+    raw_steps = raw.get("steps", [])
+    origin = raw_steps[0][1] if raw_steps else 0
+    steps = [StepTiming(index=int(i), start_us=(s - origin) / 1000.0, end_us=(e - origin) / 1000.0) for i, s, e in raw_steps]
+    attribution = Attribution(raw)
+    attribution.run()
+    device = str(meta.get("device", "cpu"))
+    memory_steps, memory_lines = attribution.memory(device)
+    total = sum(s.duration_us for s in steps)
+    category_us = {c: round(attribution.category_us.get(c, 0.0), 3) for c in CATEGORIES}
+    category_us["idle"] = round(max(0.0, total - sum(category_us.values()) - attribution.profiler_us), 3)
+    workers = meta.get("loader_workers")
+    workers_detail = (
+        f"work happens in {workers} DataLoader worker processes: only the wait for the batch is visible" if workers else ""
+    )
+    n = max(1, len(steps))
+    gpu = raw.get("gpu", [])
+    info = dict(extra or {})
+    info.update(
+        samples=len(raw.get("samples", [])),
+        sample_interval_s=meta.get("sample_interval_s"),
+        profiler_overhead_us=round(attribution.profiler_us, 3),
+        unresolved_us=round(attribution.resolver.unresolved_us, 3),
+        gpu_busy_us=round(sum(g[5] for g in gpu) / 1000.0, 3),
+        collect_s=meta.get("collect_s"),
+        executable=meta.get("executable"),
+    )
+    agent_status = raw.get("status") or {}
+    return ProfileData(
+        script=str(meta.get("script", "")),
+        argv=list(meta.get("argv", [])),
+        cwd=str(meta.get("cwd", "")),
+        device=device,
+        device_name=str(meta.get("device_name", "")),
+        torch_version=str(meta.get("torch_version", "")),
+        python=str(meta.get("python", "")),
+        step_detection=str(meta.get("step_detection") or "none"),
+        steps=steps,
+        category_us=category_us,
+        lines=attribution.lines.costs(workers_detail),
+        sync_points=attribution.sync_points(),
+        memory_steps=memory_steps,
+        memory_lines=memory_lines,
+        ops_per_step=float(raw.get("top_level_ops", 0)) / n,
+        kernels_per_step=len(gpu) / n,
+        loader_workers=workers,
+        status=status or RunStatus(**{k: agent_status[k] for k in ("status", "message", "traceback", "exit_code") if k in agent_status}),
+        warnings=list(raw.get("warnings", [])),
+        extra=info,
+    )

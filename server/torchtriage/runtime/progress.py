@@ -1,0 +1,64 @@
+"""A rich progress display fed by the agent's JSON events (phase and step)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+
+
+class ProgressDisplay:
+    """Shows starting -> waiting/warm-up -> recording step k/N -> analysing."""
+
+    def __init__(self, active_steps: int, console: Optional[Console] = None, enabled: bool = True) -> None:
+        self.active_steps = max(1, active_steps)
+        self.console = console or Console(stderr=True)
+        self.enabled = enabled
+        self.recorded = 0
+        self.progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(), console=self.console, transient=True, disable=not enabled,
+        )
+        self.task: Optional[TaskID] = None
+
+    def __enter__(self) -> "ProgressDisplay":
+        self.progress.start()
+        self.task = self.progress.add_task("starting the script", total=self.active_steps)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.progress.stop()
+
+    def describe(self, text: str) -> None:
+        if self.task is not None:
+            self.progress.update(self.task, description=text)
+
+    def handle(self, event: dict[str, Any]) -> None:
+        """Update from one agent event."""
+        kind = event.get("event")
+        if kind == "phase":
+            phase = event.get("phase")
+            if phase == "running":
+                self.describe(f"running on {event.get('device', '?')}, waiting for the first step")
+            elif phase == "analysing":
+                self.describe("analysing the recorded steps")
+        elif kind == "mode":
+            self.describe(f"steps detected by {event.get('mode')}")
+        elif kind == "step":
+            phase = event.get("phase")
+            step = event.get("step")
+            if phase == "recording":
+                self.recorded += 1
+                self.describe(f"recording step {min(self.recorded, self.active_steps)}/{self.active_steps}")
+                if self.task is not None:
+                    self.progress.update(self.task, completed=min(self.recorded, self.active_steps))
+            else:
+                self.describe(f"{phase} (step {step})")
+        elif kind == "done":
+            self.describe(f"script finished: {event.get('status')}")
+
+    def output(self, line: str) -> None:
+        """The script's own output, printed above the bar."""
+        if self.enabled:
+            self.progress.console.print(line, markup=False, highlight=False)
