@@ -10,23 +10,16 @@ from ...findings import Applicability, Fix, Severity
 from ..context import ModuleContext
 from ..hotloops import HotRegion
 from ..step_markers import is_model_call, unwrap_iterable
+from ._files import is_test_file
 from ._grad_mode import disables_grad_inside, grad_disabled
 from ._loaders import regions_reached
+from ._spans import loop_header
 from ._wrap import wrap_in_with_fix
 from .base import Invalid, Report, Rule, Valid
 
 _EVAL_WORD = re.compile(r"(^|_)(val|valid|validate|validation|eval|evaluate|evaluation|test|dev|predict|"
                         r"prediction|infer|inference|score|accuracy)(_|$|\d)", re.I)
 _NEEDS_GRAD = frozenset({"grad", "vjp", "jvp", "jacobian", "hessian", "requires_grad_", "retain_grad"})
-
-
-def _loop_header(loop: ast.For | ast.AsyncFor | ast.While) -> ast.AST:
-    """A node spanning ``for target in iterable`` (or ``while test``), for the report."""
-    end = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else loop.test
-    node = ast.Pass()
-    node.lineno, node.col_offset = loop.lineno, loop.col_offset
-    node.end_lineno, node.end_col_offset = end.end_lineno, end.end_col_offset
-    return node
 
 
 def _name(node: ast.AST) -> str:
@@ -44,7 +37,7 @@ def _looks_like_evaluation(ctx: ModuleContext, loop: ast.AST) -> bool:
     function = ctx.enclosing_function(loop)
     if function is None:
         return False
-    if function.name.startswith("test_") and ctx.path.rsplit("/", 1)[-1].startswith("test_"):
+    if function.name.startswith("test_") and is_test_file(ctx.path):
         return False  # a unit test, not an evaluation loop
     if _EVAL_WORD.search(function.name):
         return True
@@ -298,7 +291,7 @@ class EvalWithoutNoGrad(Rule):
             if not _grad_tracked_model_calls(ctx, regions):
                 continue
             yield Report(
-                _loop_header(loop),  # type: ignore[arg-type]
+                loop_header(loop),  # type: ignore[arg-type]
                 "Evaluation loop runs the model with autograd on: wrap it in `with torch.no_grad():` "
                 "(or `torch.inference_mode()`)",
                 fix=lambda loop=loop: self._fix(ctx, loop),
