@@ -1,0 +1,209 @@
+"""TT503: Adam / AdamW / SGD on CUDA without ``fused=True``."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from ...findings import Applicability, Severity
+from ..context import ModuleContext
+from ..fixes import add_keywords_fix
+from ._bindings import resolve_dict
+from ._files import is_test_file
+from ._loaders import regions_reached
+from .base import Invalid, Report, Rule, Valid
+
+_OPTIMIZERS = {
+    "torch.optim.Adam": "Adam",
+    "torch.optim.adam.Adam": "Adam",
+    "torch.optim.AdamW": "AdamW",
+    "torch.optim.adamw.AdamW": "AdamW",
+    "torch.optim.SGD": "SGD",
+    "torch.optim.sgd.SGD": "SGD",
+}
+_IMPLEMENTATION_KEYWORDS = ("fused", "foreach", "differentiable")
+
+
+def _chooses_implementation(ctx: ModuleContext, call: ast.Call) -> bool | None:
+    """True when the call picks fused/foreach itself; None when a ``**dict`` may."""
+    if any(isinstance(arg, ast.Starred) for arg in call.args):
+        return None
+    for keyword in call.keywords:
+        if keyword.arg in _IMPLEMENTATION_KEYWORDS:
+            return True
+        if keyword.arg is None:
+            model = resolve_dict(ctx, keyword.value, call)
+            if model is None:
+                return None
+            if any(model.get(name)[0] for name in _IMPLEMENTATION_KEYWORDS):
+                return True
+    return False
+
+
+def trains(ctx: ModuleContext) -> bool:
+    """Whether the module has per-step code that runs backward or steps an optimizer."""
+    return any(region.trains for region in ctx.hot.regions)
+
+
+class OptimizerNotFused(Rule):
+    code = "TT503"
+    name = "optimizer-not-fused"
+    severity = Severity.INFO
+    category = "launch_overhead"
+    requires_cuda = True
+    summary = "`torch.optim.Adam` / `AdamW` / `SGD` in a CUDA training script without `fused=True`."
+    why = """
+        The default optimizer implementation launches kernels per group of
+        parameter tensors, several for every step of the update; a model with
+        hundreds of weight tensors pays hundreds of launches of about 5-20 µs
+        each, on every step. `fused=True` does the whole update in a single
+        kernel, which helps most when the GPU is starved by launch overhead
+        (many small kernels, low utilisation without data-loader gaps).
+    """
+    fix_description = """
+        Add `fused=True`. Unsafe: the parameters must be floating-point CUDA
+        tensors when the optimizer is built (create it after `model.to(device)`),
+        fused `SGD` needs PyTorch 2.3 or newer, and it cannot be combined with
+        `differentiable=True`.
+    """
+    fix_applicability = Applicability.UNSAFE
+    example_bad = """
+        optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+    """
+    example_good = """
+        optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, fused=True)
+    """
+    VALID = (
+        Valid(
+            """
+            import torch
+            model = Net().cuda()
+            optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
+            for x, y in loader:
+                loss = model(x.cuda()).sum(); loss.backward(); optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # nanoGPT style: fused only where available
+            import torch
+            use_fused = fused_available and device_type == "cuda"
+            extra_args = dict(fused=True) if use_fused else dict()
+            optimizer = torch.optim.AdamW(optim_groups, lr=lr, betas=betas, **extra_args)
+            for x, y in loader:
+                loss = model(x.to("cuda")).sum(); loss.backward(); optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # CPU-only script
+            import torch
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            for x, y in loader:
+                loss = model(x).sum(); loss.backward(); optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # foreach chosen explicitly
+            import torch
+            model.cuda()
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
+            for x, y in loader:
+                loss = model(x.cuda()).sum(); loss.backward(); optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # builds an optimizer but never trains here (a library helper)
+            import torch
+            def make_optimizer(model):
+                return torch.optim.AdamW(model.cuda().parameters(), lr=1e-4)
+            """
+        ),
+    )
+    INVALID = (
+        Invalid(
+            """
+            import torch
+            from torch import optim
+            model = Net().to("cuda")
+            optimizer = optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+            for x, y in loader:
+                loss = model(x.cuda()).sum(); loss.backward(); optimizer.step()
+            """,
+            lines=(4,),
+            fixed="""
+            import torch
+            from torch import optim
+            model = Net().to("cuda")
+            optimizer = optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, fused=True)
+            for x, y in loader:
+                loss = model(x.cuda()).sum(); loss.backward(); optimizer.step()
+            """,
+        ),
+        Invalid(
+            """
+            import torch.optim as optim
+            from torch.optim import SGD
+            device = "cuda"
+            model.to(device)
+            opt_kwargs = {"lr": 0.1, "momentum": 0.9}
+            if args.nesterov:
+                opt_kwargs["nesterov"] = True
+            optimizer = SGD(model.parameters(), **opt_kwargs)
+            head_opt = optim.Adam(
+                head.parameters(),
+                lr=1e-3,
+            )
+
+            def train_step(x, y):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                head_opt.step()
+
+            for x, y in loader:
+                train_step(x.to(device), y.to(device))
+            """,
+            lines=(8, 9),
+        ),
+        Invalid(
+            """
+            import torch
+            class LitModel(pl.LightningModule):
+                def configure_optimizers(self):
+                    return torch.optim.Adam(self.parameters(), lr=1e-3)
+
+                def training_step(self, batch, batch_idx):
+                    return self.model(batch.cuda()).loss
+            """,
+            lines=(4,),
+        ),
+    )
+
+    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+        if is_test_file(ctx.path) or (not trains(ctx) and not _lightning(ctx)):
+            return
+        for node in ast.walk(ctx.tree):
+            if not isinstance(node, ast.Call):
+                continue
+            short = _OPTIMIZERS.get(ctx.call_qualname(node) or "")
+            if short is None or _chooses_implementation(ctx, node) is not False:
+                continue
+            yield Report(
+                node.func,
+                f"`{short}` runs its update as many small kernels per step: "
+                "add `fused=True` for one fused kernel (parameters must be on the GPU)",
+                fix=lambda node=node: add_keywords_fix(
+                    ctx, node, [("fused", "True")], "Add fused=True", Applicability.UNSAFE
+                ),
+            )
+
+
+def _lightning(ctx: ModuleContext) -> bool:
+    """A LightningModule's ``training_step``: Lightning runs backward and the optimizer."""
+    return any(
+        region.kind == "lightning-step" and getattr(region.node, "name", "") == "training_step"
+        for region in regions_reached(ctx, ctx.hot.regions)
+    )
