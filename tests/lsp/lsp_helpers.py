@@ -60,7 +60,10 @@ async def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, what: st
     """Poll until ``predicate()`` is truthy; fail with ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        value = predicate()
+        try:
+            value = predicate()
+        except (KeyError, IndexError, StopIteration):
+            value = None
         if value:
             return value
         await asyncio.sleep(0.02)

@@ -66,14 +66,16 @@ class CodeLenses:
         for line in lines:
             where = types.Range(start=types.Position(line=line - 1, character=0), end=types.Position(line=line - 1, character=0))
             result.append(
-                types.CodeLens(range=where, command=types.Command(PROFILE_TITLE, "torchtriage.profile", [state.uri]))
+                types.CodeLens(range=where, command=types.Command(title=PROFILE_TITLE, command="torchtriage.profile", arguments=[state.uri]))
             )
             if state.profile is not None:
                 summary = state.profile
                 result.append(
                     types.CodeLens(
                         range=where,
-                        command=types.Command(summary.lens_title, "torchtriage.showReport", [summary.report_path]),
+                        command=types.Command(
+                            title=summary.lens_title, command="torchtriage.showReport", arguments=[summary.report_path]
+                        ),
                     )
                 )
         return result

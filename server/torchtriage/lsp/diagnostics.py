@@ -148,7 +148,13 @@ class DiagnosticsEngine:
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self.executor, analyse_snapshot, snapshot, path, settings, state.notebook)
         self._running[state.uri] = future
-        results = await future
+        try:
+            results = await future
+        except Exception:
+            if generation == state.generation:  # keep the old results, release waiters
+                state.analysed = generation
+                state.done.set()
+            raise
         self._last_ms[state.uri] = (time.perf_counter() - started) * 1000
         if generation != state.generation:
             return  # stale: the text changed while we analysed it
