@@ -1,9 +1,15 @@
-"""Which per-step expressions hold tensors, and how to guard a statement by step.
+"""Is this expression a device tensor?  A three-valued guess for the host-sync rules.
 
-The analyzer has no types, so "is a tensor" is inferred from how names are
-bound inside the step: batch data, results of model / criterion / torch calls,
-loss-like names, and arithmetic or tensor methods over those.  Host values
-(``.item()``, ``len()``, ``float(...)``) are never tensors.
+``True``: almost surely a tensor (batch data, model / criterion outputs, torch
+ops, tensor methods, names bound to those).  ``False``: almost surely not
+(constants, ``len()``, ``.shape``, ``.item()``, numpy / math results, ``is`` /
+``in`` tests, and host copies made with ``.cpu()`` / ``.numpy()``, which cost
+nothing more to read).  ``None``: unknown.  Rules fire on ``True`` (``.item()``
+also on ``None``), so a wrong ``None`` costs a miss, never a false alarm.
+
+Names resolve flow-approximately: the latest binding in the same scope that
+ends before the use, else the latest in the scope (loop-carried), else the
+enclosing scopes, else the name itself (``loss``, ``logits``...).
 """
 
 from __future__ import annotations
@@ -11,166 +17,305 @@ from __future__ import annotations
 import ast
 import re
 
-from ...findings import Applicability, Edit, Fix, Span
 from ..context import ModuleContext
-from ..hotloops import _MODEL_NAME as MODEL_NAME
-from ..hotloops import HotRegion
-from ..text import indentation
-from ._helpers import names_in
+from ..hotloops import HotRegion, unwrap_iterable
+
+Position = tuple[int, int]
+Binding = tuple[ast.AST, ast.AST, Position]  # (binding statement or arg, its target, where it binds)
+_MAX_DEPTH = 12
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)
 
 TENSOR_NAME = re.compile(
-    r"^(loss|losses|\w*_loss|loss_\w+|logits|\w*_logits|outputs?|preds?|predictions?|probs|"
-    r"scores|acc|accuracy|correct|grad_norm|total_norm|norm|targets?|labels?|inputs?|images?)$",
+    r"^(loss|losses|total_loss|\w+_loss|acc|accuracy|logits|\w+_logits|preds?|predictions|"
+    r"outputs?|probs|y_hat|yhat)$"
+)
+_MODEL_CALLEE = re.compile(
+    r"^(model|net|network|ddp_model|raw_model|classifier|generator|discriminator|encoder|decoder|"
+    r"policy|backbone|teacher|student|ema_model|\w+_model|criterion|crit|\w+_criterion|"
+    r"loss_fn|loss_func|lossfn|loss_function|\w+_loss_fn)$",
     re.I,
 )
-_HOST_METHODS = frozenset({"item", "tolist", "numpy", "size", "dim", "numel", "keys", "values", "items"})
-_TENSOR_METHODS = frozenset(
-    {
-        "sum", "mean", "max", "min", "argmax", "argmin", "float", "half", "long", "int", "bool",
-        "detach", "softmax", "log_softmax", "sigmoid", "exp", "log", "abs", "pow", "sqrt", "norm",
-        "eq", "ne", "gt", "lt", "ge", "le", "view", "reshape", "squeeze", "unsqueeze", "to", "cuda",
-        "clone", "contiguous", "cpu", "topk", "isnan", "isinf", "isfinite", "any", "all", "std", "var",
-    }
+_NON_TENSOR_ATTRS = frozenset(
+    {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "grad_fn", "layout", "is_leaf",
+     "is_sparse", "is_quantized", "is_meta", "names", "itemsize", "nbytes", "training"}
 )
-_TORCH_MODULES = ("torch", "torch.nn.functional", "F")
-_CRITERION = re.compile(r"(criterion|loss_fn|loss_func|lossfn|compute_loss|loss)$", re.I)
-LOG_CALL = re.compile(
-    r"^(print|logging\.\w+|logger\.\w+|log\.\w+|LOGGER\.\w+|_logger\.\w+|\w+\.set_postfix|\w+\.set_description|"
-    r"\w+\.write|tqdm\.write|console\.print)$"
+_NON_TENSOR_METHODS = frozenset(
+    {"item", "tolist", "numpy", "cpu", "size", "dim", "numel", "nelement", "ndimension",
+     "element_size", "stride", "data_ptr", "is_contiguous", "is_floating_point", "is_complex",
+     "get_device", "keys", "values", "items", "backward", "zero_grad", "step", "state_dict",
+     "parameters", "named_parameters", "named_children", "named_modules", "children", "modules",
+     "append", "extend", "format", "join", "split", "startswith", "endswith", "update", "add_scalar",
+     "log", "write", "get", "pop", "copy", "count", "index", "decode", "batch_decode", "lower", "upper",
+     "strip"}
 )
-CLOCK_CALLS = frozenset(
-    {"time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns"}
+# Iterating these gives (name, module) pairs or modules, never batch data.
+_STRUCTURE_ITERATORS = frozenset(
+    {"named_children", "named_modules", "children", "modules", "named_parameters", "parameters",
+     "named_buffers", "buffers", "items", "keys", "values", "param_groups"}
 )
+_TENSOR_NAMESPACES = frozenset({"torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special"})
+_TORCH_NON_TENSOR = re.compile(
+    r"^(is_|get_|set_|use_|no_grad|enable_grad|inference_mode|autocast|compile|device|save|load|"
+    r"manual_seed|seed|typename|numel|equal|allclose|finfo|iinfo|result_type|can_cast|promote_types)"
+)
+_BUILTIN_NON_TENSOR = frozenset(
+    {"len", "int", "float", "bool", "str", "repr", "range", "isinstance", "hasattr", "getattr", "print",
+     "sorted", "list", "dict", "tuple", "set", "zip", "enumerate", "type", "id", "hash", "format",
+     "iter", "open", "super", "round"}
+)
+_NON_TENSOR_MODULES = ("numpy.", "math.", "time.", "random.", "statistics.", "os.", "json.", "sys.")
+_HOST_CONSTANTS = (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp,
+                   ast.SetComp, ast.GeneratorExp, ast.Lambda)
 
 
-def _is_torch_call(ctx: ModuleContext, call: ast.Call) -> bool:
-    qual = ctx.qualname(call.func) or ""
-    return qual.startswith(("torch.", "torch.nn.functional.")) and not qual.startswith(
-        ("torch.cuda.", "torch.distributed.", "torch.backends.", "torch.utils.")
-    )
+def _end(node: ast.AST) -> Position:
+    return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
 
 
-def tensor_names(ctx: ModuleContext, region: HotRegion) -> frozenset[str]:
-    """Names bound to tensors inside one hot region (batch data and what is computed from it)."""
-    key = ("tensor_names", id(region))
-    cached = ctx.memo.get(key)
-    if cached is None:
-        cached = ctx.memo[key] = _tensor_names(ctx, region)
-    return cached  # type: ignore[return-value]
+def oracle(ctx: ModuleContext) -> "TensorOracle":
+    """The module's oracle, shared by the rules of one analysis run."""
+    key = ("tensor-oracle",)
+    found = ctx.memo.get(key)
+    if not isinstance(found, TensorOracle):
+        found = ctx.memo[key] = TensorOracle(ctx)
+    return found
 
 
-def _tensor_names(ctx: ModuleContext, region: HotRegion) -> frozenset[str]:
-    assigns = [n for n, r in ctx.hot.nodes((ast.Assign, ast.AnnAssign)) if r is region]
-    # Batch names are data-derived, but `best = loss.item()` is a host value.
-    host = {
-        target.id
-        for node in assigns
-        if node.value is not None and _is_host_value(node.value)
-        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-        if isinstance(target, ast.Name)
-    }
-    names = set(region.batch_names) - host
-    for _ in range(2):
-        for node in assigns:
-            value = node.value
-            if value is not None and is_tensor_expr(ctx, value, names):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-    return frozenset(names)
+class TensorOracle:
+    """Tensor-ness of expressions in one module."""
 
+    def __init__(self, ctx: ModuleContext) -> None:
+        self.ctx = ctx
+        self._bindings: dict[ast.AST, dict[str, list[Binding]]] = {}
 
-def _is_host_value(node: ast.AST) -> bool:
-    """``x.item()``, ``float(x)``, ``len(x)``: values that live on the host."""
-    if isinstance(node, ast.Call):
-        if isinstance(node.func, ast.Attribute) and node.func.attr in _HOST_METHODS:
-            return True
-        if isinstance(node.func, ast.Name) and node.func.id in ("len", "float", "int", "bool", "str", "round"):
-            return True
-    return isinstance(node, (ast.Constant, ast.JoinedStr))
+    def is_tensor(self, node: ast.AST, region: HotRegion | None = None) -> bool | None:
+        """True / False / None (unknown) for an expression."""
+        return self._eval(node, region, 0)
 
+    def sync_kind(self, node: ast.AST, region: HotRegion | None) -> str | None:
+        """The device->host read a call forces: ``item``, ``tolist``, ``cpu``, ``numpy``, ``float``...
 
-def is_tensor_expr(ctx: ModuleContext, node: ast.AST, known: set[str] | frozenset[str]) -> bool:
-    """Whether an expression evaluates to a tensor, as far as names and calls tell."""
-    if isinstance(node, ast.Name):
-        return node.id in known or bool(TENSOR_NAME.match(node.id))
-    if isinstance(node, ast.Attribute):
-        if node.attr in ("shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "grad_fn"):
-            return False
-        return bool(TENSOR_NAME.match(node.attr)) and isinstance(node.value, ast.Name) and node.value.id != "args"
-    if isinstance(node, ast.Subscript):
-        return is_tensor_expr(ctx, node.value, known)
-    if isinstance(node, (ast.BinOp,)):
-        return is_tensor_expr(ctx, node.left, known) or is_tensor_expr(ctx, node.right, known)
-    if isinstance(node, ast.UnaryOp):
-        return is_tensor_expr(ctx, node.operand, known)
-    if isinstance(node, ast.Compare):
-        return is_tensor_expr(ctx, node.left, known) or any(is_tensor_expr(ctx, c, known) for c in node.comparators)
-    if isinstance(node, ast.Call):
+        ``.cpu()`` / ``.numpy()`` / ``.to("cpu")`` only count in files that use
+        CUDA (on the CPU they are free); ``.item()`` counts unless the receiver
+        is known not to be a tensor.
+        """
+        if not isinstance(node, ast.Call):
+            return None
         func = node.func
-        if isinstance(func, ast.Attribute):
-            if func.attr in _HOST_METHODS:
-                return False
-            if func.attr in _TENSOR_METHODS:
-                return is_tensor_expr(ctx, func.value, known)
-        if isinstance(func, ast.Name) and func.id in ("len", "float", "int", "bool", "str", "round", "isinstance"):
+        if isinstance(func, ast.Attribute) and not node.args and not node.keywords:
+            verdict = self._eval(func.value, region, 0)
+            if func.attr == "item" and verdict is not False:
+                return "item"
+            if func.attr == "tolist" and verdict is True:
+                return "tolist"
+            if func.attr in ("cpu", "numpy") and verdict is True and self.ctx.uses_cuda:
+                return func.attr
+        if isinstance(func, ast.Attribute) and func.attr == "to" and len(node.args) == 1 and not node.keywords:
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and arg.value == "cpu" and self.ctx.uses_cuda:
+                return "cpu" if self._eval(func.value, region, 0) is True else None
+        if isinstance(func, ast.Name) and func.id in ("float", "int", "bool") and len(node.args) == 1:
+            if func.id not in self.ctx.aliases and self._eval(node.args[0], region, 0) is True:
+                return func.id
+        return None
+
+    # --- expressions ------------------------------------------------------------
+
+    def _eval(self, node: ast.AST, region: HotRegion | None, depth: int) -> bool | None:
+        if depth > _MAX_DEPTH:
+            return None
+        depth += 1
+        if isinstance(node, _HOST_CONSTANTS):
             return False
-        if _is_torch_call(ctx, node):
-            return True
-        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if _CRITERION.search(last) or MODEL_NAME.match(last):
-            return True
-    return False
-
-
-def statement_of(ctx: ModuleContext, node: ast.AST) -> ast.stmt | None:
-    return ctx.enclosing_statement(node)
-
-
-def step_counter(ctx: ModuleContext, region: HotRegion) -> str | None:
-    """A name counting steps in this region: enumerate index, range variable, or ``step += 1``."""
-    if region.counter_names:
-        return sorted(region.counter_names)[0]
-    for node, owner in ctx.hot.nodes(ast.AugAssign):
-        if owner is region and isinstance(node.op, ast.Add) and isinstance(node.target, ast.Name):
-            if re.search(r"(step|iter|it$|^i$|count|batch_idx)", node.target.id):
-                return node.target.id
-    return None
-
-
-def _has_multiline_string(stmt: ast.stmt) -> bool:
-    return any(
-        isinstance(n, (ast.Constant, ast.JoinedStr)) and n.lineno != n.end_lineno for n in ast.walk(stmt)
-    )
-
-
-def _indent_unit(ctx: ModuleContext, stmt: ast.stmt) -> str:
-    parent = ctx.parents.get(stmt)
-    own = indentation(ctx.lines[stmt.lineno - 1])
-    if isinstance(parent, ast.stmt) and hasattr(parent, "lineno"):
-        outer = indentation(ctx.lines[parent.lineno - 1])
-        if own.startswith(outer) and len(own) > len(outer):
-            return own[len(outer):]
-    return "\t" if own.startswith("\t") else "    "
-
-
-def guard_statement_fix(
-    ctx: ModuleContext, stmt: ast.stmt, counter: str, every: int, title: str
-) -> Fix | None:
-    """Wrap a statement in ``if <counter> % <every> == 0:`` (unsafe: it runs less often)."""
-    if _has_multiline_string(stmt) or stmt.end_lineno is None:
+        if isinstance(node, ast.DictComp):
+            return self._eval_dict_comprehension(node, region, depth)
+        if isinstance(node, ast.Name):
+            return self._eval_name(node.id, (node.lineno, node.col_offset), self._scope_of(node), region, depth)
+        if isinstance(node, ast.Attribute):
+            if node.attr in _NON_TENSOR_ATTRS:
+                return False
+            return True if self._eval(node.value, region, depth) is True else None
+        if isinstance(node, (ast.Subscript, ast.Starred, ast.NamedExpr)):
+            return self._eval(node.value, region, depth)
+        if isinstance(node, ast.Call):
+            return self._eval_call(node, region, depth)
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.left, (ast.JoinedStr, ast.Constant)) and isinstance(getattr(node.left, "value", ""), str):
+                return False  # "%s" % x, "a" + b
+            return self._any_true([node.left, node.right], region, depth)
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.Not):
+                return False  # a Python bool (the sync, if any, happens inside)
+            return self._eval(node.operand, region, depth)
+        if isinstance(node, ast.Compare):
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+                return False
+            return self._any_true([node.left, *node.comparators], region, depth)
+        if isinstance(node, ast.IfExp):
+            body, orelse = self._eval(node.body, region, depth), self._eval(node.orelse, region, depth)
+            return body if body == orelse else None
         return None
-    first = ctx.lines[stmt.lineno - 1]
-    indent = indentation(first)
-    if first[len(indent):ctx.char_column(stmt.lineno, stmt.col_offset)].strip():
-        return None  # shares its line with another statement
-    last = ctx.lines[stmt.end_lineno - 1]
-    if last[ctx.char_column(stmt.end_lineno, stmt.end_col_offset or 0):].strip().startswith(";"):
+
+    def _any_true(self, nodes: list[ast.AST], region: HotRegion | None, depth: int) -> bool | None:
+        verdicts = [self._eval(n, region, depth) for n in nodes]
+        if any(v is True for v in verdicts):
+            return True
+        return False if all(v is False for v in verdicts) else None
+
+    def _eval_dict_comprehension(self, node: ast.DictComp, region: HotRegion | None, depth: int) -> bool | None:
+        """``{k: v.to(d) for k, v in batch.items()}`` holds tensors: its subscripts are tensors."""
+        for generator in node.generators:
+            source = generator.iter
+            if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute):
+                source = source.func.value
+            if self._eval(source, region, depth) is True:
+                return True
         return None
-    unit = _indent_unit(ctx, stmt)
-    body = [ctx.lines[number - 1] for number in range(stmt.lineno, stmt.end_lineno + 1)]
-    text = f"{indent}if {counter} % {every} == 0:\n" + "".join(
-        (f"{unit}{line}\n" if line.strip() else "\n") for line in body
-    )
-    span = Span(stmt.lineno, 1, stmt.end_lineno + 1, 1)
-    return Fix(title, Applicability.UNSAFE, (Edit(span, text),))
+
+    def _eval_call(self, node: ast.Call, region: HotRegion | None, depth: int) -> bool | None:
+        func = node.func
+        qualname = self.ctx.qualname(func) or ""
+        if qualname.startswith("torch."):
+            return _torch_function_result(qualname)
+        if qualname.startswith(_NON_TENSOR_MODULES) or qualname in ("numpy", "math"):
+            return False
+        if isinstance(func, ast.Name):
+            if func.id in _BUILTIN_NON_TENSOR and func.id not in self.ctx.aliases:
+                return False
+            if func.id == "abs" and node.args:
+                return self._eval(node.args[0], region, depth)
+            return True if _MODEL_CALLEE.match(func.id) and (node.args or node.keywords) else None
+        if not isinstance(func, ast.Attribute):
+            return None
+        if func.attr in _NON_TENSOR_METHODS:
+            return False
+        if func.attr == "to" and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "cpu":
+            return False
+        if self._eval(func.value, region, depth) is True:
+            return True
+        if _MODEL_CALLEE.match(func.attr) and (node.args or node.keywords):
+            return True  # self.model(x), self.criterion(out, y)
+        if isinstance(func.value, ast.Name) and func.value.id == "self" and func.attr == "forward":
+            return True
+        return None
+
+    # --- names --------------------------------------------------------------------
+
+    def _eval_name(
+        self, name: str, use: Position, scope: ast.AST, region: HotRegion | None, depth: int
+    ) -> bool | None:
+        current: ast.AST | None = scope
+        innermost = True
+        while current is not None:
+            candidates = self._bindings_in(current).get(name)
+            if candidates:
+                chosen = candidates[-1]
+                if innermost:
+                    before = [c for c in candidates if c[2] <= use]
+                    chosen = before[-1] if before else candidates[-1]
+                return self._eval_binding(name, chosen, current, region, depth)
+            innermost = False
+            current = None if isinstance(current, ast.Module) else self._scope_of(current)
+        if region is not None and name in region.batch_names:
+            return True
+        return True if TENSOR_NAME.match(name) else None
+
+    def _eval_binding(
+        self, name: str, binding: Binding, scope: ast.AST, region: HotRegion | None, depth: int
+    ) -> bool | None:
+        statement, target, _ = binding
+        if isinstance(statement, (ast.For, ast.AsyncFor)):
+            return self._eval_loop_target(name, statement, region, depth)
+        if isinstance(statement, ast.arg):
+            if region is not None and name in region.batch_names:
+                return True
+            return True if TENSOR_NAME.match(name) else None
+        if isinstance(statement, ast.AugAssign):
+            value = self._eval(statement.value, region, depth)
+            if value is True:
+                return True
+            previous = self._eval_name(name, (statement.lineno, statement.col_offset), scope, region, depth + 1)
+            return previous if value is False else (True if previous is True else None)
+        value = getattr(statement, "value", None)
+        if value is None:
+            return None
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+            for element, source in zip(target.elts, value.elts):
+                if isinstance(element, ast.Name) and element.id == name:
+                    return self._eval(source, region, depth)
+        verdict = self._eval(value, region, depth)
+        if not isinstance(target, ast.Name) and verdict is False:
+            return None  # unpacking a tuple from a helper tells us nothing
+        return verdict
+
+    def _eval_loop_target(
+        self, name: str, loop: ast.For | ast.AsyncFor, region: HotRegion | None, depth: int
+    ) -> bool | None:
+        iterable = unwrap_iterable(loop.iter)
+        if isinstance(iterable, ast.Call):
+            callee = iterable.func
+            if (self.ctx.qualname(callee) or "") == "range":
+                return False
+            if isinstance(callee, ast.Attribute) and callee.attr in _STRUCTURE_ITERATORS:
+                return None  # (name, module) pairs, parameters, dict entries
+        if isinstance(iterable, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in iterable.elts):
+            return False  # for split in ["train", "val"]
+        if region is not None and loop is region.node:
+            return True if name in region.batch_names else None
+        return True if self._eval(iterable, region, depth) is True else None
+
+    def _scope_of(self, node: ast.AST) -> ast.AST:
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, _SCOPES):
+                return ancestor
+        return self.ctx.tree
+
+    def _bindings_in(self, scope: ast.AST) -> dict[str, list[Binding]]:
+        """name -> [(binding, target)] in source order, for one scope (nested scopes excluded)."""
+        cached = self._bindings.get(scope)
+        if cached is not None:
+            return cached
+        found: dict[str, list[Binding]] = {}
+
+        def bind(target: ast.AST, statement: ast.AST) -> None:
+            # A loop / with target is bound before its body runs; an assignment after its value.
+            where = _end(target) if isinstance(statement, (ast.For, ast.AsyncFor, ast.withitem)) else _end(statement)
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name):
+                    found.setdefault(sub.id, []).append((statement, target, where))
+
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            arguments = scope.args
+            for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
+                if arg is not None:
+                    found.setdefault(arg.arg, []).append((arg, arg, (0, 0)))
+        stack = [n for n in ast.iter_child_nodes(scope) if not isinstance(n, ast.arguments)]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
+                                 ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                continue
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    bind(target, node)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor)):
+                bind(node.target, node)
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                bind(node.optional_vars, node)
+            stack.extend(ast.iter_child_nodes(node))
+        for bindings in found.values():
+            bindings.sort(key=lambda item: item[2])
+        self._bindings[scope] = found
+        return found
+
+
+def _torch_function_result(qualname: str) -> bool | None:
+    """``torch.isnan`` -> True; ``torch.cuda.is_available`` / ``torch.nn.Linear`` -> not a tensor."""
+    module, _, function = qualname.rpartition(".")
+    if module not in _TENSOR_NAMESPACES:
+        return None
+    if _TORCH_NON_TENSOR.match(function):
+        return False
+    if function[:1].isupper():
+        return True if function.endswith("Tensor") else None
+    return True

@@ -5,26 +5,16 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from ...findings import Applicability, Severity
+from ...findings import Applicability, Fix, Severity
 from ..context import ModuleContext
-from ..fixes import replace_expression, call_method
+from ..fixes import call_method, replace_expression
+from ..hotloops import HotRegion
 from ._helpers import method_name
-from ._tensors import LOG_CALL, guard_statement_fix, is_tensor_expr, step_counter, tensor_names
+from ._steplog import enclosing_log_call, guard_statement_fix, step_counter
+from ._tensors import oracle
 from .base import Invalid, Report, Rule, Valid
 
-SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
-SYNC_BUILTINS = frozenset({"float", "int", "bool"})
-_MODULE_RECEIVERS = ("model", "net", "module", "self")
-
-
-def _outermost_sync(call: ast.Call, ctx: ModuleContext) -> bool:
-    """Only report the end of a chain: ``x.detach().cpu().numpy()`` is one sync."""
-    parent = ctx.parents.get(call)
-    if isinstance(parent, ast.Attribute) and parent.value is call:
-        grand = ctx.parents.get(parent)
-        if isinstance(grand, ast.Call) and grand.func is parent and parent.attr in SYNC_METHODS:
-            return False
-    return True
+_METRIC_WRITES = frozenset({"add_scalar", "add_scalars", "log", "log_metrics"})
 
 
 class HostSyncInStep(Rule):
@@ -68,8 +58,8 @@ class HostSyncInStep(Rule):
                 loss = criterion(model(x), y)
                 loss.backward()
                 optimizer.step()
-                if step % 100 == 0:
-                    print(f"step {step} loss {loss.item():.4f}")
+                if step % log_every == 0:
+                    writer.add_scalar("loss", loss.item(), step)
             """
         ),
         Valid(
@@ -79,15 +69,29 @@ class HostSyncInStep(Rule):
                     loss = criterion(model(x), y)
                     loss.backward()
                     optimizer.step()
-                print("epoch loss", loss.item())   # once per epoch
+                val = loss.item()   # once per epoch, after the step loop
             """
         ),
         Valid(
             """
+            import numpy as np
             for x, y in loader:
-                lr = float(args.lr)          # not a tensor
+                lr = float(args.lr)            # not tensors
                 n = int(len(x))
+                ratio = float(np.mean(weights))
+                scale = np.float32(2.0).item()
                 loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # CPU-only script: .cpu() / .numpy() copy nothing and wait for nothing
+            for x, y in loader:
+                out = model(x)
+                preds = out.argmax(1).cpu().numpy()
+                loss = criterion(out, y)
                 loss.backward()
                 optimizer.step()
             """
@@ -98,6 +102,7 @@ class HostSyncInStep(Rule):
                 loss = model(x).sum()
                 loss.backward()
                 optimizer.step()
+                print(f"loss {loss.item():.3f}")   # TT102 reports reads inside print/log calls
                 if i == len(train_loader) - 1:
                     last = loss.item()
             model.cpu()
@@ -126,7 +131,29 @@ class HostSyncInStep(Rule):
         ),
         Invalid(
             """
+            model.eval()
+            correct = total = 0
+            with torch.no_grad():
+                for images, labels in val_loader:
+                    logits = model(images)
+                    correct += (logits.argmax(1) == labels).sum().item()
+                    total += float(criterion(logits, labels)) * images.size(0)
+            """,
+            lines=(6, 7),
+            fixed="""
+            model.eval()
+            correct = total = 0
+            with torch.no_grad():
+                for images, labels in val_loader:
+                    logits = model(images)
+                    correct += (logits.argmax(1) == labels).sum().detach()
+                    total += criterion(logits, labels).detach() * images.size(0)
+            """,
+        ),
+        Invalid(
+            """
             for batch_idx, (data, target) in enumerate(train_loader):
+                data, target = data.cuda(), target.cuda()
                 output = model(data)
                 loss = F.nll_loss(output, target)
                 loss.backward()
@@ -134,7 +161,7 @@ class HostSyncInStep(Rule):
                 preds = output.argmax(dim=1).cpu().numpy()
                 acc = float((output.argmax(1) == target).float().mean())
             """,
-            lines=(6, 7),
+            lines=(7, 8),
         ),
         Invalid(
             """
@@ -150,74 +177,102 @@ class HostSyncInStep(Rule):
         ),
         Invalid(
             """
+            class LitModel(pl.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    loss = F.cross_entropy(self(x), y)
+                    self.log("train_loss", loss.item())   # pass the tensor instead
+                    return loss
+            """,
+            lines=(5,),
+        ),
+        Invalid(
+            """
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % 1 == 0:   # every step after all
+                    writer.add_scalar("train/loss", loss.item(), step)
+                writer.add_scalar("train/lr", scheduler.get_last_lr()[0], step)
+            """,
+            lines=(6,),
+        ),
+        Invalid(
+            """
+            log_every = 50
             for step, (x, y) in enumerate(loader):
                 loss = criterion(model(x), y)
                 loss.backward()
                 optimizer.step()
                 writer.add_scalar("train/loss", loss.item(), step)
             """,
-            lines=(5,),
+            lines=(6,),
             fixed="""
+            log_every = 50
             for step, (x, y) in enumerate(loader):
                 loss = criterion(model(x), y)
                 loss.backward()
                 optimizer.step()
-                if step % 100 == 0:
+                if step % log_every == 0:
                     writer.add_scalar("train/loss", loss.item(), step)
             """,
         ),
     )
 
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
+        tensors = oracle(ctx)
         for call, region in ctx.hot.nodes(ast.Call):
-            method = method_name(call)
-            if method in SYNC_METHODS and isinstance(call.func, ast.Attribute):
-                receiver = call.func.value
-                if method in ("cpu", "numpy", "tolist") and not is_tensor_expr(ctx, receiver, tensor_names(ctx, region)):
-                    continue
-                if method == "cpu" and isinstance(receiver, ast.Name) and receiver.id in _MODULE_RECEIVERS:
-                    continue
-                if not _outermost_sync(call, ctx):
-                    continue
-                what = f"`.{method}()`"
-            elif isinstance(call.func, ast.Name) and call.func.id in SYNC_BUILTINS and len(call.args) == 1:
-                argument = call.args[0]
-                if not is_tensor_expr(ctx, argument, tensor_names(ctx, region)):
-                    continue
-                if any(method_name(n) in SYNC_METHODS for n in ast.walk(argument)):
-                    continue  # float(loss.item()) is reported on the .item()
-                what = f"`{call.func.id}(tensor)`"
-            else:
-                continue
+            kind = tensors.sync_kind(call, region)
+            if kind is None or enclosing_log_call(ctx, call) is not None:
+                continue  # printing / logging it is TT102's finding
+            what = f"`{kind}(...)` of a tensor" if kind in ("float", "int", "bool") else f"`.{kind}()`"
+            subject = ctx.segment(call.args[0] if kind in ("float", "int", "bool") else call.func.value)  # type: ignore[attr-defined]
+            advice = (
+                "collect on the device and move once after the loop"
+                if kind in ("cpu", "numpy", "tolist")
+                else "accumulate on the device (`.detach()`) and read it once after the loop or every N steps"
+            )
             yield Report(
                 call,
-                f"{what} every step forces a host-device sync; keep values on the device "
-                "and read them once after the loop or every N steps",
-                fix=lambda call=call, region=region: self._fix(ctx, call, region),
+                f"{what} on `{subject[:40]}` every step forces a GPU->CPU sync: {advice}",
+                fix=lambda call=call, region=region: _fix(ctx, call, region),
             )
 
-    def _fix(self, ctx: ModuleContext, call: ast.Call, region) -> object:  # type: ignore[no-untyped-def]
-        statement = ctx.enclosing_statement(call)
-        if (
-            isinstance(statement, ast.AugAssign)
-            and statement.value is call
-            and method_name(call) == "item"
-            and isinstance(call.func, ast.Attribute)
-        ):
-            return replace_expression(
-                ctx,
-                call,
-                lambda expression: call_method(expression.func.value, "detach"),  # type: ignore[attr-defined]
-                "Accumulate on the device with .detach() (read once after the loop)",
-                Applicability.UNSAFE,
-            )
-        counter = step_counter(ctx, region)
-        if (
-            counter
-            and isinstance(statement, ast.Expr)
-            and isinstance(statement.value, ast.Call)
-            and LOG_CALL.match(ctx.dotted(statement.value.func) or "")
-            or (counter and isinstance(statement, ast.Expr) and method_name(statement.value) in ("add_scalar", "log", "add_scalars"))
-        ):
-            return guard_statement_fix(ctx, statement, counter, 100, f"Only log every 100 steps (`{counter} % 100`)")
-        return None
+
+def _fix(ctx: ModuleContext, call: ast.Call, region: HotRegion) -> Fix | None:
+    """Accumulate on the device, or (for a per-step metrics write) write every N steps."""
+    statement = ctx.enclosing_statement(call)
+    if isinstance(statement, ast.AugAssign) and _is_accumulated(ctx, call, statement):
+        if method_name(call) == "item":
+            transform = lambda e: call_method(e.func.value, "detach")  # type: ignore[attr-defined]  # noqa: E731
+        else:
+            transform = lambda e: call_method(e.args[0].value, "detach")  # type: ignore[attr-defined]  # noqa: E731
+        return replace_expression(
+            ctx, call, transform, "Accumulate on the device with .detach() (read once after the loop)", Applicability.UNSAFE
+        )
+    counter = step_counter(ctx, region)
+    if (
+        counter is not None
+        and isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Call)
+        and method_name(statement.value) in _METRIC_WRITES
+        and ctx.dotted(statement.value.func.value) not in ("self", None)  # type: ignore[attr-defined]
+    ):
+        return guard_statement_fix(ctx, statement, counter, "write metrics")
+    return None
+
+
+def _is_accumulated(ctx: ModuleContext, call: ast.Call, statement: ast.AugAssign) -> bool:
+    """``total += loss.item()`` / ``total += loss.item() * n``: the read only feeds arithmetic."""
+    if not isinstance(statement.op, (ast.Add, ast.Sub)) or method_name(call) not in ("item", None):
+        return False
+    if method_name(call) is None and not (isinstance(call.func, ast.Name) and call.func.id == "float"):
+        return False
+    node: ast.AST = call
+    while node is not statement.value:
+        parent = ctx.parents.get(node)
+        if not isinstance(parent, (ast.BinOp, ast.UnaryOp)):
+            return False
+        node = parent
+    return True

@@ -5,29 +5,12 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from ...findings import Applicability, Severity
+from ...findings import Applicability, Fix, Severity
 from ..context import ModuleContext
-from ._helpers import method_name
-from ._tensors import LOG_CALL, guard_statement_fix, is_tensor_expr, step_counter, tensor_names
+from ..hotloops import HotRegion
+from ._steplog import formatted_values, guard_statement_fix, is_log_call, step_counter
+from ._tensors import TensorOracle, oracle
 from .base import Invalid, Report, Rule, Valid
-
-
-def _formatted_values(call: ast.Call) -> list[ast.AST]:
-    """The values a print/log call turns into text (f-string parts included)."""
-    values: list[ast.AST] = []
-    for argument in [*call.args, *(k.value for k in call.keywords if k.arg not in ("file", "end", "sep", "flush"))]:
-        if isinstance(argument, ast.JoinedStr):
-            values.extend(part.value for part in argument.values if isinstance(part, ast.FormattedValue))
-        elif isinstance(argument, ast.Dict):
-            values.extend(v for v in argument.values if v is not None)
-        elif isinstance(argument, ast.Call) and method_name(argument) == "format":
-            values.extend(argument.args)
-        elif isinstance(argument, ast.BinOp) and isinstance(argument.op, ast.Mod):
-            right = argument.right
-            values.extend(right.elts if isinstance(right, ast.Tuple) else [right])
-        else:
-            values.append(argument)
-    return values
 
 
 class PrintTensorInStep(Rule):
@@ -144,30 +127,32 @@ class PrintTensorInStep(Rule):
     )
 
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
+        tensors = oracle(ctx)
         for call, region in ctx.hot.nodes(ast.Call):
-            name = ctx.dotted(call.func) or ""
-            if not LOG_CALL.match(name):
+            if not is_log_call(ctx, call):
                 continue
-            known = tensor_names(ctx, region)
-            tensors = [
-                value for value in _formatted_values(call)
-                if is_tensor_expr(ctx, value, known)
-                and not any(method_name(n) in ("item", "tolist") for n in ast.walk(value))
-            ]
-            if not tensors:
+            shown = next((v for v in formatted_values(call) if _reads_device_value(tensors, v, region)), None)
+            if shown is None:
                 continue
-            shown = ctx.segment(tensors[0]) or "a tensor"
+            what = ctx.dotted(call.func) or "log call"
             yield Report(
                 call,
-                f"`{name}` formats tensor `{shown}` every step (forced host sync): log every N steps "
-                "or use `.item()` on a value accumulated on the device",
-                fix=lambda call=call, region=region: self._fix(ctx, call, region),
+                f"`{what}` of `{ctx.segment(shown)[:40]}` every step forces a GPU->CPU sync: "
+                "log every N steps (`if step % 100 == 0:`)",
+                fix=lambda call=call, region=region: _fix(ctx, call, region),
             )
 
-    @staticmethod
-    def _fix(ctx: ModuleContext, call: ast.Call, region) -> object:  # type: ignore[no-untyped-def]
-        statement = ctx.enclosing_statement(call)
-        counter = step_counter(ctx, region)
-        if counter is None or not isinstance(statement, ast.Expr) or statement.value is not call:
-            return None
-        return guard_statement_fix(ctx, statement, counter, 100, f"Only log every 100 steps (`{counter} % 100`)")
+
+def _reads_device_value(tensors: TensorOracle, value: ast.AST, region: HotRegion) -> bool:
+    """A formatted value that is a device tensor or reads one (``loss.item()``, ``float(acc)``)."""
+    if tensors.is_tensor(value, region) is True:
+        return True
+    return any(tensors.sync_kind(node, region) for node in ast.walk(value) if isinstance(node, ast.Call))
+
+
+def _fix(ctx: ModuleContext, call: ast.Call, region: HotRegion) -> Fix | None:
+    statement = ctx.enclosing_statement(call)
+    counter = step_counter(ctx, region)
+    if counter is None or not isinstance(statement, ast.Expr) or statement.value is not call:
+        return None
+    return guard_statement_fix(ctx, statement, counter, "log")

@@ -7,55 +7,35 @@ from typing import Iterator
 
 from ...findings import Severity
 from ..context import ModuleContext
-from ..hotloops import is_rare_guard
-from ._helpers import method_name
-from ._tensors import is_tensor_expr, tensor_names
+from ..hotloops import HotRegion, is_rare_guard
+from ._tensors import TensorOracle, oracle
 from .base import Invalid, Report, Rule, Valid
 
-_PREDICATE_METHODS = frozenset({"isnan", "isinf", "isfinite", "any", "all", "eq", "equal", "allclose", "is_nonzero"})
-_PREDICATE_FUNCTIONS = frozenset(
-    {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.any", "torch.all", "torch.equal", "torch.allclose", "torch.is_nonzero"}
-)
-_HOST_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad", "grad_fn", "training"})
+# These return Python bools but compute them on the device: branching on them waits for it.
+_BOOL_RESULT_FUNCTIONS = frozenset({"torch.equal", "torch.allclose", "torch.is_nonzero"})
 
 
-def _reads_tensor_value(ctx: ModuleContext, test: ast.AST, known: frozenset[str]) -> ast.AST | None:
-    """The sub-expression that makes Python look at a tensor's value, if any."""
-    for node in ast.walk(test):
-        if isinstance(node, ast.Call):
-            if method_name(node) in ("item", "tolist", "size", "dim", "numel"):
-                continue
-            if method_name(node) in _PREDICATE_METHODS and is_tensor_expr(ctx, node.func.value, known):  # type: ignore[attr-defined]
-                return node
-            if (ctx.qualname(node.func) or "") in _PREDICATE_FUNCTIONS:
-                return node
+def tensor_truth_test(ctx: ModuleContext, tensors: TensorOracle, test: ast.AST, region: HotRegion) -> ast.AST | None:
+    """The part of a condition whose truth Python reads from a device tensor, if any.
+
+    ``a and b`` stops at an operand that is a rarely-true guard (``step % 50 == 0``):
+    what follows it only runs on those steps.
+    """
     if isinstance(test, ast.BoolOp):
         for value in test.values:
-            found = _reads_tensor_value(ctx, value, known)
+            if isinstance(test.op, ast.And) and is_rare_guard(value, region.counter_names):
+                return None
+            found = tensor_truth_test(ctx, tensors, value, region)
             if found is not None:
                 return found
         return None
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _reads_tensor_value(ctx, test.operand, known)
-    if isinstance(test, ast.Compare):
-        if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in test.ops):
-            return None
-        for operand in (test.left, *test.comparators):
-            if _is_value_of_tensor(ctx, operand, known):
-                return test
-    if isinstance(test, (ast.Name, ast.Attribute, ast.Subscript)) and _is_value_of_tensor(ctx, test, known):
-        return test
-    return None
-
-
-def _is_value_of_tensor(ctx: ModuleContext, node: ast.AST, known: frozenset[str]) -> bool:
-    if isinstance(node, ast.Attribute) and node.attr in _HOST_ATTRIBUTES:
-        return False
-    if any(isinstance(n, ast.Call) and method_name(n) in ("item", "tolist", "size") for n in ast.walk(node)):
-        return False
-    if isinstance(node, ast.Name):
-        return node.id in known and node.id not in ()
-    return is_tensor_expr(ctx, node, known)
+        return tensor_truth_test(ctx, tensors, test.operand, region)
+    if isinstance(test, ast.Call) and (ctx.qualname(test.func) or "") in _BOOL_RESULT_FUNCTIONS:
+        if any(tensors.is_tensor(arg, region) is True for arg in test.args):
+            return test
+        return None
+    return test if tensors.is_tensor(test, region) is True else None
 
 
 class TensorBranchInStep(Rule):
@@ -182,24 +162,14 @@ class TensorBranchInStep(Rule):
     )
 
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
+        tensors = oracle(ctx)
         for node, region in ctx.hot.nodes((ast.If, ast.While, ast.Assert, ast.IfExp)):
-            test = node.test
-            if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-                # `step % 50 == 0 and not torch.isfinite(loss)`: later operands run rarely.
-                evaluated = []
-                for value in test.values:
-                    if is_rare_guard(value, region.counter_names):
-                        break
-                    evaluated.append(value)
-                test = ast.BoolOp(op=ast.And(), values=evaluated) if evaluated else None
-            if test is None:
-                continue
-            culprit = _reads_tensor_value(ctx, test, tensor_names(ctx, region))
+            culprit = tensor_truth_test(ctx, tensors, node.test, region)
             if culprit is None:
                 continue
             keyword = {ast.If: "if", ast.While: "while", ast.Assert: "assert", ast.IfExp: "conditional"}[type(node)]
             yield Report(
                 node.test,
-                f"`{keyword}` on a tensor value (`{ctx.segment(culprit)[:60]}`) syncs with the GPU every step; "
-                "check on the device and test the flag every N steps",
+                f"`{keyword}` on tensor `{ctx.segment(culprit)[:50]}` syncs with the GPU every step: keep the "
+                "check on the device (`torch._assert_async`, a flag tensor tested every N steps, `torch.where`)",
             )

@@ -8,7 +8,7 @@ from typing import Iterator
 from ...findings import Applicability, Severity
 from ..context import ModuleContext
 from ..fixes import remove_statement_fix
-from ._tensors import CLOCK_CALLS
+from ._steplog import CLOCK_CALLS
 from .base import Invalid, Report, Rule, Valid
 
 SYNC_CALLS = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize"})
