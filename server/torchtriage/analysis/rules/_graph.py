@@ -33,6 +33,7 @@ STOP_METHODS = frozenset(
     }
 )
 _STOP_ATTRIBUTES = frozenset({"data", "grad", "shape", "dtype", "device", "requires_grad", "ndim", "is_cuda"})
+_REDUCTIONS = frozenset({"mean", "sum", "float", "double", "half", "squeeze", "view", "reshape", "mul", "div"})
 _DIFFERENTIABLE_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.MatMult)
 
 
@@ -74,10 +75,12 @@ def _backward_root(receiver: ast.AST) -> str | None:
     """``loss`` in ``loss.mean().backward()`` and ``scaler.scale(loss).backward()``."""
     while True:
         if isinstance(receiver, ast.Name):
-            return receiver.id
+            return receiver.id if receiver.id != "self" else None
         if method_name(receiver) == "scale" and receiver.args:  # type: ignore[attr-defined]
             receiver = receiver.args[0]  # type: ignore[attr-defined]
         elif isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute):
+            if receiver.func.attr not in _REDUCTIONS:
+                return None  # ``self.loss(out, y).backward()``: a fresh value, no name
             receiver = receiver.func.value
         elif isinstance(receiver, (ast.Attribute, ast.Subscript)):
             receiver = receiver.value
@@ -117,7 +120,7 @@ class GraphTracker:
         for node in ast.walk(ctx.tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self._functions.setdefault(node.name, []).append(node)
-        self._returning: dict[str, bool] = {}
+        self._returning: dict[int, bool] = {}
 
     def names(self, region: HotRegion) -> set[str]:
         return self._names_in_body(region.node)
@@ -131,21 +134,31 @@ class GraphTracker:
             return False
         name = _callee_name(value)
         if isinstance(value.func, ast.Name) and name in self._functions:
-            return self._returns_graph(name)
+            return any(self._returns_graph(func) for func in self._visible(name, value))
         if isinstance(value.func, ast.Attribute) and method_name(value) in ("to", "cuda", "train", "eval"):
             return False
         return bool(_PRODUCER.match(name))
 
-    def _returns_graph(self, name: str) -> bool:
+    def _visible(self, name: str, call: ast.Call) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        """Functions a bare-name call can reach: module-level ones or ones nested in a caller."""
+        callers = set(map(id, self.ctx.ancestors(call)))
+        return [
+            func
+            for func in self._functions[name]
+            if not isinstance(self.ctx.parents.get(func), ast.ClassDef)
+            and (self.ctx.enclosing_function(func) is None or id(self.ctx.enclosing_function(func)) in callers)
+        ]
+
+    def _returns_graph(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """Whether a function of this file returns a graph-carrying value."""
-        if name not in self._returning:
-            self._returning[name] = False  # recursion guard
-            self._returning[name] = any(
-                isinstance(node, ast.Return) and node.value is not None and carrier(node.value, self._names_in_body(func))
-                for func in self._functions[name]
+        if id(func) not in self._returning:
+            self._returning[id(func)] = False  # recursion guard
+            graph = self._names_in_body(func)
+            self._returning[id(func)] = any(
+                isinstance(node, ast.Return) and node.value is not None and carrier(node.value, graph)
                 for node in own_walk(func)
             )
-        return self._returning[name]
+        return self._returning[id(func)]
 
     def _names_in_body(self, scope: ast.AST) -> set[str]:
         if id(scope) not in self._cache:
@@ -176,4 +189,4 @@ class GraphTracker:
                     plain |= bound
                 else:
                     graph |= bound
-        return graph - plain  # assigned both ways (``loss = loss.item()``): unsure, so no
+        return graph - plain - {"self"}  # assigned both ways (``loss = loss.item()``): unsure, so no

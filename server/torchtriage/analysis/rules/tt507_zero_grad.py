@@ -106,15 +106,6 @@ class ZeroGradKeepsTensors(Rule):
                 optimizer.zero_grad()
             """
         ),
-        Valid(
-            """
-            for step, (x, y) in enumerate(loader):
-                criterion(model(x), y).backward()
-                if (step + 1) % accum_steps == 0:
-                    optimizer.step()
-                    optimizer.zero_grad(set_to_none=False)
-            """
-        ),
     )
     INVALID = (
         Invalid(
@@ -175,6 +166,17 @@ class ZeroGradKeepsTensors(Rule):
                     opt_g.step()
             """,
             lines=(3, 7),
+        ),
+        Invalid(
+            """
+            # gradient accumulation: the boundary runs once per optimizer step
+            for step, (x, y) in enumerate(loader):
+                criterion(model(x), y).backward()
+                if (step + 1) % accum_steps == 0:
+                    optimizer.step()
+                    optimizer.zero_grad(set_to_none=False)
+            """,
+            lines=(6,),
         ),
     )
 
