@@ -15,6 +15,7 @@ from ...findings import Applicability, Edit, Fix
 from ..fixes import add_keywords_fix, code_for, parse_expression_snippet
 from ..hotloops import HotRegion, unwrap_iterable
 from ._bindings import resolve_dict, resolve_name
+from ._files import is_test_file
 from ._helpers import is_batch_expression, is_device_move
 
 if TYPE_CHECKING:
@@ -63,6 +64,9 @@ def is_dataloader(ctx: "ModuleContext", node: ast.AST) -> bool:
 
 
 def dataloader_calls(ctx: "ModuleContext") -> Iterator[ast.Call]:
+    """Every torch DataLoader call of the module; none in test files, where speed is not the point."""
+    if is_test_file(ctx.path):
+        return
     for node in ast.walk(ctx.tree):
         if isinstance(node, ast.Call) and is_dataloader(ctx, node):
             yield node
@@ -135,9 +139,11 @@ def is_in_memory_dataset(ctx: "ModuleContext", call: ast.Call) -> bool:
         dataset = resolve_name(ctx, dataset.id, call) or dataset
     if isinstance(dataset, (ast.List, ast.Tuple, ast.ListComp)):
         return True
-    return isinstance(dataset, ast.Call) and (
-        ctx.call_qualname(dataset) in _IN_MEMORY_DATASETS or ctx.call_qualname(dataset) in ("range", "list")
-    )
+    if not isinstance(dataset, ast.Call):
+        return False
+    qual = ctx.call_qualname(dataset) or ""
+    # TensorDataset, range(...), list(...), or a tensor made by a torch factory (torch.randn(...)).
+    return qual in _IN_MEMORY_DATASETS or qual in ("range", "list") or qual.count(".") == 1 and qual.startswith("torch.")
 
 
 def set_keyword_fix(

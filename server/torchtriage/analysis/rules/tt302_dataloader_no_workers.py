@@ -84,6 +84,7 @@ class DataLoaderNoWorkers(Rule):
             from torch.utils.data import DataLoader, TensorDataset
             ds = TensorDataset(torch.randn(1000, 10), torch.randn(1000))
             loader = DataLoader(ds, batch_size=32, shuffle=True)
+            probe = DataLoader(torch.randn(10, 32), batch_size=2)
             """
         ),
         Valid(

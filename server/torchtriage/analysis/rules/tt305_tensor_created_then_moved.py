@@ -12,6 +12,7 @@ from ...findings import Applicability, Fix, Severity
 from ..context import ModuleContext
 from ..fixes import add_keywords_fix, keyword_value, replace_expression, with_keyword
 from ..hotloops import HotRegion
+from ._files import is_test_file
 from ._helpers import method_name
 from .base import Invalid, Report, Rule, Valid
 
@@ -270,6 +271,8 @@ class TensorCreatedThenMoved(Rule):
     )
 
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
+        if is_test_file(ctx.path):
+            return
         for call, region in ctx.hot.nodes(ast.Call):
             if method_name(call) in ("to", "cuda"):
                 factory = call.func.value  # type: ignore[attr-defined]
