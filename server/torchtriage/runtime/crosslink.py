@@ -128,7 +128,7 @@ def static_links(profile: ProfileData, findings: Iterable[Finding], shares: dict
                 message=f.message,
                 category=category,
                 self_us_per_step=us / n,
-                line_share=us / total if total > 0 else 0.0,
+                line_share=min(1.0, us / total) if total > 0 else 0.0,
                 category_share=shares.get(category, 0.0),
             )
         )
@@ -168,7 +168,7 @@ def runtime_findings(diagnosis: "Diagnosis", profile: ProfileData, findings: lis
     out: list[Finding] = []
     for sp in diagnosis.sync_points:
         if sp.path and not _has(findings, "host_sync", sp.path, sp.line, cwd):
-            share = sp.stall_us / total if total > 0 else 0.0
+            share = min(1.0, sp.stall_us / total) if total > 0 else 0.0
             out.append(
                 _runtime_finding(
                     "TTR101",

@@ -195,7 +195,7 @@ def hotspots(profile: ProfileData, limit: int = 20) -> list[Hotspot]:
                 path=path,
                 line=line,
                 self_us_per_step=self_us / n,
-                share=self_us / total if total > 0 else 0.0,
+                share=min(1.0, self_us / total) if total > 0 else 0.0,  # capped: overlapping charges
                 category=max(per_cat, key=lambda k: per_cat[k]),
                 function=main.function,
                 top_names=list(dict.fromkeys(names))[:5],
