@@ -198,10 +198,11 @@ class Collector:
                 name = callsite.function_name
                 if node.start_time_ns <= self._window_start:
                     pass  # frames already running when tracing began never end cleanly: no context from them
+                elif name == "__next__" and (path.endswith("torch/utils/data/dataloader.py") or path.startswith(self.agent_dir)):
+                    if ctx in ("", "optimizer"):  # our step wrapper around the loader's __next__ counts as the wait
+                        ctx = "data_loading"
                 elif path.startswith(self.agent_dir) or "/torch/profiler/" in path or path.endswith("torch/autograd/profiler.py"):
                     ctx = "profiler"
-                elif ctx in ("", "optimizer") and path.endswith("torch/utils/data/dataloader.py") and name == "__next__":
-                    ctx = "data_loading"
                 elif not ctx and "/torch/optim/" in path:
                     ctx = "optimizer"
                 if self.user.is_user(callsite.file_name):

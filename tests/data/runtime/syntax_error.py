@@ -1,0 +1,3 @@
+import torch
+for i in range(3)
+    print(i)
