@@ -68,16 +68,18 @@ def _walk_scope(scope: ast.AST) -> Iterator[ast.AST]:
         stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, _SCOPES))
 
 
-def _is_conditional(ctx: "ModuleContext", node: ast.AST, scope: ast.AST) -> bool:
+def _is_conditional(ctx: "ModuleContext", node: ast.AST, scope: ast.AST, at: ast.AST) -> bool:
+    """Whether ``node`` may be skipped on the way to ``at`` (a branch encloses it but not ``at``)."""
+    shared = {id(a) for a in ctx.ancestors(at)}
     for ancestor in ctx.ancestors(node):
-        if ancestor is scope:
+        if ancestor is scope or id(ancestor) in shared:
             return False
         if isinstance(ancestor, _BRANCHES):
             return True
     return False
 
 
-def _bindings(ctx: "ModuleContext", name: str, scope: ast.AST) -> list[_Binding]:
+def _bindings(ctx: "ModuleContext", name: str, scope: ast.AST, at: ast.AST) -> list[_Binding]:
     """Every statement in ``scope`` that binds or mutates ``name``, in source order."""
     found: list[_Binding] = []
     for node in _walk_scope(scope):
@@ -111,7 +113,7 @@ def _bindings(ctx: "ModuleContext", name: str, scope: ast.AST) -> list[_Binding]
         elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
             kind = "opaque"
         if kind is not None:
-            found.append(_Binding(node, kind, _is_conditional(ctx, node, scope)))
+            found.append(_Binding(node, kind, _is_conditional(ctx, node, scope, at)))
     found.sort(key=lambda b: (getattr(b.stmt, "lineno", 0), getattr(b.stmt, "col_offset", 0)))
     return found
 
@@ -131,11 +133,11 @@ def _scoped_bindings(ctx: "ModuleContext", name: str, at: ast.AST) -> list[_Bind
     if scope is not ctx.tree:
         if name in _parameters(scope):
             return None
-        local = _bindings(ctx, name, scope)
+        local = _bindings(ctx, name, scope, at)
         if local:
             line = getattr(at, "lineno", 0)
             return [b for b in local if getattr(b.stmt, "lineno", 0) < line]
-    return _bindings(ctx, name, ctx.tree)
+    return _bindings(ctx, name, ctx.tree, at)
 
 
 def resolve_name(ctx: "ModuleContext", name: str, at: ast.AST) -> ast.expr | None:
