@@ -8,6 +8,7 @@ rules stay silent on it.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -131,10 +132,7 @@ def is_positive(ctx: "ModuleContext", expr: ast.expr, at: ast.AST) -> bool:
 
 def is_in_memory_dataset(ctx: "ModuleContext", call: ast.Call) -> bool:
     """``DataLoader(TensorDataset(...))`` and friends: workers only add IPC there."""
-    dataset = call.args[0] if call.args else None
-    for keyword in call.keywords:
-        if keyword.arg == "dataset":
-            dataset = keyword.value
+    dataset = _dataset_argument(call)
     if isinstance(dataset, ast.Name):
         dataset = resolve_name(ctx, dataset.id, call) or dataset
     if isinstance(dataset, (ast.List, ast.Tuple, ast.ListComp)):
@@ -144,6 +142,39 @@ def is_in_memory_dataset(ctx: "ModuleContext", call: ast.Call) -> bool:
     qual = ctx.call_qualname(dataset) or ""
     # TensorDataset, range(...), list(...), or a tensor made by a torch factory (torch.randn(...)).
     return qual in _IN_MEMORY_DATASETS or qual in ("range", "list") or qual.count(".") == 1 and qual.startswith("torch.")
+
+
+def _dataset_argument(call: ast.Call) -> ast.expr | None:
+    dataset = call.args[0] if call.args else None
+    for keyword in call.keywords:
+        if keyword.arg == "dataset":
+            dataset = keyword.value
+    return dataset
+
+
+def is_streaming_dataset(ctx: "ModuleContext", call: ast.Call) -> bool:
+    """An iterable-style dataset (``IterableDataset`` subclass, ``*_iter``/``stream`` names).
+
+    Workers there each replay the whole stream unless the dataset shards itself,
+    so "add workers" is not a one-keyword change.
+    """
+    dataset = _dataset_argument(call)
+    if dataset is None:
+        return False
+    words = [ctx.dotted(dataset.func if isinstance(dataset, ast.Call) else dataset) or ""]
+    if isinstance(dataset, ast.Name):
+        value = resolve_name(ctx, dataset.id, call)
+        if isinstance(value, ast.Call):
+            words.append(ctx.dotted(value.func) or "")
+    iterable_classes = {
+        node.name
+        for node in ast.walk(ctx.tree)
+        if isinstance(node, ast.ClassDef)
+        and any((ctx.qualname(base) or "").endswith("IterableDataset") for base in node.bases)
+    }
+    return any(
+        word.rsplit(".", 1)[-1] in iterable_classes or re.search(r"(^|[_.])iter|iterable|stream", word, re.I) for word in words
+    )
 
 
 def set_keyword_fix(

@@ -6,7 +6,14 @@ from typing import Iterator
 
 from ...findings import Applicability, Severity
 from ..context import ModuleContext
-from ._loaders import dataloader_calls, is_in_memory_dataset, is_zero, set_keyword_fix, setting
+from ._loaders import (
+    dataloader_calls,
+    is_in_memory_dataset,
+    is_streaming_dataset,
+    is_zero,
+    set_keyword_fix,
+    setting,
+)
 from .base import Invalid, Report, Rule, Valid
 
 SUGGESTED_WORKERS = "4"
@@ -27,7 +34,8 @@ class DataLoaderNoWorkers(Rule):
         with the device idle 30-50 % of every step when `num_workers` is 0 or 1,
         and it is the cheapest one to fix because the model does not change.
         Datasets that are already tensors in memory (`TensorDataset`) are not
-        flagged: workers only add copying there.
+        flagged (workers only add copying there), nor are iterable-style
+        datasets, where every worker replays the stream unless it is sharded.
     """
     fix_description = """
         Set `num_workers=4`. A good starting point is about half the physical
@@ -85,6 +93,18 @@ class DataLoaderNoWorkers(Rule):
             ds = TensorDataset(torch.randn(1000, 10), torch.randn(1000))
             loader = DataLoader(ds, batch_size=32, shuffle=True)
             probe = DataLoader(torch.randn(10, 32), batch_size=2)
+            """
+        ),
+        Valid(
+            """
+            # iterable-style datasets: each worker would replay the whole stream
+            from torch.utils.data import DataLoader, IterableDataset
+            class Shards(IterableDataset):
+                def __iter__(self):
+                    yield from read_shards()
+            train_iter = make_text_iter("train")
+            train_dl = DataLoader(train_iter, batch_size=32, collate_fn=collate)
+            shard_dl = DataLoader(Shards(), batch_size=32)
             """
         ),
         Valid(
@@ -159,7 +179,7 @@ class DataLoaderNoWorkers(Rule):
             workers = setting(ctx, call, "num_workers")
             if not workers.all_values(lambda v: is_zero(ctx, v, call), default_matches=True):
                 continue
-            if is_in_memory_dataset(ctx, call):
+            if is_in_memory_dataset(ctx, call) or is_streaming_dataset(ctx, call):
                 continue
             yield Report(
                 call.func,
