@@ -1,6 +1,6 @@
 """Tuned ``device_moves.py``: pinned, non-blocking copies; tensors made on the device.
 
-Fixes: ``pin_memory`` + ``num_workers`` + ``persistent_workers`` in the loader,
+Fixes: ``pin_memory`` in the loader (in-memory tensors need no workers),
 ``non_blocking=True`` copies, ``torch.zeros(..., device=device)`` instead of
 ``.to(device)``, a fused optimizer and bf16 autocast on CUDA.
 
@@ -39,8 +39,6 @@ def main() -> None:
         TensorDataset(features, labels),
         batch_size=64,
         shuffle=True,
-        num_workers=2,
-        persistent_workers=True,
         pin_memory=device == "cuda",
     )
 

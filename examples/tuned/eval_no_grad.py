@@ -35,7 +35,7 @@ def main() -> None:
     torch.manual_seed(0)
     x = torch.randn(2048, 256)
     y = torch.randint(0, 10, (2048,))
-    loader = DataLoader(TensorDataset(x, y), batch_size=64, num_workers=2)
+    loader = DataLoader(TensorDataset(x, y), batch_size=64)
     model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 10))
     loss, correct = evaluate(model, loader, nn.CrossEntropyLoss(), args.steps)
     print(f"tuned eval_no_grad: {args.steps} batches, loss {loss.item():.4f}, correct {correct.item()}")

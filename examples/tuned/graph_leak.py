@@ -36,7 +36,7 @@ def main() -> None:
     torch.manual_seed(0)
     x = torch.randn(4096, 128)
     y = torch.randint(0, 16, (4096,))
-    loader = DataLoader(TensorDataset(x, y), batch_size=128, shuffle=True, num_workers=2, persistent_workers=True)
+    loader = DataLoader(TensorDataset(x, y), batch_size=128, shuffle=True)
     model = nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 16))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
 

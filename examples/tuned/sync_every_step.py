@@ -19,7 +19,7 @@ def make_loader(samples: int = 2048, features: int = 32) -> DataLoader:
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(samples, features, generator=generator)
     y = (x[:, :4].sum(dim=1, keepdim=True) > 0).float()
-    return DataLoader(TensorDataset(x, y), batch_size=64, shuffle=True, num_workers=2, persistent_workers=True)
+    return DataLoader(TensorDataset(x, y), batch_size=64, shuffle=True)
 
 
 def main() -> None:
