@@ -77,13 +77,15 @@ def _breakdown(report: dict[str, Any]) -> Table:
 
 def _hot_lines(report: dict[str, Any]) -> Table:
     table = Table(title=f"Top {TOP_LINES} lines", title_justify="left", show_edge=False, box=None, pad_edge=False)
-    table.add_column("line", no_wrap=True)
-    table.add_column("ms/step", justify="right")
-    table.add_column("share", justify="right")
-    table.add_column("category")
-    table.add_column("static")
-    table.add_column("source", overflow="ellipsis", no_wrap=True, max_width=48)
-    for h in report["hotspots"][:TOP_LINES]:
+    spots = report["hotspots"][:TOP_LINES]
+    label_w = max([10] + [len(_where(h["path"], h["line"])) for h in spots])
+    table.add_column("line", no_wrap=True, min_width=label_w)
+    table.add_column("ms/step", justify="right", no_wrap=True, min_width=7)
+    table.add_column("share", justify="right", no_wrap=True, min_width=5)
+    table.add_column("category", no_wrap=True, min_width=15)
+    table.add_column("static", no_wrap=True)
+    table.add_column("source", overflow="ellipsis", no_wrap=True, ratio=1, min_width=8)
+    for h in spots:
         table.add_row(
             _where(h["path"], h["line"]),
             f"{h['self_ms_per_step']:.2f}",
