@@ -16,7 +16,7 @@ import re
 from ..context import ModuleContext
 from ..hotloops import HotRegion, is_backward_call
 from ._helpers import method_name
-from ._steps import lexically_grad_off, own_walk
+from ._steps import differentiated_tensor, lexically_grad_off, own_walk
 
 _PRODUCER = re.compile(
     r"^(self|forward|model|net|network|module|ddp_model|raw_model|\w*_model|model_\w*|classifier|generator|"
@@ -72,13 +72,11 @@ def carrying_parts(node: ast.expr, graph: set[str]) -> list[ast.expr]:
 
 
 def _backward_root(receiver: ast.AST) -> str | None:
-    """``loss`` in ``loss.mean().backward()`` and ``scaler.scale(loss).backward()``."""
+    """``loss`` in ``loss.mean()`` / ``out.loss``: the name a differentiated tensor comes from."""
     while True:
         if isinstance(receiver, ast.Name):
             return receiver.id if receiver.id != "self" else None
-        if method_name(receiver) == "scale" and receiver.args:  # type: ignore[attr-defined]
-            receiver = receiver.args[0]  # type: ignore[attr-defined]
-        elif isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute):
+        if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute):
             if receiver.func.attr not in _REDUCTIONS:
                 return None  # ``self.loss(out, y).backward()``: a fresh value, no name
             receiver = receiver.func.value
@@ -173,8 +171,9 @@ class GraphTracker:
         ]
         assignments.sort(key=lambda n: (n.lineno, n.col_offset))
         for node in own_walk(scope):
-            if is_backward_call(node):
-                root = _backward_root(node.func.value)  # type: ignore[attr-defined]
+            if is_backward_call(node) or method_name(node) == "manual_backward":
+                tensor = differentiated_tensor(self.ctx, node)  # type: ignore[arg-type]
+                root = _backward_root(tensor) if tensor is not None else None
                 if root is not None:
                     graph.add(root)
         plain: set[str] = set()

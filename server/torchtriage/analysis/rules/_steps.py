@@ -7,6 +7,7 @@ regions form one training step, and the local name of ``torch``.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from ..context import ModuleContext
@@ -15,6 +16,8 @@ from ._helpers import method_name, names_in
 
 _GRAD_OFF_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
 _NO_GRAD_LIGHTNING = frozenset({"validation_step", "test_step", "predict_step"})
+# Objects whose ``.backward(loss)`` differentiates the argument (Accelerate, Fabric, DeepSpeed).
+_BACKWARD_OWNERS = re.compile(r"^(self|accelerator|fabric|engine|ds_engine|model|\w+_model|model_engine|trainer|strategy)$")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
@@ -133,6 +136,23 @@ def step_family(ctx: ModuleContext, region: HotRegion) -> list[HotRegion]:
     return [r for r in ctx.hot.regions if root(r) is top]
 
 
+def differentiated_tensor(ctx: ModuleContext, call: ast.Call) -> ast.expr | None:
+    """The tensor a backward call differentiates: ``loss`` in ``loss.backward()``,
+    ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``,
+    ``self.manual_backward(loss)`` and ``torch.autograd.backward(loss)``."""
+    if not isinstance(call.func, ast.Attribute):
+        return call.args[0] if call.args else None
+    if call.func.attr != "backward" or ctx.call_qualname(call) == "torch.autograd.backward":
+        return call.args[0] if call.args else None
+    receiver = call.func.value
+    owner = receiver.attr if isinstance(receiver, ast.Attribute) else receiver.id if isinstance(receiver, ast.Name) else ""
+    if call.args and _BACKWARD_OWNERS.match(owner):
+        return call.args[0]
+    if method_name(receiver) == "scale" and receiver.args:  # type: ignore[attr-defined]
+        return receiver.args[0]  # type: ignore[attr-defined]
+    return receiver
+
+
 def torch_alias(ctx: ModuleContext) -> str | None:
     """The local name bound to the ``torch`` module, if the file imports it."""
     if ctx.aliases.get("torch") == "torch":
@@ -154,6 +174,7 @@ def calls_method(node: ast.AST, names: frozenset[str]) -> bool:
 
 __all__ = [
     "calls_method",
+    "differentiated_tensor",
     "is_constant",
     "lexically_grad_off",
     "names_in",

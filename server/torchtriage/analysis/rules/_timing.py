@@ -72,7 +72,8 @@ def is_cuda_work(node: ast.AST) -> bool:
 def _is_sync(ctx: ModuleContext, node: ast.AST) -> bool:
     if method_name(node) in _SYNC_METHODS:
         return True
-    return (ctx.call_qualname(node) or "").endswith("synchronize")
+    # torch.cuda.synchronize(), torch.accelerator.synchronize(), a local ``synchronize_fn()``
+    return "synchronize" in (ctx.call_qualname(node) or "").rsplit(".", 1)[-1]
 
 
 def syncing_functions(ctx: ModuleContext) -> set[str]:

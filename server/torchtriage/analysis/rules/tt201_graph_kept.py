@@ -3,65 +3,16 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Iterator
 
 from ...findings import Applicability, Fix, Severity
 from ..context import ModuleContext
 from ..fixes import method_call_fix
 from ..hotloops import HotRegion
+from ._accumulate import Site, accumulation_site, backpropagated_later, grad_disabled_file
 from ._graph import GraphTracker, carrier, carrying_parts
-from ._helpers import method_name
-from ._steps import is_constant, rebinds_in_region, runs_without_grad, target_key
+from ._steps import rebinds_in_region, runs_without_grad, target_key
 from .base import Invalid, Report, Rule, Valid
-
-_ACCUMULATING_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
-_STORE_METHODS = {"append": 0, "extend": 0, "insert": 1, "appendleft": 0}
-
-
-@dataclass(frozen=True)
-class Site:
-    """One place where a step value is added to something that outlives the step."""
-
-    statement: ast.stmt
-    accumulator: ast.expr  # what keeps the value: ``total``, ``self.losses``, ``hist``
-    value: ast.expr  # what is kept: ``loss``, ``logits``
-
-
-def _same(ctx: ModuleContext, a: ast.AST, b: ast.AST) -> bool:
-    return ctx.segment(a).replace(" ", "") == ctx.segment(b).replace(" ", "")
-
-
-def _site(ctx: ModuleContext, node: ast.AST) -> Site | None:
-    """The accumulation that ``node`` performs, if it is one."""
-    if isinstance(node, ast.AugAssign) and isinstance(node.op, _ACCUMULATING_OPS):
-        return Site(node, node.target, node.value)
-    if isinstance(node, ast.Assign) and len(node.targets) == 1:
-        target, value = node.targets[0], node.value
-        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
-            if _same(ctx, target, value.left):
-                return Site(node, target, value.right)
-            if _same(ctx, target, value.right):
-                return Site(node, target, value.left)
-        if isinstance(target, ast.Subscript) and not isinstance(target.slice, ast.Constant):
-            return Site(node, target, value)  # ``preds[batch_idx] = logits``
-        return None
-    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-        call = node.value
-        index = _STORE_METHODS.get(method_name(call) or "")
-        if index is not None and len(call.args) > index:
-            return Site(node, call.func.value, call.args[index])  # type: ignore[attr-defined]
-    return None
-
-
-def _grad_disabled_file(ctx: ModuleContext) -> bool:
-    """``torch.set_grad_enabled(False)`` as a statement: autograd is off for the script."""
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.Expr) and ctx.call_qualname(node.value) == "torch.set_grad_enabled":
-            args = node.value.args  # type: ignore[attr-defined]
-            if args and is_constant(args[0], False):
-                return True
-    return False
 
 
 class GraphKeptAcrossSteps(Rule):
@@ -196,6 +147,29 @@ class GraphKeptAcrossSteps(Rule):
                 loss.backward()
             """
         ),
+        Valid(
+            """
+            # graphs kept on purpose: backpropagated together after the loop
+            losses = []
+            for x, y in loader:
+                with accelerator.no_sync(model):
+                    loss = F.mse_loss(model(x), y)
+                    losses.append(loss)
+            for i in range(len(losses)):
+                loss = losses[i]
+                accelerator.backward(loss)
+            """
+        ),
+        Valid(
+            """
+            flags = []
+            for batch in loader:
+                flags.append(accelerator.sync_gradients)
+                outputs = model(**batch)
+                accelerator.backward(outputs.loss)
+                optimizer.step()
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -263,6 +237,18 @@ class GraphKeptAcrossSteps(Rule):
         ),
         Invalid(
             """
+            # `.to("cpu")` copies the values but keeps the graph
+            reference_logits = []
+            for batch in train_dataloader:
+                outputs = model(**batch)
+                reference_logits.append(outputs.logits.to("cpu"))
+                accelerator.backward(outputs.loss)
+                optimizer.step()
+            """,
+            lines=(5,),
+        ),
+        Invalid(
+            """
             # eval loop WITHOUT no_grad: every batch's activations are kept
             model.eval()
             predictions = {}
@@ -306,11 +292,11 @@ class GraphKeptAcrossSteps(Rule):
     )
 
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
-        if _grad_disabled_file(ctx):
+        if grad_disabled_file(ctx):
             return
         tracker = GraphTracker(ctx)
         for node, region in ctx.hot.nodes((ast.AugAssign, ast.Assign, ast.Expr)):
-            site = _site(ctx, node)
+            site = accumulation_site(ctx, node)
             if site is None:
                 continue
             graph = tracker.names(region)
@@ -318,7 +304,7 @@ class GraphKeptAcrossSteps(Rule):
                 continue
             if not self._outlives_step(ctx, site, region, graph):
                 continue
-            if runs_without_grad(ctx, site.statement, region):
+            if runs_without_grad(ctx, site.statement, region) or backpropagated_later(ctx, site):
                 continue
             parts = carrying_parts(site.value, graph)
             yield Report(

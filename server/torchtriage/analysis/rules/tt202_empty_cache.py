@@ -90,6 +90,23 @@ class EmptyCacheInStep(Rule):
                 torch.cuda.empty_cache()
             """
         ),
+        Valid(
+            """
+            # retry with a smaller batch after OOM: the loop runs once per attempt
+            import torch
+            def evaluate(args):
+                for x in DataLoader(ds, batch_size=args.batch_size):
+                    model(x.cuda())
+
+            while batch_size:
+                try:
+                    torch.cuda.empty_cache()
+                    evaluate(args)
+                    break
+                except RuntimeError:
+                    batch_size //= 2
+            """
+        ),
     )
     INVALID = (
         Invalid(

@@ -42,10 +42,14 @@ def _debug_words(ctx: ModuleContext, node: ast.AST) -> bool:
 
 
 def _opted_in(ctx: ModuleContext, node: ast.AST) -> bool:
-    """Under a debug switch: ``if args.debug:``, ``def debug_nans():``, ``if __debug__``."""
+    """Under a debug switch (``if args.debug:``, ``def debug_nans():``) or an expected-error test."""
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, (ast.If, ast.IfExp, ast.While)) and _debug_words(ctx, ancestor.test):
             return True
+        if isinstance(ancestor, ast.With) and any(
+            (ctx.call_qualname(item.context_expr) or "").endswith("raises") for item in ancestor.items
+        ):
+            return True  # ``with pytest.raises(...): Trainer(detect_anomaly=True)`` tests the error
         if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)) and _DEBUG.search(ancestor.name):
             return True
     return False
@@ -129,6 +133,15 @@ class AnomalyDetectionEnabled(Rule):
             def debug_nan_step(model, batch):
                 with torch.autograd.detect_anomaly():
                     model(batch).sum().backward()
+            """
+        ),
+        Valid(
+            """
+            import pytest
+            from lightning.pytorch import Trainer
+            def test_rejects_anomaly_with_barebones():
+                with pytest.raises(ValueError):
+                    Trainer(barebones=True, detect_anomaly=True)
             """
         ),
     )

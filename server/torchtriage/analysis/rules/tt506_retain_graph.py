@@ -11,7 +11,7 @@ from ..fixes import keyword_value
 from ..hotloops import HotRegion, is_backward_call
 from ._callfix import remove_keyword_fix
 from ._helpers import method_name
-from ._steps import is_constant, own_walk, step_family
+from ._steps import differentiated_tensor, is_constant, own_walk, step_family
 from .base import Invalid, Report, Rule, Valid
 
 _BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
@@ -26,16 +26,6 @@ def _is_any_backward(ctx: ModuleContext, node: ast.AST) -> bool:
         or method_name(node) == "manual_backward"
         or ctx.call_qualname(node) in _BACKWARD_FUNCTIONS
     )
-
-
-def _differentiated(ctx: ModuleContext, call: ast.Call) -> ast.expr | None:
-    """The tensor a backward call differentiates (``scaler.scale(loss)`` -> ``loss``)."""
-    if is_backward_call(call):
-        tensor = call.func.value  # type: ignore[attr-defined]
-        if method_name(tensor) == "scale" and tensor.args:  # type: ignore[attr-defined]
-            tensor = tensor.args[0]  # type: ignore[attr-defined]
-        return tensor
-    return call.args[0] if call.args else None
 
 
 def _graph_roots(node: ast.AST) -> set[str] | None:
@@ -250,7 +240,7 @@ class RetainGraphInStep(Rule):
         """True only when the tensor is computed in this step and differentiated once."""
         if _nested_in_loop(ctx, region):
             return False
-        tensor = _differentiated(ctx, call)
+        tensor = differentiated_tensor(ctx, call)
         roots = _graph_roots(tensor) if tensor is not None else None
         if roots is None or not all(_freshly_computed(ctx, region, name) for name in roots):
             return False
