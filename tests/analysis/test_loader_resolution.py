@@ -115,7 +115,11 @@ def test_grad_disabled_through_callers_and_decorators() -> None:
         elsewhere(model, x)
         """
     )
-    calls = {node.lineno: node for node in ast.walk(ctx.tree) if isinstance(node, ast.Call) and ast.unparse(node.func) == "model"}
+    calls = {
+        node.lineno: node
+        for node in ast.walk(ctx.tree)
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "model"
+    }
     assert grad_disabled(ctx, calls[3])
     assert not grad_disabled(ctx, calls[8])
 

@@ -91,7 +91,7 @@ def _call_sites(ctx: "ModuleContext", func: ast.FunctionDef | ast.AsyncFunctionD
         if not isinstance(node, ast.Call):
             continue
         callee = node.func
-        name = callee.id if isinstance(callee, ast.Name) else callee.attr if isinstance(callee, ast.Attribute) else None
+        name = getattr(callee, "id", None) or getattr(callee, "attr", None)
         if name == func.name and ctx.enclosing_function(node) is not func:
             sites.append(node)
     return sites

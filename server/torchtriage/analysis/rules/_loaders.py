@@ -33,6 +33,7 @@ DATALOADER_QUALNAMES = frozenset(
 _POSITIONS = {"num_workers": 5, "pin_memory": 7}
 _IN_MEMORY_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
 _MAX_LINK_DEPTH = 3
+_STREAMING_NAME = re.compile(r"(^|[_.])iter|iterable|stream", re.I)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
@@ -66,8 +67,8 @@ def is_dataloader(ctx: "ModuleContext", node: ast.AST) -> bool:
 
 def dataloader_calls(ctx: "ModuleContext") -> Iterator[ast.Call]:
     """Every torch DataLoader call of the module; none in test files, where speed is not the point."""
-    if is_test_file(ctx.path):
-        return
+    if is_test_file(ctx.path) or "DataLoader" not in ctx.source:
+        return  # every spelling (alias, module attribute) names DataLoader somewhere
     for node in ast.walk(ctx.tree):
         if isinstance(node, ast.Call) and is_dataloader(ctx, node):
             yield node
@@ -141,7 +142,8 @@ def is_in_memory_dataset(ctx: "ModuleContext", call: ast.Call) -> bool:
         return False
     qual = ctx.call_qualname(dataset) or ""
     # TensorDataset, range(...), list(...), or a tensor made by a torch factory (torch.randn(...)).
-    return qual in _IN_MEMORY_DATASETS or qual in ("range", "list") or qual.count(".") == 1 and qual.startswith("torch.")
+    made_by_torch = qual.count(".") == 1 and qual.startswith("torch.")
+    return qual in _IN_MEMORY_DATASETS or qual in ("range", "list") or made_by_torch
 
 
 def _dataset_argument(call: ast.Call) -> ast.expr | None:
@@ -173,7 +175,7 @@ def is_streaming_dataset(ctx: "ModuleContext", call: ast.Call) -> bool:
         and any((ctx.qualname(base) or "").endswith("IterableDataset") for base in node.bases)
     }
     return any(
-        word.rsplit(".", 1)[-1] in iterable_classes or re.search(r"(^|[_.])iter|iterable|stream", word, re.I) for word in words
+        word.rsplit(".", 1)[-1] in iterable_classes or _STREAMING_NAME.search(word) for word in words
     )
 
 

@@ -279,12 +279,14 @@ class EvalWithoutNoGrad(Rule):
     )
 
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
-        if _frozen_model(ctx):
-            return
+        frozen: bool | None = None
         for region in ctx.hot.step_loops:
             loop = region.node
             if not region.batch_names or not _looks_like_evaluation(ctx, loop):
                 continue
+            frozen = _frozen_model(ctx) if frozen is None else frozen
+            if frozen:
+                return
             regions = regions_reached(ctx, [region])
             if _needs_gradients(ctx, regions) or disables_grad_inside(ctx, loop):
                 continue
