@@ -10,6 +10,8 @@ from torchtriage.runtime.diagnosis import (
     COMPUTE_BAR,
     CPU_OP_OVERHEAD_US,
     CUDA_LAUNCH_US,
+    MANY_OPS,
+    SHORT_OP_US,
     VERDICT_BARS,
     category_shares,
     choose_kind,
@@ -22,7 +24,7 @@ STEP_US = 10_000.0
 BARS = dict(VERDICT_BARS)
 
 
-def make_profile(shares: dict[str, float], steps: int = 10, device: str = "cpu", **kw) -> ProfileData:
+def make_profile(shares: dict[str, float], steps: int = 10, device: str = "cpu", step_us: float = STEP_US, **kw) -> ProfileData:
     """A run of ``steps`` equal steps whose categories take ``shares`` of each step."""
     return ProfileData(
         script="/work/x/train.py",
@@ -33,8 +35,8 @@ def make_profile(shares: dict[str, float], steps: int = 10, device: str = "cpu",
         torch_version="2.13.0",
         python="3.11",
         step_detection="optimizer",
-        steps=[StepTiming(i, i * STEP_US, (i + 1) * STEP_US) for i in range(steps)],
-        category_us={c: s * STEP_US * steps for c, s in shares.items()},
+        steps=[StepTiming(i, i * step_us, (i + 1) * step_us) for i in range(steps)],
+        category_us={c: s * step_us * steps for c, s in shares.items()},
         **kw,
     )
 
@@ -138,8 +140,37 @@ def test_many_short_cpu_ops_become_launch_overhead() -> None:
     assert any(f"{ops:.0f} ops per step" in e.text for e in d.bottleneck.evidence)
 
 
+def test_python_glue_between_many_short_ops_counts_as_launch_overhead() -> None:
+    # 300-layer-MLP shape: many ops, short, Python between them (Module.__call__)
+    ops = MANY_OPS * 2
+    p = make_profile({"compute": 0.3, "python_overhead": 0.4, "optimizer": 0.1, "idle": 0.2}, ops_per_step=ops)
+    assert 0.8 * STEP_US / ops <= SHORT_OP_US
+    shares = category_shares(p)
+    assert shares["python_overhead"] == 0.0
+    assert shares["launch_overhead"] == pytest.approx(min(ops * CPU_OP_OVERHEAD_US / STEP_US, 0.3) + 0.4)
+    assert diagnose(p).bottleneck.kind == "launch_overhead"
+
+
+def test_a_python_loop_with_few_ops_stays_python_overhead() -> None:
+    # per-sample Python augmentation in the step: lots of Python per op
+    p = make_profile({"compute": 0.1, "python_overhead": 0.8, "idle": 0.1}, ops_per_step=20)
+    assert category_shares(p)["python_overhead"] == pytest.approx(0.8)
+    assert diagnose(p).bottleneck.kind == "python_overhead"
+
+
+def test_many_long_ops_keep_their_python_overhead() -> None:
+    ops = MANY_OPS * 2
+    per_op = 0.9 * STEP_US / ops
+    shares = {"compute": 0.5, "python_overhead": 0.4, "idle": 0.1}
+    p = make_profile(shares, ops_per_step=ops)
+    big = make_profile(shares, ops_per_step=ops, step_us=STEP_US * 100)  # same shares, ops 100x longer
+    assert per_op <= SHORT_OP_US < per_op * 100
+    assert category_shares(p)["python_overhead"] == 0.0
+    assert category_shares(big)["python_overhead"] == pytest.approx(0.4)
+
+
 def test_few_long_cpu_ops_stay_compute() -> None:
-    d = diagnose(make_profile({"compute": 0.9, "idle": 0.1}, ops_per_step=50))
+    d = diagnose(make_profile({"compute": 0.9, "idle": 0.1}, ops_per_step=20))
     assert d.bottleneck.kind == "compute"
     assert d.breakdown["launch_overhead"] < 0.05
 
