@@ -89,7 +89,7 @@ def run_profile(args: argparse.Namespace) -> int:
         report = write_outputs(profile, run_dir)
     _print_result(profile, report, run_dir, args.quiet)
     status = profile.status.status
-    if status in CANNOT_RUN or (outcome.agent is None and status != "timeout"):
+    if status in CANNOT_RUN or (outcome.agent is None and not outcome.reason):
         return EXIT_CANNOT_RUN
     return EXIT_OK if status in OK_STATUSES and profile.steps else EXIT_SCRIPT_FAILED
 

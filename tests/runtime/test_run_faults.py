@@ -1,0 +1,101 @@
+"""Faults: each gets a clear status, keeps what was recorded, and leaves no process behind."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from run_support import DATA, FAST, load_profile, profile_cli
+
+from torchtriage.runtime.runner import RunOptions, run_agent
+
+pytestmark = pytest.mark.slow
+PY310 = Path("/root/.pyenv/versions/3.10.13/bin/python")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie is dead for our purpose
+        return stat.read().split()[2] != "Z"
+
+
+def test_script_that_raises_keeps_partial_window_and_traceback(tmp_path: Path) -> None:
+    proc, run = profile_cli(tmp_path, "faults.py", "raise", options=("--active", "10"))
+    assert proc.returncode == 1
+    profile = load_profile(run)
+    assert profile.status.status == "raised"
+    assert "ValueError: boom at step 6" in profile.status.traceback and "faults.py" in profile.status.traceback
+    assert 1 <= len(profile.steps) < 10 and (run / "trace.json").exists()
+    assert "boom at step 6" in proc.stderr
+
+
+def test_script_that_exits_early(tmp_path: Path) -> None:
+    proc, run = profile_cli(tmp_path, "faults.py", "exit")
+    assert proc.returncode == 1
+    profile = load_profile(run)
+    assert profile.status.status == "exited" and profile.status.exit_code == 3
+    assert "sys.exit(3)" in profile.status.message
+
+
+def test_script_that_never_steps_is_stopped(tmp_path: Path) -> None:
+    proc, run = profile_cli(tmp_path, "faults.py", "never", options=("--no-step-timeout", "4"))
+    assert proc.returncode == 1
+    profile = load_profile(run)
+    assert profile.status.status == "no_steps"
+    assert "no optimizer step or loader iteration seen in 4 s" in profile.status.message
+
+
+def test_syntax_error_and_missing_torch_cannot_run(tmp_path: Path) -> None:
+    proc, run = profile_cli(tmp_path, "syntax_error.py")
+    assert proc.returncode == 2
+    assert load_profile(run).status.status == "syntax_error" and "syntax error" in proc.stderr
+    if PY310.exists():
+        (tmp_path / "py310").mkdir()
+        proc, run = profile_cli(tmp_path / "py310", "train_basic.py", options=("--python", str(PY310)))
+        assert proc.returncode == 2
+        status = load_profile(run).status
+        assert status.status == "no_torch" and "cannot import torch" in status.message
+
+
+def test_timeout_kills_the_whole_group_and_keeps_the_window(tmp_path: Path) -> None:
+    options = RunOptions(
+        script=DATA / "faults.py", args=["hang"], out_dir=tmp_path / "run", python=sys.executable,
+        skip_first=1, wait=0, warmup=1, active=3, full=True, timeout_s=12,
+    )
+    outcome = run_agent(options)
+    assert outcome.reason == "timeout" and "--timeout 12" in outcome.message
+    assert not _alive(outcome.pid) and _group_members(outcome.pid) == []
+    assert outcome.agent is not None and len(outcome.agent["steps"]) == 3  # recorded before the hang
+
+
+def test_loader_workers_do_not_outlive_the_run(tmp_path: Path) -> None:
+    options = RunOptions(script=DATA / "sleepy_loader.py", args=["2"], out_dir=tmp_path / "run", python=sys.executable,
+                         skip_first=1, wait=0, warmup=1, active=2)
+    outcome = run_agent(options)
+    assert outcome.returncode == 0 and outcome.agent["status"]["status"] == "stopped_after_window"
+    assert _group_members(outcome.pid) == []  # the DataLoader workers went with the child
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes in process group ``pgid``, after a short grace."""
+    deadline = time.monotonic() + 3.0
+    while True:
+        members = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as stat:
+                        fields = stat.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if fields[0] != "Z" and int(fields[2]) == pgid:
+                    members.append(int(entry))
+        if not members or time.monotonic() > deadline:
+            return members
+        time.sleep(0.1)
