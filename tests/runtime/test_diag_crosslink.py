@@ -107,3 +107,22 @@ def test_memory_growth_line_without_tt201_is_reported(tmp_path: Path) -> None:
     (f,) = diagnose(p).runtime_findings
     assert (f.code, f.span.line, f.severity) == ("TTR201", 33, Severity.WARNING)
     assert not diagnose(p, [finding("TT201", path, 33)]).runtime_findings
+
+
+def test_verdict_evidence_quotes_the_static_finding_and_its_cost(tmp_path: Path) -> None:
+    path = str(tmp_path / "train.py")
+    lines = [LineCost(path, 45, "host_sync", 0.38 * STEP_US * 4)]
+    p = make_profile(tmp_path, {"host_sync": 0.4, "compute": 0.6}, lines=lines)
+    d = diagnose(p, [finding("TT101", "train.py", 45), finding("TT302", "train.py", 9)])
+    assert d.bottleneck.kind == "host_sync"
+    texts = [e.text for e in d.bottleneck.evidence]
+    assert "TT101 at train.py:45 costs 38% of step time" in texts[1]
+    assert not any("TT302" in t for t in texts)  # another category
+
+
+def test_cold_static_finding_of_the_verdict_category_is_quoted_as_the_cause(tmp_path: Path) -> None:
+    lines = [LineCost(str(tmp_path / "train.py"), 20, "data_loading", 0.5 * STEP_US * 4)]
+    p = make_profile(tmp_path, {"data_loading": 0.6, "compute": 0.4}, lines=lines)
+    d = diagnose(p, [finding("TT302", "train.py", 9)])
+    (quoted,) = [e for e in d.bottleneck.evidence if e.text.startswith("TT302")]
+    assert quoted.line == 9 and "points at the cause: TT302 here" in quoted.text

@@ -8,6 +8,7 @@ Two directions:
   step (``category_share``): a TT302 sits on the ``DataLoader(...)`` line, which
   costs nothing itself, while the loading it causes is the whole category.
   Hot lines get the codes of the findings that cover them (``static_codes``).
+  The verdict's evidence quotes the findings of its category.
 * Runtime findings: hazards the profile shows on a line where the linter has
   no finding of the matching category.  They are ordinary ``Finding`` objects
   (editors can show them like static ones) with these stable codes:
@@ -23,9 +24,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from ..findings import Finding, Severity, Span
+from .advice import Evidence
 from .model import ProfileData
 
 if TYPE_CHECKING:
@@ -217,10 +220,27 @@ def runtime_findings(diagnosis: "Diagnosis", profile: ProfileData, findings: lis
     return out
 
 
+def link_evidence(links: list[StaticLink], kind: str, limit: int = 3) -> list[Evidence]:
+    """Static findings of the verdict's category as evidence ("TT101 at train.py:45 costs 38% of step time")."""
+    category = "memory" if kind == "memory_growth" else kind
+    out = []
+    for k in [k for k in links if k.category == category][:limit]:
+        where = f"{Path(k.path).name}:{k.line}"
+        if k.hot:
+            text = f"{k.code} at {where} costs {k.line_share * 100:.0f}% of step time ({k.self_us_per_step / 1000:.2f} ms per step)"
+        else:
+            text = f"{k.code} at {where} points at the cause: {k.message}"
+        out.append(Evidence(text, k.path, k.line))
+    return out
+
+
 def link_findings(diagnosis: "Diagnosis", profile: ProfileData, findings: list[Finding]) -> None:
-    """Fill ``static_codes`` on hot lines, ``static_links`` and ``runtime_findings``."""
+    """Fill ``static_codes`` on hot lines, ``static_links``, verdict evidence and ``runtime_findings``."""
     cwd = profile.cwd
     for spot in diagnosis.hotspots:
         spot.static_codes = sorted({f.code for f in findings if covers(f, spot.path, spot.line, cwd)})
     diagnosis.static_links = static_links(profile, findings, diagnosis.breakdown)
+    for verdict in [diagnosis.bottleneck, *diagnosis.secondary]:
+        if verdict.kind != "none":
+            verdict.evidence[1:1] = link_evidence(diagnosis.static_links, verdict.kind)
     diagnosis.runtime_findings = runtime_findings(diagnosis, profile, findings)
