@@ -18,16 +18,29 @@ import ast
 import re
 
 from ..context import ModuleContext
-from ..hotloops import HotRegion, unwrap_iterable
+from ..hotloops import HotRegion
+from ._scopes import COUNTER, Binding, Position, element_source, scope_bindings
 
-Position = tuple[int, int]
-Binding = tuple[ast.AST, ast.AST, Position]  # (binding statement or arg, its target, where it binds)
 _MAX_DEPTH = 12
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)
 
 TENSOR_NAME = re.compile(
     r"^(loss|losses|total_loss|\w+_loss|acc|accuracy|logits|\w+_logits|preds?|predictions|"
     r"outputs?|probs|y_hat|yhat)$"
+)
+# Objects that hold tensors but are not one: branching on them is no sync.
+_NEVER_TENSOR_NAME = re.compile(
+    r"^(self|cls|args|opt|opts|cfg|config|hparams|hp|group|param_group|state|module|submodule|m|layer|"
+    r"block|name|key|mode|phase|split|device|dtype|trainer|accelerator|fabric|\w*(model|net|module|"
+    r"config|cfg|args|flag|mode|name|path|dir|type|optimizer|scheduler|scaler|writer|logger))$"
+    r"|^(i|j|k|n|t|it|\w*_?(step|steps|epoch|epochs|episode|iter|iters|iteration|idx|index|count|counter))$",
+    re.I,
+)
+
+# Attributes of a tensor-valued object that are tensors themselves.
+_TENSOR_ATTRS = re.compile(
+    r"^(grad|data|T|mT|H|real|imag|loss|\w+_loss|logits|\w+_logits|last_hidden_state|hidden_states|"
+    r"pooler_output|pred|preds|predictions|probs|scores?|output|outputs)$"
 )
 _MODEL_CALLEE = re.compile(
     r"^(model|net|network|ddp_model|raw_model|classifier|generator|discriminator|encoder|decoder|"
@@ -68,10 +81,6 @@ _HOST_CONSTANTS = (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Set, as
                    ast.SetComp, ast.GeneratorExp, ast.Lambda)
 
 
-def _end(node: ast.AST) -> Position:
-    return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
-
-
 def oracle(ctx: ModuleContext) -> "TensorOracle":
     """The module's oracle, shared by the rules of one analysis run."""
     key = ("tensor-oracle",)
@@ -88,8 +97,16 @@ class TensorOracle:
         self.ctx = ctx
         self._bindings: dict[ast.AST, dict[str, list[Binding]]] = {}
 
-    def is_tensor(self, node: ast.AST, region: HotRegion | None = None) -> bool | None:
-        """True / False / None (unknown) for an expression."""
+    def is_tensor(self, node: ast.AST, region: HotRegion | None = None, strict: bool = False) -> bool | None:
+        """True / False / None (unknown) for an expression.
+
+        ``strict``: a bare name must be bound to a tensor in its scope; its
+        spelling alone (``outputs``, ``loss``) is not enough.
+        """
+        if strict and isinstance(node, ast.Name):
+            return self._eval_name(
+                node.id, (node.lineno, node.col_offset), self._scope_of(node), region, 1, by_spelling=False
+            )
         return self._eval(node, region, 0)
 
     def sync_kind(self, node: ast.AST, region: HotRegion | None) -> str | None:
@@ -134,6 +151,8 @@ class TensorOracle:
         if isinstance(node, ast.Attribute):
             if node.attr in _NON_TENSOR_ATTRS:
                 return False
+            if not (_TENSOR_ATTRS.match(node.attr) or self._is_batch_container(node.value, region)):
+                return None  # module.affine, cfg.flag, batch_stats.count
             return True if self._eval(node.value, region, depth) is True else None
         if isinstance(node, (ast.Subscript, ast.Starred, ast.NamedExpr)):
             return self._eval(node.value, region, depth)
@@ -155,6 +174,15 @@ class TensorOracle:
             body, orelse = self._eval(node.body, region, depth), self._eval(node.orelse, region, depth)
             return body if body == orelse else None
         return None
+
+    def _is_batch_container(self, node: ast.AST, region: HotRegion | None) -> bool:
+        """The step loop's own batch object (``batch.x``, ``batch.label`` are its tensors)."""
+        if region is None or not isinstance(node, ast.Name) or node.id not in region.batch_names:
+            return False
+        loop = region.node
+        return isinstance(loop, (ast.For, ast.AsyncFor)) and any(
+            isinstance(n, ast.Name) and n.id == node.id for n in ast.walk(loop.target)
+        )
 
     def _any_true(self, nodes: list[ast.AST], region: HotRegion | None, depth: int) -> bool | None:
         verdicts = [self._eval(n, region, depth) for n in nodes]
@@ -202,8 +230,11 @@ class TensorOracle:
     # --- names --------------------------------------------------------------------
 
     def _eval_name(
-        self, name: str, use: Position, scope: ast.AST, region: HotRegion | None, depth: int
+        self, name: str, use: Position, scope: ast.AST, region: HotRegion | None, depth: int,
+        by_spelling: bool = True,
     ) -> bool | None:
+        if _NEVER_TENSOR_NAME.match(name):
+            return None
         current: ast.AST | None = scope
         innermost = True
         while current is not None:
@@ -218,7 +249,7 @@ class TensorOracle:
             current = None if isinstance(current, ast.Module) else self._scope_of(current)
         if region is not None and name in region.batch_names:
             return True
-        return True if TENSOR_NAME.match(name) else None
+        return True if by_spelling and TENSOR_NAME.match(name) else None
 
     def _eval_binding(
         self, name: str, binding: Binding, scope: ast.AST, region: HotRegion | None, depth: int
@@ -227,9 +258,7 @@ class TensorOracle:
         if isinstance(statement, (ast.For, ast.AsyncFor)):
             return self._eval_loop_target(name, statement, region, depth)
         if isinstance(statement, ast.arg):
-            if region is not None and name in region.batch_names:
-                return True
-            return True if TENSOR_NAME.match(name) else None
+            return self._eval_parameter(statement, scope, region)
         if isinstance(statement, ast.AugAssign):
             value = self._eval(statement.value, region, depth)
             if value is True:
@@ -248,21 +277,66 @@ class TensorOracle:
             return None  # unpacking a tuple from a helper tells us nothing
         return verdict
 
+    def _eval_parameter(self, arg: ast.arg, scope: ast.AST, region: HotRegion | None) -> bool | None:
+        """A parameter is a tensor when annotated so, or when the step passes it batch data."""
+        if arg.annotation is not None:
+            return True if "Tensor" in ast.unparse(arg.annotation) else None
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = scope.args
+            positional = [*arguments.posonlyargs, *arguments.args]
+            defaults = dict(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
+            defaults.update((a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None)
+            default = defaults.get(arg)
+            if isinstance(default, ast.Constant) and default.value is not None:
+                return None  # end_dim=-1, verbose=False
+        return True if region is not None and arg.arg in region.batch_names else None
+
     def _eval_loop_target(
         self, name: str, loop: ast.For | ast.AsyncFor, region: HotRegion | None, depth: int
     ) -> bool | None:
-        iterable = unwrap_iterable(loop.iter)
-        if isinstance(iterable, ast.Call):
-            callee = iterable.func
-            if (self.ctx.qualname(callee) or "") == "range":
-                return False
-            if isinstance(callee, ast.Attribute) and callee.attr in _STRUCTURE_ITERATORS:
-                return None  # (name, module) pairs, parameters, dict entries
-        if isinstance(iterable, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in iterable.elts):
-            return False  # for split in ["train", "val"]
+        source = element_source(self.ctx, loop.target, name, loop.iter)
+        if source is COUNTER:
+            return False
+        if source is not None and _iterates_structure(source):
+            return None  # (name, module) pairs, parameters, param groups, dict entries
+        if source is not None:
+            verdict = self._eval_elements(source, region, depth)
+            if verdict is not None:
+                return verdict
         if region is not None and loop is region.node:
             return True if name in region.batch_names else None
-        return True if self._eval(iterable, region, depth) is True else None
+        return None
+
+    def _eval_elements(self, iterable: ast.AST, region: HotRegion | None, depth: int) -> bool | None:
+        """What iterating ``iterable`` yields: host values, tensors, or unknown."""
+        if depth > _MAX_DEPTH:
+            return None
+        if _iterates_structure(iterable):
+            return None
+        if isinstance(iterable, ast.Subscript) and isinstance(iterable.slice, ast.Slice):
+            return self._eval_elements(iterable.value, region, depth + 1)  # names[::-1]
+        if isinstance(iterable, ast.BinOp) and isinstance(iterable.op, (ast.Add, ast.Mult)):
+            sides = [n for n in (iterable.left, iterable.right) if not isinstance(n, (ast.Constant, ast.Name))
+                     or isinstance(n, ast.Name) and isinstance(iterable.op, ast.Add)]
+            verdicts = [self._eval_elements(n, region, depth + 1) for n in sides]
+            return False if verdicts and all(v is False for v in verdicts) else None  # [2] + [1] * (n - 1)
+        if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
+            return self._any_true(list(iterable.elts), region, depth + 1) if iterable.elts else None
+        if isinstance(iterable, (ast.ListComp, ast.GeneratorExp)):
+            if isinstance(iterable.elt, (ast.Tuple, ast.List, ast.Dict, ast.DictComp)):
+                return None  # rows of (x, y) pairs: containers that may hold tensors
+            return self._eval(iterable.elt, region, depth + 1)
+        if isinstance(iterable, ast.Constant):
+            return False
+        if isinstance(iterable, ast.Name) and not _NEVER_TENSOR_NAME.match(iterable.id):
+            bindings = self._bindings_in(self._scope_of(iterable)).get(iterable.id) or self._bindings_in(
+                self.ctx.tree
+            ).get(iterable.id)
+            statement = bindings[-1][0] if bindings else None
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+                return self._eval_elements(statement.value, region, depth + 1)
+            return None
+        return True if self._eval(iterable, region, depth + 1) is True else None  # rows of a tensor
 
     def _scope_of(self, node: ast.AST) -> ast.AST:
         for ancestor in self.ctx.ancestors(node):
@@ -271,42 +345,17 @@ class TensorOracle:
         return self.ctx.tree
 
     def _bindings_in(self, scope: ast.AST) -> dict[str, list[Binding]]:
-        """name -> [(binding, target)] in source order, for one scope (nested scopes excluded)."""
         cached = self._bindings.get(scope)
-        if cached is not None:
-            return cached
-        found: dict[str, list[Binding]] = {}
+        if cached is None:
+            cached = self._bindings[scope] = scope_bindings(scope)
+        return cached
 
-        def bind(target: ast.AST, statement: ast.AST) -> None:
-            # A loop / with target is bound before its body runs; an assignment after its value.
-            where = _end(target) if isinstance(statement, (ast.For, ast.AsyncFor, ast.withitem)) else _end(statement)
-            for sub in ast.walk(target):
-                if isinstance(sub, ast.Name):
-                    found.setdefault(sub.id, []).append((statement, target, where))
 
-        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            arguments = scope.args
-            for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
-                if arg is not None:
-                    found.setdefault(arg.arg, []).append((arg, arg, (0, 0)))
-        stack = [n for n in ast.iter_child_nodes(scope) if not isinstance(n, ast.arguments)]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
-                                 ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                continue
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    bind(target, node)
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor)):
-                bind(node.target, node)
-            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                bind(node.optional_vars, node)
-            stack.extend(ast.iter_child_nodes(node))
-        for bindings in found.values():
-            bindings.sort(key=lambda item: item[2])
-        self._bindings[scope] = found
-        return found
+def _iterates_structure(iterable: ast.AST) -> bool:
+    """``self.param_groups``, ``model.named_children()``, ``d.items()``: never batch data."""
+    if isinstance(iterable, ast.Call):
+        iterable = iterable.func
+    return isinstance(iterable, ast.Attribute) and iterable.attr in _STRUCTURE_ITERATORS
 
 
 def _torch_function_result(qualname: str) -> bool | None:

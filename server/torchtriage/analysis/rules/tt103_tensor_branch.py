@@ -35,7 +35,7 @@ def tensor_truth_test(ctx: ModuleContext, tensors: TensorOracle, test: ast.AST, 
         if any(tensors.is_tensor(arg, region) is True for arg in test.args):
             return test
         return None
-    return test if tensors.is_tensor(test, region) is True else None
+    return test if tensors.is_tensor(test, region, strict=True) is True else None
 
 
 class TensorBranchInStep(Rule):
