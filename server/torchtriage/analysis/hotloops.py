@@ -47,6 +47,7 @@ from .step_markers import (
     SCOPE_NODES,
     does_optimizer_work,
     incremented_counters,
+    is_bounded_guard,
     is_backward_call,
     is_loader_like,
     is_model_call,
@@ -216,8 +217,19 @@ class _Finder:
         for loop, trains, _depth in loops:
             self._add_loop(loop, trains)
         self.result.regions.sort(key=lambda r: (r.node.lineno, r.node.col_offset))
+        self._propagate_trains()
         self._find_epoch_loops({loop for loop, _, _ in loops})
         return self.result
+
+    def _propagate_trains(self) -> None:
+        """A step whose helper (``_backward(loss)``) runs backward trains too."""
+        changed = True
+        while changed:
+            changed = False
+            for region in self.result.regions:
+                caller = self.result.per_step.get(region.via) if region.via is not None else None
+                if region.trains and caller is not None and not caller.trains:
+                    caller.trains = changed = True
 
     def _maybe_lightning(self, func: FunctionNode) -> None:
         params = [a.arg for a in func.args.args if a.arg != "self"]
@@ -267,7 +279,7 @@ class _Finder:
                     stack.append(child)
 
     def _is_rare(self, stmt: ast.If, region: HotRegion) -> bool:
-        if not is_rare_guard(stmt.test, region.counter_names):
+        if not (is_rare_guard(stmt.test, region.counter_names) or is_bounded_guard(stmt)):
             return False
         if does_optimizer_work(stmt.body):
             self.result.accumulation_guards.append(stmt)

@@ -19,8 +19,10 @@ SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
 
 _MODEL_NAME = re.compile(
-    r"^((\w+_)?(model|net|network|module|classifier|generator|discriminator|encoder|decoder|policy|"
-    r"backbone|teacher|student|unet|vae|gpt|transformer|critic|actor)(_\w+)?|net_?[a-z0-9]|\w+(net|model))$",
+    r"^(?!(create|build|get|load|make|init|save|setup|prepare|wrap|unwrap|copy|export|register|import|"
+    r"update|freeze|convert|resume)_)"
+    r"((\w+_)?(model|net|network|classifier|generator|discriminator|encoder|decoder|policy|backbone|"
+    r"teacher|student|unet|vae|gpt|transformer|critic|actor)|(model|net)_\w+|module|net_?[a-z0-9]|\w+(net|model))$",
     re.I,
 )
 MODEL_NAME = _MODEL_NAME
@@ -150,7 +152,8 @@ def is_model_call(node: ast.AST, data_names: set[str]) -> bool:
     func = node.func
     if isinstance(func, ast.Attribute) and func.attr in ("forward", "generate"):
         func = func.value
-    if not _MODEL_NAME.match(last_name(func)):
+    name = last_name(func)
+    if not _MODEL_NAME.match(name) or name[:1].isupper():  # `Generator(...)` builds, it does not run
         return False
     args = [*node.args, *(k.value for k in node.keywords)]
     return any(names_in(arg) & data_names for arg in args) if data_names else bool(args)
@@ -165,8 +168,9 @@ def is_batch_fetch(value: ast.AST) -> bool:
 
 
 def looks_like_batch_param(name: str) -> bool:
-    words = tokens(name)
-    return bool(words & _BATCH_TOKENS) and not words & COUNTER_TOKENS
+    """``batch``, ``images``, ``input_ids``, ``xb``; not ``batch_size`` or ``batch_idx``."""
+    words = [t.lower() for part in name.split("_") for t in _TOKEN.findall(part)]
+    return bool(words) and words[-1] in _BATCH_TOKENS
 
 
 # --- names bound by a loop or a step function ---------------------------------------
@@ -185,7 +189,7 @@ def target_names(target: ast.AST, iterable: ast.AST) -> tuple[set[str], set[str]
         target = ast.Tuple(elts=target.elts[1:], ctx=ast.Store())
     names = names_in(target)
     inner = unwrap_iterable(iterable)
-    if isinstance(inner, ast.Call) and last_name(inner.func) == "range":
+    if isinstance(inner, ast.Call) and last_name(inner.func) in ("range", "trange", "count"):
         return set(), counters | names
     return names, counters
 
@@ -270,3 +274,18 @@ def is_rare_guard(test: ast.AST, counters: set[str]) -> bool:
     if isinstance(test, ast.Call) and isinstance(test.func, (ast.Name, ast.Attribute)):
         return is_flag_name(last_name(test.func))
     return False
+
+
+def is_bounded_guard(stmt: ast.If) -> bool:
+    """``if shown < 5: ...; shown += 1``: a guard that holds a fixed number of times, then never.
+
+    The test (or one ``and`` operand of it) is ``name < N`` / ``name <= N`` and the
+    guarded body increments ``name``.
+    """
+    tests = stmt.test.values if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And) else [stmt.test]
+    bounded = {
+        last_name(t.left)
+        for t in tests
+        if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.Lt, ast.LtE))
+    }
+    return bool(bounded - {""}) and bool(bounded & incremented_counters(stmt.body))
