@@ -1,0 +1,82 @@
+"""A typed, tolerant model of an exported chrome trace (``trace.json``).
+
+Used to check an export and to read what the in-process tree may lack (GPU
+kernels per step, when a recorded trace is analysed offline).  Events with
+missing or odd fields are skipped, never fatal; nesting is not assumed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    name: str
+    category: str
+    start_us: float
+    duration_us: float
+    pid: Any
+    tid: Any
+    args: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def end_us(self) -> float:
+        return self.start_us + self.duration_us
+
+
+@dataclass
+class Trace:
+    events: list[TraceEvent]
+    metadata: dict[str, Any]
+    skipped: int = 0
+
+    @property
+    def steps(self) -> list[TraceEvent]:
+        return sorted((e for e in self.events if e.name.startswith("ProfilerStep#")), key=lambda e: e.start_us)
+
+    def kernels(self) -> list[TraceEvent]:
+        return [e for e in self.events if e.category in KERNEL_CATEGORIES]
+
+    def kernels_per_step(self) -> list[int]:
+        """GPU activities whose launch falls in each step (by correlation to the runtime call)."""
+        launches = {e.args.get("correlation"): e.start_us for e in self.events if e.category == "cuda_runtime"}
+        counts = []
+        for step in self.steps:
+            counts.append(sum(1 for k in self.kernels() if step.start_us <= launches.get(k.args.get("correlation"), k.start_us) < step.end_us))
+        return counts
+
+
+def parse_events(raw: Iterable[Any]) -> tuple[list[TraceEvent], int]:
+    events, skipped = [], 0
+    for item in raw:
+        if not isinstance(item, dict) or item.get("ph") != "X":
+            skipped += not isinstance(item, dict)
+            continue
+        try:
+            events.append(
+                TraceEvent(
+                    name=str(item.get("name", "")), category=str(item.get("cat", "")), start_us=float(item["ts"]),
+                    duration_us=float(item.get("dur", 0.0)), pid=item.get("pid"), tid=item.get("tid"),
+                    args=item.get("args") if isinstance(item.get("args"), dict) else {},
+                )
+            )
+        except (KeyError, TypeError, ValueError):
+            skipped += 1
+    return events, skipped
+
+
+def load_trace(path: Path) -> Trace:
+    """Read a chrome trace; raises ValueError when it is not one."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    raw = data.get("traceEvents") if isinstance(data, dict) else data
+    if not isinstance(raw, list):
+        raise ValueError(f"{path}: no traceEvents list")
+    events, skipped = parse_events(raw)
+    metadata = {k: v for k, v in data.items() if k != "traceEvents"} if isinstance(data, dict) else {}
+    return Trace(events=events, metadata=metadata, skipped=skipped)
