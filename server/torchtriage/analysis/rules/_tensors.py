@@ -212,6 +212,8 @@ class TensorOracle:
                 return False
             if func.id == "abs" and node.args:
                 return self._eval(node.args[0], region, depth)
+            if func.id == "self" and node.args:
+                return True  # self(x) in a LightningModule is its forward
             return True if _MODEL_CALLEE.match(func.id) and (node.args or node.keywords) else None
         if not isinstance(func, ast.Attribute):
             return None

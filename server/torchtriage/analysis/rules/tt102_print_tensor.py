@@ -69,6 +69,36 @@ class PrintTensorInStep(Rule):
                 print("epoch", epoch, "loss", loss)   # per epoch
             """
         ),
+        Valid(
+            """
+            import math, sys
+            for samples, targets in data_loader:
+                loss = criterion(model(samples), targets)
+                loss_value = loss.item()               # TT101 reports this read
+                print("loss is", loss_value)           # a float by now: no second sync
+                loss.backward()
+                optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            class LitModel(pl.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    loss = self.compute_loss(batch)
+                    self.log("train_loss", loss)       # Lightning reduces on the device
+                    return loss
+            """
+        ),
+        Valid(
+            """
+            PROMPTS = ["Hello, my dog", "The capital of France"]
+            for prompt in PROMPTS:
+                inputs = tokenizer(prompt, return_tensors="pt")
+                outputs = model.generate(inputs["input_ids"])
+                text = tokenizer.decode(outputs[0], skip_special_tokens=True)
+                print(f"Prompt: {prompt} -> {text}")
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -123,6 +153,51 @@ class PrintTensorInStep(Rule):
                     print("loss", loss)
             """,
             lines=(5,),
+        ),
+        Invalid(
+            """
+            for i, (data, target) in enumerate(train_loader):
+                output = model(data)
+                loss = F.nll_loss(output, target)
+                loss.backward()
+                optimizer.step()
+                print("Epoch[{}]({}): Loss: {:.4f}".format(epoch, i, loss.item()))
+                accelerator.print(f"acc {float((output.argmax(1) == target).float().mean()):.3f}")
+            """,
+            lines=(6, 7),
+            fixed="""
+            for i, (data, target) in enumerate(train_loader):
+                output = model(data)
+                loss = F.nll_loss(output, target)
+                loss.backward()
+                optimizer.step()
+                if i % 100 == 0:
+                    print("Epoch[{}]({}): Loss: {:.4f}".format(epoch, i, loss.item()))
+                if i % 100 == 0:
+                    accelerator.print(f"acc {float((output.argmax(1) == target).float().mean()):.3f}")
+            """,
+        ),
+        Invalid(
+            """
+            def train_step(model, batch, step):
+                loss = model(batch).mean()
+                loss.backward()
+                tqdm.write(f"step {step} loss {loss}")
+
+            for step, batch in enumerate(loader):
+                train_step(model, batch, step)
+            """,
+            lines=(4,),
+            fixed="""
+            def train_step(model, batch, step):
+                loss = model(batch).mean()
+                loss.backward()
+                if step % 100 == 0:
+                    tqdm.write(f"step {step} loss {loss}")
+
+            for step, batch in enumerate(loader):
+                train_step(model, batch, step)
+            """,
         ),
     )
 

@@ -109,6 +109,43 @@ class TensorBranchInStep(Rule):
                     best = loss.item()
             """
         ),
+        Valid(
+            """
+            # a model-surgery loop that happens to call a *_model helper: no tensors tested
+            for name, module in model.named_children():
+                has_bias = module.bias is not None
+                if has_bias and name != "head":
+                    convert_model(module)
+                if module.affine:
+                    module.reset_parameters()
+            for i, (ch, stride) in enumerate(zip([64, 128], [2, 1])):
+                if i > 0 and stride > 1:
+                    out = model(torch.zeros(1, ch))
+            """
+        ),
+        Valid(
+            """
+            import torch
+            model.cuda()
+            for x, y in loader:
+                pred = model(x.cuda()).argmax(1)
+                correct = (pred == y.cuda()).cpu()     # one copy (TT101's business)
+                for i in range(len(correct)):
+                    if not correct[i]:                 # host tensor: no sync
+                        mistakes += 1
+            """
+        ),
+        Valid(
+            """
+            class Monitor(Callback):
+                def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+                    if not outputs:                    # a dict from training_step
+                        return
+                    loss_value = outputs["loss"].item()
+                    if loss_value > self.best:         # a float by now
+                        self.best = loss_value
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -156,6 +193,31 @@ class TensorBranchInStep(Rule):
                 optimizer.step()
                 while (pred < 0).any():
                     pred = pred + 1
+            """,
+            lines=(6,),
+        ),
+        Invalid(
+            """
+            for step, batch in enumerate(train_loader):
+                outputs = model(**batch)
+                loss = outputs.loss
+                if not torch.isfinite(loss):
+                    print("skipping step", step)
+                    continue
+                loss.backward()
+                optimizer.step()
+            """,
+            lines=(4,),
+        ),
+        Invalid(
+            """
+            class LitModel(pl.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    logits = self(x)
+                    loss = F.cross_entropy(logits, y)
+                    assert (logits.abs() < 1e4).all(), "logits blew up"
+                    return loss
             """,
             lines=(6,),
         ),

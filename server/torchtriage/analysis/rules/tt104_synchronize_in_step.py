@@ -30,19 +30,32 @@ def is_synchronize(ctx: ModuleContext, call: ast.Call) -> bool:
 
 
 def _block_times_something(ctx: ModuleContext, statement: ast.stmt) -> bool:
-    """Whether the statement's block reads a clock or records CUDA events (timing code)."""
-    parent = ctx.parents.get(statement)
-    if parent is None:
-        return False
-    for _, value in ast.iter_fields(parent):
-        if isinstance(value, list) and statement in value:
-            for sibling in value:
-                for node in ast.walk(sibling):
-                    if isinstance(node, ast.Call):
-                        if (ctx.qualname(node.func) or "") in CLOCK_CALLS:
-                            return True
-                        if isinstance(node.func, ast.Attribute) and node.func.attr in _TIMING_METHODS:
-                            return True
+    """Whether the step around the statement reads a clock or records CUDA events (timing code).
+
+    Looks at the statement's block, then at the blocks of the ``if`` / ``with``
+    / ``try`` statements around it, up to the loop or function body, so that
+    ``if args.sync: torch.cuda.synchronize()`` followed by ``time.time()`` counts.
+    """
+    current: ast.AST = statement
+    while True:
+        parent = ctx.parents.get(current)
+        if parent is None:
+            return False
+        for _, value in ast.iter_fields(parent):
+            if isinstance(value, list) and current in value and any(_reads_clock(ctx, s) for s in value):
+                return True
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            return False
+        current = parent
+
+
+def _reads_clock(ctx: ModuleContext, statement: ast.AST) -> bool:
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Call):
+            if (ctx.qualname(node.func) or "") in CLOCK_CALLS:
+                return True
+            if isinstance(node.func, ast.Attribute) and node.func.attr in _TIMING_METHODS:
+                return True
     return False
 
 
@@ -119,6 +132,21 @@ class SynchronizeInStep(Rule):
                 end.record()
                 torch.cuda.synchronize()
                 times.append(start.elapsed_time(end))
+            """
+        ),
+        Valid(
+            """
+            import time, torch
+            device = torch.device("cuda")
+            for batch_idx, (x, y) in enumerate(loader):
+                loss = criterion(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                if args.synchronize_step:
+                    if device.type == "cuda":
+                        torch.cuda.synchronize()   # opt-in, for honest step times
+                time_now = time.time()
+                step_times.append(time_now - last)
             """
         ),
     )

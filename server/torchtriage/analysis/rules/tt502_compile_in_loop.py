@@ -66,6 +66,33 @@ class CompileInLoop(Rule):
                     eval_model = torch.compile(model)   # once, on the first epoch
             """
         ),
+        Valid(
+            """
+            import torch
+            # regional compilation: each block compiled once, before training
+            for i, block in enumerate(model.blocks):
+                model.blocks[i] = torch.compile(block, dynamic=False)
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward(); optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            import torch
+            class Trainer:
+                def train_step(self, batch):
+                    if self._compiled_step is None:          # compiled lazily, once
+                        self._compiled_step = torch.compile(self._step)
+                    loss = self._compiled_step(batch)
+                    loss.backward()
+                    self.optimizer.step()
+
+                def fit(self, loader):
+                    for batch in loader:
+                        self.train_step(batch)
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -103,27 +130,115 @@ class CompileInLoop(Rule):
             """,
             lines=(3,),
         ),
+        Invalid(
+            """
+            import torch
+            for step, (x, y) in enumerate(train_loader):
+                @torch.compile(mode="reduce-overhead")
+                def forward(inp):
+                    return model(inp)
+                loss = criterion(forward(x), y)
+                loss.backward()
+                optimizer.step()
+            """,
+            lines=(3,),
+        ),
+        Invalid(
+            """
+            import torch
+            step = 0
+            while step < max_steps:
+                x, y = next(data_iter)
+                opt_model = torch.compile(model, fullgraph=True)
+                loss = criterion(opt_model(x), y)
+                loss.backward()
+                optimizer.step()
+                step += 1
+            """,
+            lines=(5,),
+        ),
     )
 
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
         epoch_loops = set(ctx.hot.epoch_loops)
+        hot_nodes = {region.node for region in ctx.hot.regions}
         for node in ast.walk(ctx.tree):
-            if not isinstance(node, ast.Call) or ctx.qualname(node.func) != "torch.compile":
-                continue
-            in_epoch_loop = False
-            for ancestor in ctx.ancestors(node):
-                if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                    break
-                if isinstance(ancestor, ast.If) and node in _walk_body(ancestor) and _is_first_epoch_guard(ancestor):
-                    break
-                if ancestor in epoch_loops:
-                    in_epoch_loop = True
-                    break
-            if ctx.hot.is_per_step(node) or in_epoch_loop:
-                yield Report(
-                    node,
-                    "`torch.compile` inside the loop recompiles on every pass; compile once before the loop",
-                )
+            if isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.compile":
+                if _compiles_loop_item(ctx, node) or _lazily_once(ctx, node):
+                    continue
+                if ctx.hot.is_per_step(node) or _in_loop(ctx, node, epoch_loops):
+                    yield Report(
+                        node,
+                        "`torch.compile` inside the loop recompiles on every pass; compile once before the loop",
+                    )
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                decorator = next((d for d in node.decorator_list if _is_compile_decorator(ctx, d)), None)
+                if decorator is not None and _defined_per_pass(ctx, node, hot_nodes | epoch_loops):
+                    yield Report(
+                        decorator,
+                        f"`@torch.compile` on `{node.name}` defined inside the loop compiles a new function "
+                        "every pass; define and compile it once, outside the loop",
+                    )
+
+
+def _in_loop(ctx: ModuleContext, node: ast.AST, epoch_loops: set[ast.AST]) -> bool:
+    """Inside an epoch loop of the same function (not behind a first-epoch guard)."""
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        if isinstance(ancestor, ast.If) and node in _walk_body(ancestor) and _is_first_epoch_guard(ancestor):
+            return False
+        if ancestor in epoch_loops:
+            return True
+    return False
+
+
+def _compiles_loop_item(ctx: ModuleContext, call: ast.Call) -> bool:
+    """``for block in model.blocks: torch.compile(block)``: each item compiled once (regional compile)."""
+    if not call.args or not isinstance(call.args[0], ast.Name):
+        return False
+    for ancestor in ctx.ancestors(call):
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        if isinstance(ancestor, (ast.For, ast.AsyncFor)):
+            return any(isinstance(n, ast.Name) and n.id == call.args[0].id for n in ast.walk(ancestor.target))
+    return False
+
+
+def _lazily_once(ctx: ModuleContext, call: ast.Call) -> bool:
+    """``if compiled is None: compiled = torch.compile(...)``: the guard tests what the body sets."""
+    statement = ctx.enclosing_statement(call)
+    if not isinstance(statement, (ast.Assign, ast.AnnAssign)):
+        return False
+    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    assigned = {ctx.dotted(t) for t in targets} - {None}
+    for ancestor in ctx.ancestors(statement):
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, *_LOOPS)):
+            return False
+        if isinstance(ancestor, ast.If):
+            tested = {ctx.dotted(n) for n in ast.walk(ancestor.test) if isinstance(n, (ast.Name, ast.Attribute))}
+            tested |= {n.value for n in ast.walk(ancestor.test) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+            if any(a in tested or a.rsplit(".", 1)[-1] in tested for a in assigned if a):
+                return True
+    return False
+
+
+def _is_compile_decorator(ctx: ModuleContext, decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return ctx.qualname(target) == "torch.compile"
+
+
+def _defined_per_pass(ctx: ModuleContext, func: ast.AST, hot: set[ast.AST]) -> bool:
+    """A ``def`` statement that runs every step or epoch (inside such a loop or per-step function)."""
+    for ancestor in ctx.ancestors(func):
+        if ancestor in hot:
+            return True
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+    return False
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
 def _walk_body(node: ast.If) -> set[ast.AST]:

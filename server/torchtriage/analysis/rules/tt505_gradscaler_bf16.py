@@ -9,22 +9,61 @@ from ...findings import Severity
 from ..context import ModuleContext
 from .base import Invalid, Report, Rule, Valid
 
-_AUTOCAST = ("torch.autocast", "torch.cuda.amp.autocast", "torch.amp.autocast", "torch.cpu.amp.autocast")
-_SCALERS = ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler")
+_AUTOCAST = (
+    "torch.autocast", "torch.cuda.amp.autocast", "torch.amp.autocast", "torch.cpu.amp.autocast",
+    "torch.amp.autocast_mode.autocast",
+)
+_SCALERS = (
+    "torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler",
+    "torch.cuda.amp.grad_scaler.GradScaler", "torch.amp.grad_scaler.GradScaler",
+)
+
+
+_DTYPES = {"torch.bfloat16": "bfloat16", "torch.float16": "float16", "torch.half": "float16"}
 
 
 def _autocast_dtypes(ctx: ModuleContext) -> set[str]:
-    """Literal dtypes autocast is used with: {'bfloat16'}, {'float16'}, or 'unknown'."""
+    """The dtypes autocast runs in across the file: 'bfloat16', 'float16', or 'unknown'."""
     found: set[str] = set()
     for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.Call) and (ctx.qualname(node.func) or "") in _AUTOCAST:
-            dtype = next((k.value for k in node.keywords if k.arg == "dtype"), None)
-            if dtype is None:
-                found.add("float16")  # CUDA autocast defaults to float16
-            else:
-                qual = ctx.qualname(dtype) or ""
-                found.add(qual.rsplit(".", 1)[-1] if qual in ("torch.bfloat16", "torch.float16", "torch.half") else "unknown")
+        qualname = ctx.qualname(node.func) if isinstance(node, ast.Call) else None
+        if qualname not in _AUTOCAST:
+            continue
+        assert isinstance(node, ast.Call)
+        dtype = next((k.value for k in node.keywords if k.arg == "dtype"), None)
+        if dtype is None and len(node.args) >= 2:
+            dtype = node.args[1]  # autocast(device_type, dtype) / cuda.amp.autocast(enabled, dtype)
+        if dtype is None:
+            found.add("bfloat16" if _device_of(node, qualname) == "cpu" else "float16")
+        else:
+            found.add(_dtype_name(ctx, dtype))
     return found
+
+
+def _device_of(call: ast.Call, qualname: str) -> str:
+    if qualname.startswith("torch.cpu."):
+        return "cpu"
+    device = next((k.value for k in call.keywords if k.arg == "device_type"), None)
+    if device is None and call.args and not qualname.startswith("torch.cuda."):
+        device = call.args[0]
+    return device.value if isinstance(device, ast.Constant) and isinstance(device.value, str) else "cuda"
+
+
+def _dtype_name(ctx: ModuleContext, node: ast.AST) -> str:
+    """``torch.bfloat16`` directly, or a name only ever assigned that dtype."""
+    direct = _DTYPES.get(ctx.qualname(node) or "")
+    if direct is not None:
+        return direct
+    if isinstance(node, ast.Name):
+        values = [
+            _DTYPES.get(ctx.qualname(assign.value) or "", "unknown")
+            for assign in ast.walk(ctx.tree)
+            if isinstance(assign, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == node.id for t in assign.targets)
+        ]
+        if values and len(set(values)) == 1:
+            return values[0]
+    return "unknown"
 
 
 class GradScalerWithBf16(Rule):
@@ -83,6 +122,26 @@ class GradScalerWithBf16(Rule):
                 loss.backward()
             """
         ),
+        Valid(
+            """
+            import torch
+            # nanoGPT-style: the dtype is chosen at run time and the scaler follows it
+            dtype = "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+            ptdtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+            ctx = torch.amp.autocast(device_type="cuda", dtype=ptdtype)
+            scaler = torch.cuda.amp.GradScaler(enabled=(dtype == "float16"))
+            """
+        ),
+        Valid(
+            """
+            import torch
+            scaler = torch.amp.GradScaler("cuda")
+            with torch.autocast("cuda"):                      # float16 by default on CUDA
+                loss = model(x.cuda()).mean()
+            with torch.autocast("cpu", dtype=torch.bfloat16):  # a CPU eval pass
+                preds = model(x)
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -115,6 +174,19 @@ class GradScalerWithBf16(Rule):
             grad_scaler = T.cuda.amp.GradScaler(init_scale=2.0**16)
             """,
             lines=(3,),
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.amp import GradScaler
+            AMP_DTYPE = torch.bfloat16
+            scaler = GradScaler("cuda")
+            for x, y in loader:
+                with torch.autocast("cuda", AMP_DTYPE):
+                    loss = criterion(model(x.cuda()), y.cuda())
+                scaler.scale(loss).backward()
+            """,
+            lines=(4,),
         ),
     )
 
