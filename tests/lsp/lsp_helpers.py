@@ -15,6 +15,7 @@ from pygls.protocol import default_converter
 
 DATA = Path(__file__).parent / "data"
 SERVER = [sys.executable, "-m", "torchtriage", "lsp"]
+SELECT = ["TT101", "TT301", "TT303"]  # rules under test: new rules must not change these tests
 
 CAPABILITIES = types.ClientCapabilities(
     window=types.WindowClientCapabilities(work_done_progress=True),

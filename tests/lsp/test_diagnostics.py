@@ -18,24 +18,24 @@ async def test_diagnostics_appear_with_version_and_go_away_when_fixed(client: La
     diagnostics = await wait_for(lambda: client.diagnostics.get(URI), what="diagnostics")
     assert codes(diagnostics) == ["TT101", "TT301", "TT301", "TT303"]
     tt101 = next(d for d in diagnostics if d.code == "TT101")
-    assert tt101.range == types.Range(start=types.Position(line=14, character=10), end=types.Position(line=14, character=21))
+    assert tt101.range == types.Range(start=types.Position(line=14, character=12), end=types.Position(line=14, character=23))
     assert tt101.source == "torchtriage"
     assert tt101.severity == types.DiagnosticSeverity.Warning
 
-    fixed = EXAMPLE.replace("    print(loss.item())\n", "")
+    fixed = EXAMPLE.replace("    total = loss.item()\n", "")
     replace_all(client, URI, fixed, version=4)
     await wait_for(lambda: "TT101" not in codes(client.diagnostics[URI]), what="TT101 to go away")
     assert codes(client.diagnostics[URI]) == ["TT301", "TT301", "TT303"]
 
 
 async def test_utf16_columns(client: LanguageClient):
-    text = EXAMPLE.replace("    print(loss.item())", "    print('😀😀', loss.item())")
+    text = EXAMPLE.replace("    total = loss.item()", "    total = len('😀😀') + loss.item()")
     open_text(client, URI, text)
     diagnostics = await wait_for(lambda: client.diagnostics.get(URI), what="diagnostics")
     tt101 = next(d for d in diagnostics if d.code == "TT101")
-    # "    print('😀😀', " is 16 characters but 18 UTF-16 code units
-    assert tt101.range.start == types.Position(line=14, character=18)
-    assert tt101.range.end == types.Position(line=14, character=29)
+    # "    total = len('😀😀') + " is 24 characters but 26 UTF-16 code units
+    assert tt101.range.start == types.Position(line=14, character=26)
+    assert tt101.range.end == types.Position(line=14, character=37)
 
 
 async def test_pull_diagnostics(client: LanguageClient):
@@ -64,7 +64,7 @@ async def test_stale_results_never_win_after_rapid_changes(client: LanguageClien
     await wait_for(lambda: client.diagnostics.get(URI), what="first diagnostics")
     versions = []
     for version in range(1, 501):
-        text = EXAMPLE if version % 2 else EXAMPLE.replace("    print(loss.item())\n", "")
+        text = EXAMPLE if version % 2 else EXAMPLE.replace("    total = loss.item()\n", "")
         text += f"# edit {version}\n"
         replace_all(client, URI, text, version)
         versions.append(version)

@@ -93,7 +93,9 @@ def annotations_from_report(
         recommendations = bottleneck.get("recommendations") or []
         if recommendations:
             first = recommendations[0]
-            message += f". Try: {first.get('title', first) if isinstance(first, dict) else first}"
+            text = first.get("action") or first.get("title") if isinstance(first, dict) else first
+            if text:
+                message += f". Try: {text}"
         uri, line = header
         result.setdefault(uri, []).append(Annotation(line, "", message, share, "verdict"))
     return result

@@ -1,6 +1,7 @@
 """``workspace/executeCommand``: profile a script, clear or show its profile, fix all.
 
-``torchtriage.profile [uri]`` runs ``python -m torchtriage profile FILE --out DIR``
+``torchtriage.profile [uri]`` runs ``python -m torchtriage profile --out DIR [--python
+INTERPRETER] FILE``
 in its own process group (a notebook: its code cells joined into a temporary
 script), reports ``$/progress`` begin/report/end from the run's output lines,
 and kills the process group when the request or the progress is cancelled.
@@ -17,6 +18,7 @@ import signal
 import sys
 import tempfile
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PROFILE_REPORT = "torchtriage/profileReport"
-KILL_GRACE_S = 2.0
+KILL_GRACE_S = 10.0  # the runtime stops its script within 5 s of SIGINT
 
 
 class ProfileFailed(Exception):
@@ -105,61 +107,37 @@ class Commands:
             raise JsonRpcInvalidParams(f"{uri} is not open")
         out = Path(tempfile.mkdtemp(prefix="torchtriage-profile-"))
         script, mapper = self._script_for(state, out)
-        command = [self.server.config.interpreter or sys.executable, "-m", "torchtriage", "profile", str(script), "--out", str(out / "run")]
+        command = [sys.executable, "-m", "torchtriage", "profile", "--out", str(out / "run")]
+        if self.server.config.interpreter:
+            command += ["--python", self.server.config.interpreter]
+        command.append(str(script))
         progress = self.server.work_done_progress
         if token is None and self.server.supports_progress():
             token = str(uuid.uuid4())
             await progress.create_async(token)
-        title = f"Profiling {script.name}"
-        if token is not None:
-            progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True, message="starting"))
-        process = await asyncio.create_subprocess_exec(
+        run = _Run(token)
+        run.begin(progress, f"Profiling {script.name}")
+        run.process = await asyncio.create_subprocess_exec(
             *command,
             cwd=str(script.parent),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
+            start_new_session=True,  # its own process group, killed as a whole
         )
-        cancelled = False
-
-        def on_cancel(_: object) -> None:
-            nonlocal cancelled
-            cancelled = True
-            _kill_group(process)
-
         if token is not None and token in progress.tokens:
-            progress.tokens[token].add_done_callback(lambda f: on_cancel(f) if f.cancelled() else None)
-        tail: list[str] = []
+            progress.tokens[token].add_done_callback(lambda future: run.cancel() if future.cancelled() else None)
         try:
-            assert process.stdout is not None
-            async for raw in process.stdout:
-                line = raw.decode("utf-8", errors="replace")
-                tail = (tail + [line.rstrip()])[-20:]
-                message, percentage = _progress_text(line)
-                if token is not None and message:
-                    progress.report(token, types.WorkDoneProgressReport(message=message, percentage=percentage))
-            code = await process.wait()
-        except asyncio.CancelledError:
-            _kill_group(process)
-            await _reap(process)
-            if token is not None:
-                progress.end(token, types.WorkDoneProgressEnd(message="cancelled"))
-            raise
-        if cancelled:
-            await _reap(process)
-            if token is not None:
-                progress.end(token, types.WorkDoneProgressEnd(message="cancelled"))
-            raise JsonRpcRequestCancelled("profile cancelled")
+            code = await run.follow(progress)
+        finally:
+            progress.tokens.pop(token, None)
         report_path = out / "run" / "report.json"
         if not report_path.is_file():
-            if token is not None:
-                progress.end(token, types.WorkDoneProgressEnd(message="failed"))
-            detail = "\n".join(tail[-8:])
+            run.end(progress, "failed")
+            detail = "\n".join(run.tail[-8:])
             self.server.show(f"torchtriage profile failed (exit {code}): {detail}", types.MessageType.Error)
             raise ProfileFailed(f"profile exited with {code} and no report: {detail}")
         payload = self._load(state, report_path, mapper, script)
-        if token is not None:
-            progress.end(token, types.WorkDoneProgressEnd(message=f"{payload['summary']['bottleneck']} bound"))
+        run.end(progress, f"{payload['summary']['bottleneck']} bound")
         return payload
 
     def _load(self, state: DocumentState, report_path: Path, mapper: Any, script: Path) -> dict[str, Any]:
@@ -232,6 +210,52 @@ class Commands:
         return bool(result.applied)
 
 
+@dataclass
+class _Run:
+    """One profile process and its progress token."""
+
+    token: types.ProgressToken | None
+    process: asyncio.subprocess.Process | None = None
+    cancelled: bool = False
+    tail: list[str] = field(default_factory=list)
+
+    def begin(self, progress: Any, title: str) -> None:
+        if self.token is not None:
+            progress.begin(self.token, types.WorkDoneProgressBegin(title=title, cancellable=True, message="starting"))
+
+    def end(self, progress: Any, message: str) -> None:
+        if self.token is not None:
+            progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.process is not None:
+            _kill_group(self.process)
+
+    async def follow(self, progress: Any) -> int:
+        """Forward output lines as progress until the process ends; its exit code."""
+        process = self.process
+        assert process is not None and process.stdout is not None
+        try:
+            async for raw in process.stdout:
+                line = raw.decode("utf-8", errors="replace")
+                self.tail = (self.tail + [line.rstrip()])[-20:]
+                message, percentage = _progress_text(line)
+                if self.token is not None and message:
+                    progress.report(self.token, types.WorkDoneProgressReport(message=message, percentage=percentage))
+            code = await process.wait()
+        except asyncio.CancelledError:  # $/cancelRequest
+            self.cancel()
+            await _reap(process)
+            self.end(progress, "cancelled")
+            raise
+        if self.cancelled:  # window/workDoneProgress/cancel
+            await _reap(process)
+            self.end(progress, "cancelled")
+            raise JsonRpcRequestCancelled("profile cancelled")
+        return code
+
+
 def _same_file(reported: str, path: Path) -> bool:
     try:
         return Path(reported).resolve() == path.resolve()
@@ -240,9 +264,11 @@ def _same_file(reported: str, path: Path) -> bool:
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:
+    """SIGINT to the CLI's process group: the runtime then stops the script's own
+    session (SIGTERM, then SIGKILL) and exits; ``_reap`` SIGKILLs whatever is left."""
     if process.returncode is None:
         try:
-            os.killpg(process.pid, signal.SIGTERM)
+            os.killpg(process.pid, signal.SIGINT)
         except (ProcessLookupError, PermissionError):
             pass
 

@@ -12,4 +12,4 @@ for x, y in loader:
     loss.backward()
     opt.step()
     opt.zero_grad()
-    print(loss.item())
+    total = loss.item()

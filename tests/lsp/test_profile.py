@@ -1,0 +1,128 @@
+"""torchtriage.profile end to end: a real run of a tiny CPU script through the runtime."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
+
+from lsp_helpers import DATA, edit, open_text, wait_for
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        importlib.util.find_spec("torchtriage.runtime.command") is None or importlib.util.find_spec("torch") is None,
+        reason="needs the runtime bridge and torch",
+    ),
+]
+
+EVERYTHING = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=1000, character=0))
+
+
+def doc(uri: str) -> types.TextDocumentIdentifier:
+    return types.TextDocumentIdentifier(uri=uri)
+
+
+async def hints(client: LanguageClient, uri: str) -> list[types.InlayHint]:
+    return await client.text_document_inlay_hint_async(types.InlayHintParams(text_document=doc(uri), range=EVERYTHING)) or []
+
+
+def profile_diagnostics(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
+    return [d for d in client.diagnostics.get(uri, ()) if d.source == "torchtriage-profile"]
+
+
+async def test_profile_reports_progress_hints_diagnostics_and_lens(client: LanguageClient, tmp_path: Path):
+    script = tmp_path / "tiny_train.py"
+    shutil.copy(DATA / "tiny_train.py", script)
+    uri = script.as_uri()
+    text = script.read_text()
+    open_text(client, uri, text)
+    assert await hints(client, uri) == []  # nothing runs without the command
+
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="torchtriage.profile", arguments=[uri])
+    )
+    assert result["uri"] == uri and result["summary"]["stepTimeMs"] > 0
+    report = json.loads(Path(result["reportPath"]).read_text())
+    assert result["summary"]["bottleneck"] == report["bottleneck"]["kind"]
+
+    # $/progress: begin, reports, end on one server-created token
+    [(token, events)] = list(client.progress_reports.items())
+    assert events[0].kind == "begin" and events[0].cancellable and events[-1].kind == "end"
+    assert any(e.kind == "report" for e in events)
+
+    await wait_for(lambda: client.profile_reports, what="profileReport notification")
+    assert client.profile_reports[0].reportPath == result["reportPath"]
+
+    # inlay hints on the hot lines of the report, in the script's own numbering
+    hot = [h for h in report["hotspots"][:10] if Path(h["path"]) == script]
+    got = await hints(client, uri)
+    assert sorted(h.position.line + 1 for h in got) == sorted(h["line"] for h in hot)
+    top = max(hot, key=lambda h: h["share"])
+    label = next(h.label for h in got if h.position.line + 1 == top["line"])
+    assert f"{top['share']:.0%}" in label and "ms/step" in label
+
+    # Information diagnostics: top hot lines plus the verdict on the loop header (line 12)
+    diagnostics = await wait_for(lambda: profile_diagnostics(client, uri), what="profile diagnostics")
+    assert all(d.severity == types.DiagnosticSeverity.Information for d in diagnostics)
+    verdict = [d for d in diagnostics if d.message.startswith("profile verdict")]
+    assert [d.range.start.line for d in verdict] == [11]
+
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(text_document=doc(uri)))
+    titles = [lens.command.title for lens in lenses]
+    assert titles[0] == "▶ Profile this script" and titles[1].startswith("Last profile: ")
+    assert lenses[1].command.command == "torchtriage.showReport"
+
+    # Two lines inserted at the top move every hint down by two; editing the top hot line removes its hint.
+    edit(client, uri, 2, (0, 0), (0, 0), "# a\n# b\n")
+    moved = await hints(client, uri)
+    assert sorted(h.position.line for h in moved) == sorted(h.position.line + 2 for h in got)
+    line = top["line"] + 2 - 1
+    edit(client, uri, 3, (line, 0), (line, 0), "    ")
+    assert top["line"] + 2 - 1 not in [h.position.line for h in await hints(client, uri)]
+
+    await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="torchtriage.clearProfile", arguments=[uri])
+    )
+    assert await hints(client, uri) == []
+    await wait_for(lambda: not profile_diagnostics(client, uri), what="profile diagnostics cleared")
+
+
+async def test_cancel_kills_the_run(client: LanguageClient, tmp_path: Path):
+    script = tmp_path / "slow_train.py"
+    shutil.copy(DATA / "slow_train.py", script)
+    uri = script.as_uri()
+    open_text(client, uri, script.read_text())
+    request = asyncio.ensure_future(
+        client.workspace_execute_command_async(types.ExecuteCommandParams(command="torchtriage.profile", arguments=[uri]))
+    )
+    pid_file = Path(str(script) + ".pid")
+    await wait_for(pid_file.exists, timeout=60, what="the script to start")
+    pid = int(pid_file.read_text())
+    [token] = list(client.progress_reports)
+    client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    with pytest.raises(JsonRpcException):
+        await asyncio.wait_for(request, timeout=30)
+    await wait_for(lambda: not _alive(pid), timeout=10, what="the script process to die")
+    assert client.progress_reports[token][-1].kind == "end"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie waiting for its parent is dead for our purpose
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split()[2] != "Z"
+    except OSError:
+        return False
+    return True
