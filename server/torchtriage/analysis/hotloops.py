@@ -144,12 +144,20 @@ class _Finder:
         self.loader_vars: set[str] = set()
         self._visited_functions: set[FunctionNode] = set()
         self._step_function_cache: dict[FunctionNode, bool] = {}
+        self.loops: list[Loop] = []
+        self._loop_data: dict[Loop, set[str]] = {}  # batch names found while classifying loops
+        self.calls: list[ast.Call] = []
         self._index_module()
 
     def _index_module(self) -> None:
+        """One walk over the module: definitions, loops, calls, instance and loader assignments."""
         assigns: list[ast.Assign] = []
-        for node in ast.walk(self.ctx.tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        for node in self.ctx.parents:  # every node but the module, in ast.walk order, already built
+            if isinstance(node, ast.Call):
+                self.calls.append(node)
+            elif isinstance(node, LOOP_NODES):
+                self.loops.append(node)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions.setdefault(node.name, []).append(node)
             elif isinstance(node, ast.ClassDef):
                 self.classes[node.name] = node
@@ -178,6 +186,7 @@ class _Finder:
             step = is_loader_like(loop.iter, self.loader_vars)
             data_names = target_names(loop.target, loop.iter)[0]
         data_names = propagate_batch_names(loop.body, data_names)
+        self._loop_data[loop] = data_names
         in_forward = self._enclosing_name(loop) in _NOT_FOLLOWED
         for node in own_nodes(loop.body):
             if is_backward_call(node) or is_optimizer_step(node):
@@ -205,13 +214,14 @@ class _Finder:
 
     def run(self) -> HotLoops:
         loops: list[tuple[Loop, bool, int]] = []
-        for node in ast.walk(self.ctx.tree):
-            if isinstance(node, LOOP_NODES):
-                is_step, trains = self.loop_markers(node)
-                if is_step:
-                    loops.append((node, trains, sum(1 for _ in self.ctx.ancestors(node))))
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and self._is_method(node):
-                self._maybe_lightning(node)
+        for node in self.loops:
+            is_step, trains = self.loop_markers(node)
+            if is_step:
+                loops.append((node, trains, sum(1 for _ in self.ctx.ancestors(node))))
+        hooks = [f for name in LIGHTNING_STEP_METHODS | LIGHTNING_BATCH_HOOKS for f in self.functions.get(name, ())]
+        for func in sorted(hooks, key=lambda f: (f.lineno, f.col_offset)):
+            if self._is_method(func):
+                self._maybe_lightning(func)
         # Innermost loops first, so nested step loops (micro-batches) own their nodes.
         loops.sort(key=lambda item: -item[2])
         for loop, trains, _depth in loops:
@@ -246,7 +256,7 @@ class _Finder:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             batch, counters = target_names(loop.target, loop.iter)
         counters = counters or incremented_counters(loop.body)  # while loops: `step += 1`
-        batch = propagate_batch_names(loop.body, batch)
+        batch = self._loop_data.get(loop) or propagate_batch_names(loop.body, batch)
         region = HotRegion("step-loop", loop, batch, counters, trains)
         self.result.regions.append(region)
         if isinstance(loop, ast.While):
@@ -377,8 +387,8 @@ class _Finder:
                 elif isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     holders.add(ancestor.name)
         if holders:
-            for node in ast.walk(self.ctx.tree):
-                if isinstance(node, ast.Call) and last_name(node.func) in holders:
+            for node in self.calls:
+                if last_name(node.func) in holders:
                     for ancestor in self.ctx.ancestors(node):
                         if isinstance(ancestor, LOOP_NODES) and ancestor not in step_loops:
                             epoch[ancestor] = None
