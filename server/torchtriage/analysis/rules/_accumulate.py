@@ -52,7 +52,9 @@ def accumulation_site(ctx: ModuleContext, node: ast.AST) -> Site | None:
 
 def grad_disabled_file(ctx: ModuleContext) -> bool:
     """``torch.set_grad_enabled(False)`` as a statement: autograd is off for the script."""
-    for node in ast.walk(ctx.tree):
+    if "set_grad_enabled" not in ctx.source:
+        return False
+    for node in ctx.parents:
         if isinstance(node, ast.Expr) and ctx.call_qualname(node.value) == "torch.set_grad_enabled":
             args = node.value.args  # type: ignore[attr-defined]
             if args and is_constant(args[0], False):

@@ -80,7 +80,7 @@ def syncing_functions(ctx: ModuleContext) -> set[str]:
     """Functions of this file whose own body synchronises (``return loss.item(), acc``)."""
     return {
         node.name
-        for node in ast.walk(ctx.tree)
+        for node in ctx.parents  # every node but the module: cheaper than ast.walk
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         and any(isinstance(n, ast.Call) and _is_sync(ctx, n) for n in own_walk(node))
     }
@@ -177,8 +177,14 @@ def unsynced_timings(ctx: ModuleContext) -> Iterator[UnsyncedTiming]:
     """Every unsynchronised timing of CUDA work in the module."""
     if "time" not in ctx.source:
         return
-    scopes: list[ast.AST] = [ctx.tree]
-    scopes += [n for n in ast.walk(ctx.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    scopes: dict[int, ast.AST] = {}
+    for node in ctx.parents:  # only scopes that read a clock are worth a closer look
+        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+            if (ctx.call_qualname(node) or "") in CLOCKS:
+                scope = ctx.enclosing_function(node) or ctx.tree
+                scopes.setdefault(id(scope), scope)
+    if not scopes:
+        return
     syncing = syncing_functions(ctx)
-    for scope in scopes:
+    for scope in scopes.values():
         yield from _Scope(ctx, scope, syncing).unsynced()
