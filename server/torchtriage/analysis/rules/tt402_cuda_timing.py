@@ -43,7 +43,7 @@ class CudaTimingWithoutSync(Rule):
         the work (launch latency is about 5-20 µs per kernel), not how long
         the GPU took to run it, so forward/backward splits and short
         benchmarks come out wrong, and the time shows up instead wherever the
-        next sync happens (an `.item()` that seems to take 50 ms). Synchronise
+        next sync happens (an `.item()` that looks mysteriously slow). Synchronise
         before reading the clock, or time with `torch.cuda.Event(enable_timing=True)`,
         and skip warm-up steps, which are dominated by allocation and compilation.
     """
