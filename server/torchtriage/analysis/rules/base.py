@@ -99,7 +99,7 @@ class Rule:
     @classmethod
     def explain(cls) -> str:
         """The Markdown that ``torchtriage explain`` and LSP hover show."""
-        fix = cls.fix_description
+        fix = textwrap.dedent(cls.fix_description).strip()  # dedent first: multi-line descriptions
         if cls.fix_applicability is not None:
             fix += f" (automatic fix: {cls.fix_applicability.value})"
         parts = [
