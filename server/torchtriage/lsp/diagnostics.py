@@ -3,9 +3,9 @@
 Every change bumps the document's generation and (re)starts its debounce
 timer.  When it fires, the text is snapshotted and analysed in a worker
 thread; the results are published only if no change arrived meanwhile, with
-the version of the text they were computed on.  The debounce adapts to the
-document: about as long as its last analysis took, within 10-150 ms (or
-``debounceMs`` from the client options).
+the version of the text they were computed on.  An idle document is analysed
+at once; changes arriving while it is busy are coalesced after 20 ms (or
+``debounceMs`` from the client options, fixed).
 
 A document that stops parsing gets its TT000 syntax diagnostic plus the last
 good findings (moved with the edits, without their fixes) for the rest.
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from concurrent.futures import Executor
 from dataclasses import replace
 from pathlib import Path
@@ -37,7 +36,7 @@ log = logging.getLogger(__name__)
 
 SOURCE = "torchtriage"
 PROFILE_SOURCE = "torchtriage-profile"
-MIN_DEBOUNCE_MS, MAX_DEBOUNCE_MS = 10.0, 150.0
+BUSY_DEBOUNCE_MS = 20.0
 
 _SEVERITY = {
     Severity.ERROR: types.DiagnosticSeverity.Error,
@@ -90,25 +89,31 @@ class DiagnosticsEngine:
         self.server = server
         self.store = store
         self.executor = executor
-        self._last_ms: dict[str, float] = {}
         self._running: dict[str, asyncio.Future[object]] = {}
 
     # --- scheduling -------------------------------------------------------------
 
     def debounce_s(self, state: DocumentState) -> float:
+        """0 when the document is idle; a short coalescing delay while it is busy.
+
+        Changes that arrive while an analysis runs are coalesced anyway (a run
+        waits for the previous one and skips generations that are no longer
+        the newest), so a long fixed debounce would only add latency.
+        """
         configured = self.server.config.debounce_ms
         if configured is not None:
             return configured / 1000
-        last = self._last_ms.get(state.uri, MIN_DEBOUNCE_MS)
-        return min(max(last, MIN_DEBOUNCE_MS), MAX_DEBOUNCE_MS) / 1000
+        running = self._running.get(state.uri)
+        busy = (running is not None and not running.done()) or (state.timer is not None and not _fired(state.timer))
+        return BUSY_DEBOUNCE_MS / 1000 if busy else 0.0
 
     def schedule(self, state: DocumentState, immediate: bool = False) -> None:
         """Analyse the document's current text after the debounce (or now)."""
         generation = state.touch()
+        delay = 0.0 if immediate else self.debounce_s(state)
         if state.timer is not None:
             state.timer.cancel()
         loop = asyncio.get_running_loop()
-        delay = 0.0 if immediate else self.debounce_s(state)
         state.timer = loop.call_later(delay, lambda: self.server.spawn(self._run(state, generation)))
 
     async def current(self, state: DocumentState) -> None:
@@ -144,7 +149,6 @@ class DiagnosticsEngine:
         snapshot = self.snapshot(state)
         settings = self.server.config.for_path(state.path)
         path = str(state.path) if state.path else state.uri
-        started = time.perf_counter()
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self.executor, analyse_snapshot, snapshot, path, settings, state.notebook)
         self._running[state.uri] = future
@@ -155,7 +159,6 @@ class DiagnosticsEngine:
                 state.analysed = generation
                 state.done.set()
             raise
-        self._last_ms[state.uri] = (time.perf_counter() - started) * 1000
         if generation != state.generation:
             return  # stale: the text changed while we analysed it
         self._apply(state, snapshot, results)
@@ -206,6 +209,10 @@ class DiagnosticsEngine:
         """Settings changed: re-analyse every open document."""
         for state in self.store.all():
             self.schedule(state, immediate=True)
+
+
+def _fired(timer: asyncio.TimerHandle) -> bool:
+    return timer.cancelled() or timer.when() <= asyncio.get_running_loop().time()
 
 
 def path_of(uri: str) -> Path | None:
