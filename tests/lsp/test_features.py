@@ -94,3 +94,22 @@ async def test_large_file_stays_responsive(client: LanguageClient):
     assert hover is None
     diagnostics = await wait_for(lambda: client.diagnostics.get(uri), timeout=60, what="big file diagnostics")
     assert "TT101" in codes(diagnostics)
+
+
+async def test_pyproject_is_honoured_and_reloaded(client: LanguageClient, tmp_path):
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.torchtriage]\nignore = ["TT101"]\n')
+    script = tmp_path / "train.py"
+    script.write_text(EXAMPLE)
+    uri = script.as_uri()
+    open_text(client, uri, EXAMPLE)
+    await wait_for(lambda: client.diagnostics.get(uri), what="diagnostics")
+    assert "TT101" not in codes(client.diagnostics[uri])
+    pyproject.write_text('[tool.torchtriage]\nignore = ["TT303"]\n')
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=pyproject.as_uri(), type=types.FileChangeType.Changed)]
+        )
+    )
+    await wait_for(lambda: "TT101" in codes(client.diagnostics[uri]), what="TT101 back after the reload")
+    assert "TT303" not in codes(client.diagnostics[uri])
