@@ -193,6 +193,7 @@ def test_python_augmentation_in_the_step_is_python_overhead(runs: dict) -> None:
     assert report["bottleneck"]["kind"] == "python_overhead"
     assert report["hotspots"][0]["line"] == mark
     assert f"{script.name}:{mark}" in report["bottleneck"]["recommendations"][0]["action"]
+    assert "augment" in report["bottleneck"]["recommendations"][0]["action"]  # the frames name the function
 
 
 def test_tiny_layers_are_launch_overhead(runs: dict) -> None:

@@ -192,6 +192,7 @@ def _launch_overhead(ctx: AdviceContext) -> tuple[list[Evidence], list[Recommend
         ev.append(Evidence(f"{p.kernels_per_step:.0f} kernels per step, {compute_ms * 1000 / p.kernels_per_step:.1f} us each on average"))
     elif p.ops_per_step:
         ev.append(Evidence(f"{p.ops_per_step:.0f} ops per step, {compute_ms * 1000 / p.ops_per_step:.1f} us each on average"))
+    ev += _line_evidence(ctx, "compute", "Many short ops from")[:2]
     recs = [
         Recommendation(
             "Compile the model: model = torch.compile(model)"
@@ -218,10 +219,12 @@ def _python_overhead(ctx: AdviceContext) -> tuple[list[Evidence], list[Recommend
     ev += _line_evidence(ctx, "python_overhead", "Python time at")
     hot = ctx.lines_of("python_overhead", 1)
     at = f" at {where(hot[0].path, hot[0].line)}" if hot else ""
+    frames = f" (frames: {', '.join(hot[0].top_names[:3])})" if hot and hot[0].top_names else ""
     recs = [
         Recommendation(
-            f"Vectorise the Python loop{at}",
-            "One batched tensor op replaces a Python iteration per sample or element.",
+            f"Cut the Python work{at}{frames}",
+            "A per-sample or per-element loop becomes one batched tensor op; framework frames "
+            "(module calls, autograd) shrink with torch.compile.",
         ),
         Recommendation(
             "Move per-sample preprocessing into the Dataset and use DataLoader workers",

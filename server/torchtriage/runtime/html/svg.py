@@ -138,6 +138,8 @@ def line_chart(
         return "<p class='empty'>No data.</p>"
     left, right, top, bottom = 70, 20, 12, 40
     lo, hi = min(values), max(values)
+    if hi - lo < 0.01 * max(abs(hi), abs(lo)):
+        zero_based = True  # flat series: a fitted range would only magnify rounding
     if zero_based:
         lo = min(0.0, lo)
     else:
