@@ -144,3 +144,16 @@ def test_report_can_be_rebuilt_from_saved_profile(tmp_path: Path) -> None:
     p.save(tmp_path / "profile.json")
     again = ProfileData.load(tmp_path / "profile.json")
     assert build_report(again, diagnose(again)) == build_report(p, diagnose(p))
+
+
+def test_schema_doc_names_every_field_code_and_bar() -> None:
+    from torchtriage.runtime.crosslink import RUNTIME_CODES
+    from torchtriage.runtime.diagnosis import VERDICT_BARS
+
+    doc = (Path(load_schema.__code__.co_filename).parent / "REPORT_SCHEMA.md").read_text(encoding="utf-8")
+    for name in load_schema()["properties"]:
+        assert f"`{name}`" in doc, name
+    for code, name in RUNTIME_CODES.items():
+        assert f"`{code}` | `{name}`" in doc
+    for category, bar in VERDICT_BARS:
+        assert f"`{category}` {bar:.2f}" in doc, category
