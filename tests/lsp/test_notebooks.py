@@ -84,3 +84,11 @@ async def test_editing_cell_one_reanalyses_the_notebook(client: LanguageClient):
     # Without CUDA in cell 1, the CUDA-only rule no longer applies to cell 2.
     change_cell(client, 0, CELLS[0].replace('torch.device("cuda")', 'torch.device("cpu")'), version=2)
     await wait_for(lambda: codes(client.diagnostics.get(cell_uri(1))) == [], what="TT301 gone from cell 2")
+
+
+async def test_syntax_error_in_one_cell_keeps_the_others(client: LanguageClient):
+    open_notebook(client, CELLS)
+    await wait_for(lambda: codes(client.diagnostics.get(cell_uri(1))) == ["TT301"], what="TT301 in cell 2")
+    change_cell(client, 2, "print('done'\n", version=2)
+    await wait_for(lambda: codes(client.diagnostics.get(cell_uri(2))) == ["TT000"], what="TT000 in cell 3")
+    assert codes(client.diagnostics.get(cell_uri(1))) == ["TT301"]

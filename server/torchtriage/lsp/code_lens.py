@@ -10,7 +10,7 @@ from lsprotocol import types
 from ..analysis import parse_source
 from ..analysis.context import ModuleContext
 from ..findings import Finding
-from .notebooks import join_cells
+from ..analysis.notebooks import build_virtual_module
 
 if TYPE_CHECKING:
     from .documents import DocumentState
@@ -31,7 +31,7 @@ def _loops_per_target(state: "DocumentState", texts: list[tuple[str, str]]) -> d
     if not state.notebook:
         uri, text = texts[0]
         return {uri: step_loop_lines(text)}
-    joined = join_cells([text for _, text in texts])
+    joined = build_virtual_module([text for _, text in texts])
     result: dict[str, list[int]] = {uri: [] for uri, _ in texts}
     for line in step_loop_lines(joined.source):
         cell, local = joined.to_cell(line)

@@ -28,7 +28,7 @@ from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
 from .annotations import annotations_from_report, summary_from_report
 from .code_lens import step_loop_lines
 from .documents import DocumentState
-from .notebooks import join_cells
+from ..analysis.notebooks import build_virtual_module
 
 if TYPE_CHECKING:
     from .server import TorchTriageServer
@@ -88,7 +88,7 @@ class Commands:
             return path, mapper
         if not state.notebook:
             snapshot = snapshot[:1]
-        joined = join_cells([text for _, _, text in snapshot])
+        joined = build_virtual_module([text for _, _, text in snapshot])
         script = folder / "notebook_script.py"
         script.write_text(joined.source, encoding="utf-8")
 

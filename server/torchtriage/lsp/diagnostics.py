@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from ..analysis import analyze_source
+from ..analysis.notebooks import analyze_cells
 from ..config import Settings
 from ..findings import SYNTAX_ERROR_CODE, Finding, Severity
 from .documents import Annotation, DocumentState, DocumentStore
-from .notebooks import join_cells
 from .positions import Positions
 
 if TYPE_CHECKING:
@@ -48,13 +48,15 @@ Snapshot = list[tuple[str, int | None, str]]  # (target uri, version, text) in c
 
 
 def analyse_snapshot(snapshot: Snapshot, path: str, settings: Settings, notebook: bool) -> dict[str, list[Finding]]:
-    """Run the core on a snapshot: one module, or all cells joined (worker thread)."""
+    """Run the core on a snapshot: one module, or all cells together (worker thread)."""
     if not notebook:
         uri, _, text = snapshot[0]
         return {uri: analyze_source(text, path, settings)}
-    joined = join_cells([text for _, _, text in snapshot])
-    per_cell = joined.split(analyze_source(joined.source, path, settings))
-    return {uri: per_cell[index] for index, (uri, _, _) in enumerate(snapshot)}
+    result: dict[str, list[Finding]] = {uri: [] for uri, _, _ in snapshot}
+    for finding in analyze_cells([text for _, _, text in snapshot], path, settings):
+        if finding.cell is not None and finding.cell.cell < len(snapshot):
+            result[snapshot[finding.cell.cell][0]].append(finding)
+    return result
 
 
 def to_diagnostic(finding: Finding, positions: Positions) -> types.Diagnostic:
@@ -176,8 +178,7 @@ class DiagnosticsEngine:
             target.version, target.text = version, text
             findings = results.get(uri, [])
             syntax = [f for f in findings if f.code == SYNTAX_ERROR_CODE]
-            broken = any(f.code == SYNTAX_ERROR_CODE for fs in results.values() for f in fs)
-            if broken:
+            if syntax:  # (a broken cell is blanked; the other cells keep fresh findings)
                 target.findings = syntax + [replace(f, fix=None) for f in target.last_good]
             else:
                 target.findings = target.last_good = findings
