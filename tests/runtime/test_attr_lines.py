@@ -23,7 +23,7 @@ def _self(profile, script: str, line: int, category: str = "compute") -> float:
 
 def test_operator_slot_matmul_is_charged_to_its_own_line(basic) -> None:
     matmul = line_of("train_basic.py", "c = a @ b")
-    caller = line_of("train_basic.py", "z = helper(y, x)")
+    caller = line_of("train_basic.py", "z = helper(y, w)")
     names = {n for c in basic.lines if c.line == matmul and c.path.endswith("train_basic.py") for n in c.top_names}
     assert "aten::mm" in names or "aten::matmul" in names
     assert _self(basic, "train_basic.py", matmul) > 0

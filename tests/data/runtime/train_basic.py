@@ -12,9 +12,10 @@ def main():
     model = torch.nn.Linear(256, 256)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(256, 256)
+    w = torch.randn(256, 2048)  # big enough for frame samples to land in the matmul
     for step in range(20):
         y = model(x)
-        z = helper(y, x)
+        z = helper(y, w)
         loss = z.square().mean()
         loss.backward()
         value = loss.item()
