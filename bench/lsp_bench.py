@@ -178,7 +178,7 @@ def main() -> None:
         analyze_source(text, "/tmp/train_big.py")
         times.append((time.perf_counter() - started) * 1000)
     result["core_analysis_ms"] = statistics.median(times)
-    mode = "adaptive" if args.debounce_ms is None else f"{args.debounce_ms:g} ms"
+    mode = "idle: none, busy: 20 ms" if args.debounce_ms is None else f"{args.debounce_ms:g} ms"
     row = (
         f"| {time.strftime('%Y-%m-%d %H:%M')} | {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} | {mode} | "
         f"{result['lines']} | {result['findings']} | {result['first_open_ms']:.0f} | {result['edit_p50_ms']:.0f} | "
