@@ -154,5 +154,22 @@ class ModuleContext:
         end_column = self.char_column(end_line, end_offset) if end_offset is not None else column
         return Span(line, column + 1, end_line, end_column + 1)
 
+    @cached_property
+    def _byte_lines(self) -> list[bytes]:
+        return [line.encode("utf-8") for line in split_lines(self.source, keepends=True)]
+
     def segment(self, node: ast.AST) -> str:
-        return ast.get_source_segment(self.source, node) or ""
+        """The source text of a node, like ``ast.get_source_segment`` but without re-splitting
+        the whole file on every call (that made rules quadratic on long files)."""
+        try:
+            first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
+            start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except AttributeError:
+            return ""
+        if last is None or end is None or not 0 <= first <= last < len(self._byte_lines):
+            return ""
+        lines = self._byte_lines
+        if first == last:
+            return lines[first][start:end].decode("utf-8", errors="replace")
+        parts = [lines[first][start:], *lines[first + 1 : last], lines[last][:end]]
+        return b"".join(parts).decode("utf-8", errors="replace")

@@ -222,21 +222,31 @@ def _loop_reads(loop: ast.AST, name: str) -> bool:
 
 def _functions(ctx: "ModuleContext") -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
     table: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
-    for node in ast.walk(ctx.tree):
+    for node in ctx.parents:  # every node but the module, already collected: cheaper than ast.walk
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             table.setdefault(node.name, []).append(node)
     return table
 
 
+def _local_calls(
+    ctx: "ModuleContext", functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]
+) -> list[tuple[ast.Call, list[ast.FunctionDef | ast.AsyncFunctionDef]]]:
+    """Every call of a function defined in this module, with its candidates (one walk)."""
+    found = []
+    for node in ctx.parents:
+        if isinstance(node, ast.Call):
+            candidates = functions.get(_last_name(node.func) or "")
+            if candidates:
+                found.append((node, candidates))
+    return found
+
+
 def _parameters_receiving(
-    ctx: "ModuleContext", name: str, functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]
+    name: str, calls: list[tuple[ast.Call, list[ast.FunctionDef | ast.AsyncFunctionDef]]]
 ) -> Iterator[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]:
     """(function, parameter) pairs that a call passes ``name`` to."""
-    for node in ast.walk(ctx.tree):
-        if not isinstance(node, ast.Call):
-            continue
-        callee = _last_name(node.func)
-        for func in functions.get(callee or "", []):
+    for node, candidates in calls:
+        for func in candidates:
             params = [a.arg for a in [*func.args.posonlyargs, *func.args.args] if a.arg not in ("self", "cls")]
             for param, arg in zip(params, node.args):
                 if _last_name(arg) == name:
@@ -256,7 +266,7 @@ def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
     name = loader_name(ctx, call)
     if name is None:
         return []
-    functions = _functions(ctx)
+    calls = _local_calls(ctx, _functions(ctx))
     found: list[HotRegion] = []
     seen: set[tuple[ast.AST | None, str]] = set()
     frontier: list[tuple[ast.AST | None, str]] = [(None, name)]
@@ -270,7 +280,7 @@ def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
                 inside = scope is None or any(a is scope for a in ctx.ancestors(region.node))
                 if inside and _loop_reads(region.node, current) and region not in found:
                     found.append(region)
-            next_frontier.extend(_parameters_receiving(ctx, current, functions))
+            next_frontier.extend(_parameters_receiving(current, calls))
         frontier = next_frontier
     return found
 
