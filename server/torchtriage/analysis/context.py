@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from ..config import Settings
 from ..findings import Span
-from .text import split_lines
+from .text import line_offsets, split_lines
 
 if TYPE_CHECKING:
     from .hotloops import HotLoops
@@ -153,6 +153,11 @@ class ModuleContext:
         end_offset = getattr(node, "end_col_offset", None)
         end_column = self.char_column(end_line, end_offset) if end_offset is not None else column
         return Span(line, column + 1, end_line, end_column + 1)
+
+    @cached_property
+    def line_offsets(self) -> list[int]:
+        """String offset of each line start (see :func:`text.line_offsets`), computed once."""
+        return line_offsets(self.source)
 
     @cached_property
     def _byte_lines(self) -> list[bytes]:

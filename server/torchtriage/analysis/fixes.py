@@ -40,7 +40,7 @@ def replace_expression(
 ) -> Fix:
     """Re-parse ``node``'s source with libcst, transform it, and replace it."""
     span = ctx.span(node)
-    offsets = line_offsets(ctx.source)
+    offsets = ctx.line_offsets
     start, end = span_offsets(offsets, span)
     expression = parse_expression_snippet(ctx.source[start:end])
     return Fix(title, applicability, (Edit(span, code_for(transform(expression))),))
