@@ -71,6 +71,15 @@ class ModuleContext:
         return _build_parents(self.tree)
 
     @cached_property
+    def all_nodes(self) -> tuple[ast.AST, ...]:
+        """Every node of the module in ``ast.walk`` order, collected once.
+
+        Rules scan the whole module many times per file; iterating this tuple
+        is several times cheaper than a fresh ``ast.walk(ctx.tree)``.
+        """
+        return tuple(ast.walk(self.tree))  # not the parents' keys: Load/Store/operators are shared singletons
+
+    @cached_property
     def aliases(self) -> dict[str, str]:
         return _import_aliases(self.tree)
 

@@ -87,7 +87,7 @@ def _set_grad_false_before(ctx: "ModuleContext", scope: ast.AST, line: int) -> b
 
 def _call_sites(ctx: "ModuleContext", func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
     sites = []
-    for node in ast.walk(ctx.tree):
+    for node in ctx.all_nodes:
         if not isinstance(node, ast.Call):
             continue
         callee = node.func

@@ -69,7 +69,7 @@ def dataloader_calls(ctx: "ModuleContext") -> Iterator[ast.Call]:
     """Every torch DataLoader call of the module; none in test files, where speed is not the point."""
     if is_test_file(ctx.path) or "DataLoader" not in ctx.source:
         return  # every spelling (alias, module attribute) names DataLoader somewhere
-    for node in ast.walk(ctx.tree):
+    for node in ctx.all_nodes:
         if isinstance(node, ast.Call) and is_dataloader(ctx, node):
             yield node
 
@@ -170,7 +170,7 @@ def is_streaming_dataset(ctx: "ModuleContext", call: ast.Call) -> bool:
             words.append(ctx.dotted(value.func) or "")
     iterable_classes = {
         node.name
-        for node in ast.walk(ctx.tree)
+        for node in ctx.all_nodes
         if isinstance(node, ast.ClassDef)
         and any((ctx.qualname(base) or "").endswith("IterableDataset") for base in node.bases)
     }

@@ -185,7 +185,7 @@ class OptimizerNotFused(Rule):
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
         if is_test_file(ctx.path) or (not trains(ctx) and not _lightning(ctx)):
             return
-        for node in ast.walk(ctx.tree):
+        for node in ctx.all_nodes:
             if not isinstance(node, ast.Call):
                 continue
             short = _OPTIMIZERS.get(ctx.call_qualname(node) or "")
