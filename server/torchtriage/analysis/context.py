@@ -25,18 +25,24 @@ _CUDA_PATTERNS = re.compile(
 )
 
 
-def _build_parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+def _walk_with_parents(tree: ast.AST) -> tuple[tuple[ast.AST, ...], dict[ast.AST, ast.AST]]:
+    """Every node in ``ast.walk`` order (breadth first), and each node's parent, in one pass."""
+    nodes: list[ast.AST] = [tree]
     parents: dict[ast.AST, ast.AST] = {}
-    for node in ast.walk(tree):
+    index = 0
+    while index < len(nodes):
+        node = nodes[index]
+        index += 1
         for child in ast.iter_child_nodes(node):
             parents[child] = node
-    return parents
+            nodes.append(child)
+    return tuple(nodes), parents
 
 
-def _import_aliases(tree: ast.Module) -> dict[str, str]:
+def _import_aliases(nodes: tuple[ast.AST, ...]) -> dict[str, str]:
     """Local name -> dotted qualified name, for every import anywhere in the module."""
     aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -67,8 +73,12 @@ class ModuleContext:
         return split_lines(self.source)
 
     @cached_property
+    def _walked(self) -> tuple[tuple[ast.AST, ...], dict[ast.AST, ast.AST]]:
+        return _walk_with_parents(self.tree)
+
+    @cached_property
     def parents(self) -> dict[ast.AST, ast.AST]:
-        return _build_parents(self.tree)
+        return self._walked[1]
 
     @cached_property
     def all_nodes(self) -> tuple[ast.AST, ...]:
@@ -77,11 +87,11 @@ class ModuleContext:
         Rules scan the whole module many times per file; iterating this tuple
         is several times cheaper than a fresh ``ast.walk(ctx.tree)``.
         """
-        return tuple(ast.walk(self.tree))  # not the parents' keys: Load/Store/operators are shared singletons
+        return self._walked[0]  # not the parents' keys: Load/Store/operators are shared singletons
 
     @cached_property
     def aliases(self) -> dict[str, str]:
-        return _import_aliases(self.tree)
+        return _import_aliases(self.all_nodes)
 
     @cached_property
     def uses_cuda(self) -> bool:

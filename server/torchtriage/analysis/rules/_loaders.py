@@ -228,32 +228,26 @@ def _functions(ctx: "ModuleContext") -> dict[str, list[ast.FunctionDef | ast.Asy
     return table
 
 
-def _local_calls(
+def _argument_index(
     ctx: "ModuleContext", functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]
-) -> list[tuple[ast.Call, list[ast.FunctionDef | ast.AsyncFunctionDef]]]:
-    """Every call of a function defined in this module, with its candidates (one walk)."""
-    found = []
+) -> dict[str, list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]]:
+    """Name passed -> (function, parameter) pairs, for every call of a function of this module.
+
+    Built once per loader (one pass over the nodes), so following a loader
+    through parameters is a lookup, not a scan of every call per step.
+    """
+    index: dict[str, list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]] = {}
     for node in ctx.parents:
-        if isinstance(node, ast.Call):
-            candidates = functions.get(_last_name(node.func) or "")
-            if candidates:
-                found.append((node, candidates))
-    return found
-
-
-def _parameters_receiving(
-    name: str, calls: list[tuple[ast.Call, list[ast.FunctionDef | ast.AsyncFunctionDef]]]
-) -> Iterator[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]:
-    """(function, parameter) pairs that a call passes ``name`` to."""
-    for node, candidates in calls:
-        for func in candidates:
+        if not isinstance(node, ast.Call):
+            continue
+        for func in functions.get(_last_name(node.func) or "", ()):
             params = [a.arg for a in [*func.args.posonlyargs, *func.args.args] if a.arg not in ("self", "cls")]
             for param, arg in zip(params, node.args):
-                if _last_name(arg) == name:
-                    yield func, param
+                index.setdefault(_last_name(arg) or "", []).append((func, param))
             for keyword in node.keywords:
-                if keyword.arg and _last_name(keyword.value) == name:
-                    yield func, keyword.arg
+                if keyword.arg:
+                    index.setdefault(_last_name(keyword.value) or "", []).append((func, keyword.arg))
+    return index
 
 
 def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
@@ -266,7 +260,7 @@ def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
     name = loader_name(ctx, call)
     if name is None:
         return []
-    calls = _local_calls(ctx, _functions(ctx))
+    receivers = _argument_index(ctx, _functions(ctx))
     found: list[HotRegion] = []
     seen: set[tuple[ast.AST | None, str]] = set()
     frontier: list[tuple[ast.AST | None, str]] = [(None, name)]
@@ -280,7 +274,7 @@ def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
                 inside = scope is None or any(a is scope for a in ctx.ancestors(region.node))
                 if inside and _loop_reads(region.node, current) and region not in found:
                     found.append(region)
-            next_frontier.extend(_parameters_receiving(current, calls))
+            next_frontier.extend(receivers.get(current, ()))
         frontier = next_frontier
     return found
 
