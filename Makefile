@@ -21,7 +21,8 @@ system-deps:
 demo: install
 	$(PYTHON) -m torchtriage check examples/ --statistics --exit-zero
 	$(PYTHON) -m torchtriage check examples/ --exit-zero
-	$(PYTHON) -m torchtriage profile examples/slow_loader.py --steps-active 3 -- --steps 12 || true
+	$(PYTHON) -m torchtriage profile --out .torchtriage/runs/demo-slow_loader examples/slow_loader.py
+	@echo "Open .torchtriage/runs/demo-slow_loader/report.html to see the profile report."
 
 test: install system-deps
 	$(PYTHON) -m pytest -n 2 -q -p no:cacheprovider
