@@ -49,7 +49,7 @@ def parse_source(source: str, path: str = "<string>") -> ast.Module | Finding:
             code=SYNTAX_ERROR_CODE,
             name="syntax-error",
             severity=Severity.ERROR,
-            message=f"cannot parse: {exc}",
+            message=f"cannot parse: {exc or 'nested too deeply'} ({type(exc).__name__})",
         )
 
 
