@@ -6,6 +6,7 @@ checked in parallel worker processes when there are enough files to pay for it.
 
 from __future__ import annotations
 
+import codecs
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -108,6 +109,9 @@ def write_fixes(reports: Iterable[FileReport]) -> int:
     written = 0
     for report in reports:
         if report.new_text is not None:
-            Path(report.path).write_text(report.new_text, encoding="utf-8", newline="")
+            path = Path(report.path)
+            with path.open("rb") as handle:
+                bom = handle.read(3) == codecs.BOM_UTF8
+            path.write_text(report.new_text, encoding="utf-8-sig" if bom else "utf-8", newline="")
             written += 1
     return written

@@ -141,3 +141,11 @@ def test_rules_and_explain(tt) -> None:
 def test_version(tt) -> None:
     result = tt("--version")
     assert result.returncode == 0 and result.stdout.startswith("torchtriage ")
+
+
+def test_fix_keeps_a_utf8_bom(tt, tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    path.write_bytes(b"\xef\xbb\xbf" + TRAIN_CUDA.lstrip("\n").encode())
+    assert tt("check", "--fix", "--select", "TT301", "train.py").returncode == 0
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbfimport torch") and b"non_blocking=True" in data

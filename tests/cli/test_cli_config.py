@@ -93,3 +93,11 @@ def test_broken_pyproject_is_ignored_not_fatal(tt, tmp_path: Path) -> None:
     write(tmp_path / "train.py", TRAIN_ITEM)
     result = tt("check", "--select", "TT101", "train.py")
     assert result.returncode == 1 and "Traceback" not in result.stderr
+
+
+def test_broken_torchtriage_table_is_reported(tt, tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[tool.torchtriage]\nselect = [\n")
+    write(tmp_path / "train.py", TRAIN_ITEM)
+    result = tt("check", "--select", "TT101", "train.py")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "pyproject.toml" in result.stderr and "warning" in result.stderr
