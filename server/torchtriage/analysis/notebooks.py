@@ -209,7 +209,8 @@ def analyze_cells(
     if isinstance(parse_source(module.source, path), Finding):
         errors = _cell_syntax_errors(cells, path)
         for position, error in errors.items():
-            results.append(error.with_changes(cell=CellLocation(numbers[position], error.span.line, error.span.end_line)))
+            where = CellLocation(numbers[position], error.span.line, error.span.end_line)
+            results.append(error.with_changes(cell=where))
         blanked = ["\n" * module.line_counts[i] if i in errors else cell for i, cell in enumerate(cells)]
         module = build_virtual_module(blanked)
     for finding in analyze_source(module.source, path, settings):
