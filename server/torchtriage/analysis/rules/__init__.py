@@ -4,17 +4,36 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import warnings
 from functools import lru_cache
+from typing import Iterable
 
 from .base import Invalid, Report, Rule, Valid
+
+
+def import_rule_modules(package: str, path: Iterable[str]) -> list[str]:
+    """Import every public module of a rule package; a module that fails is skipped.
+
+    Returns one message per failed module (also issued as a RuntimeWarning), so
+    one broken rule file costs its own rules, not the whole analyzer.
+    """
+    problems = []
+    for info in pkgutil.iter_modules(list(path)):
+        if info.name == "base" or info.name.startswith("_"):
+            continue
+        try:
+            importlib.import_module(f"{package}.{info.name}")
+        except Exception as exc:  # noqa: BLE001 - any import-time error of one rule file
+            message = f"torchtriage: rule module {info.name} failed to import and is skipped: {type(exc).__name__}: {exc}"
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+            problems.append(message)
+    return problems
 
 
 @lru_cache(maxsize=1)
 def all_rules() -> tuple[type[Rule], ...]:
     """Every rule, sorted by code; modules are discovered, not listed by hand."""
-    for info in pkgutil.iter_modules(__path__):
-        if info.name != "base" and not info.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{info.name}")
+    import_rule_modules(__name__, __path__)
     found: dict[str, type[Rule]] = {}
     stack = list(Rule.__subclasses__())
     while stack:
@@ -35,4 +54,4 @@ def rule_by_code(code: str) -> type[Rule] | None:
     return None
 
 
-__all__ = ["Invalid", "Report", "Rule", "Valid", "all_rules", "rule_by_code"]
+__all__ = ["Invalid", "Report", "Rule", "Valid", "all_rules", "import_rule_modules", "rule_by_code"]
