@@ -27,6 +27,7 @@ class FrameSampler:
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._user_code: Dict[object, bool] = {}
+        self._saved_switch_interval: Optional[float] = None
 
     @property
     def running(self) -> bool:
@@ -34,6 +35,11 @@ class FrameSampler:
 
     def start(self) -> None:
         if self._thread is None:
+            # Pure-Python loops hold the GIL for the whole switch interval (5 ms by
+            # default), so a 1 ms sampler would only get a turn every 5 ms and miss
+            # the lines doing the work; a shorter interval while sampling fixes that.
+            self._saved_switch_interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(self._saved_switch_interval, self.interval_s / 2))
             self._stop.clear()
             self._thread = threading.Thread(target=self._run, name="torchtriage-sampler", daemon=True)
             self._thread.start()
@@ -43,6 +49,9 @@ class FrameSampler:
         if thread is not None:
             self._stop.set()
             thread.join(timeout=2.0)
+        if self._saved_switch_interval is not None:
+            sys.setswitchinterval(self._saved_switch_interval)
+            self._saved_switch_interval = None
 
     def _run(self) -> None:
         while not self._stop.is_set():
