@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from .noise import is_profiler_noise
+
 AGENT_DIR = Path(__file__).resolve().parent / "agent"
 BOOTSTRAP = AGENT_DIR / "bootstrap.py"
 AGENT_JSON = "agent.json"
@@ -123,8 +125,9 @@ class ChildRun:
             for raw in self.proc.stdout:
                 log.write(raw)
                 log.flush()
-                if self.on_output is not None:
-                    self.on_output(raw.decode("utf-8", "replace").rstrip("\n"))
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                if self.on_output is not None and not is_profiler_noise(line):
+                    self.on_output(line)
 
     def stop(self, grace_s: float = GRACE_S) -> None:
         """SIGTERM to the child (it saves what it has), then SIGKILL to the whole group."""
