@@ -220,17 +220,43 @@ def runtime_findings(diagnosis: "Diagnosis", profile: ProfileData, findings: lis
     return out
 
 
-def link_evidence(links: list[StaticLink], kind: str, limit: int = 3) -> list[Evidence]:
-    """Static findings of the verdict's category as evidence ("TT101 at train.py:45 costs 38% of step time")."""
+def _cuda_only(code: str) -> bool:
+    """Whether a static rule is about CUDA (its hazard costs nothing on a CPU run)."""
+    try:
+        from ..analysis.rules import rule_by_code
+
+        rule = rule_by_code(code)
+    except Exception:  # a broken rule module must not break a report
+        return False
+    return bool(getattr(rule, "requires_cuda", False))
+
+
+MEANINGFUL_LINE_SHARE = 0.01  # below this a line "costs" nothing worth quoting
+
+
+def link_evidence(links: list[StaticLink], kind: str, device: str = "cuda", limit: int = 3) -> list[Evidence]:
+    """Static findings of the verdict's category as evidence ("TT101 at train.py:45 costs 38% of step time").
+
+    Costly lines first, then the findings that point at the cause; one entry per
+    (code, line); CUDA-only rules are left out of a CPU run, where they cost nothing.
+    """
     category = "memory" if kind == "memory_growth" else kind
-    out = []
-    for k in [k for k in links if k.category == category][:limit]:
+    relevant = [k for k in links if k.category == category and not (device == "cpu" and _cuda_only(k.code))]
+    relevant.sort(key=lambda k: (k.line_share < MEANINGFUL_LINE_SHARE, -k.line_share, k.path, k.line, k.code))
+    out: list[Evidence] = []
+    seen: set[tuple[str, str, int]] = set()
+    for k in relevant:
+        if (k.code, k.path, k.line) in seen:
+            continue
+        seen.add((k.code, k.path, k.line))
         where = f"{Path(k.path).name}:{k.line}"
-        if k.hot:
+        if k.line_share >= MEANINGFUL_LINE_SHARE:
             text = f"{k.code} at {where} costs {k.line_share * 100:.0f}% of step time ({k.self_us_per_step / 1000:.2f} ms per step)"
         else:
             text = f"{k.code} at {where} points at the cause: {k.message}"
         out.append(Evidence(text, k.path, k.line))
+        if len(out) == limit:
+            break
     return out
 
 
@@ -242,5 +268,5 @@ def link_findings(diagnosis: "Diagnosis", profile: ProfileData, findings: list[F
     diagnosis.static_links = static_links(profile, findings, diagnosis.breakdown)
     for verdict in [diagnosis.bottleneck, *diagnosis.secondary]:
         if verdict.kind != "none":
-            verdict.evidence[1:1] = link_evidence(diagnosis.static_links, verdict.kind)
+            verdict.evidence[1:1] = link_evidence(diagnosis.static_links, verdict.kind, profile.device)
     diagnosis.runtime_findings = runtime_findings(diagnosis, profile, findings)
