@@ -187,7 +187,6 @@ def test_lbfgs_closure_runs_every_step():
 # --- rule cases found on real code, reported to the rule owners --------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="TT301 reads `.to(self.img_dtype)` (a dtype cast, timm PrefetchLoader) as a device move")
 def test_tt301_dtype_cast_through_an_attribute_is_not_a_copy():
     assert not findings(
         """
@@ -201,7 +200,6 @@ def test_tt301_dtype_cast_through_an_attribute_is_not_a_copy():
     )
 
 
-@pytest.mark.xfail(strict=True, reason="TT301 flags moving a model output (already on the model's device) as batch data")
 def test_tt301_model_output_is_not_batch_data():
     assert not findings(
         """
@@ -217,7 +215,6 @@ def test_tt301_model_output_is_not_batch_data():
     )
 
 
-@pytest.mark.xfail(strict=True, reason="TT301 and TT305 both report `torch.tensor(r).to(device)`; TT305 is the right one")
 def test_tt301_leaves_fresh_tensors_to_tt305():
     assert not findings(
         """

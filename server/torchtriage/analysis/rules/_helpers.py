@@ -39,6 +39,9 @@ def is_device_move(call: ast.AST) -> bool:
     first = call.args[0]
     if isinstance(first, ast.Attribute) and isinstance(first.value, ast.Name) and first.value.id == "torch":
         return first.attr in ("device",)  # torch.float16 etc. are dtypes
+    last = first.attr if isinstance(first, ast.Attribute) else first.id if isinstance(first, ast.Name) else ""
+    if "dtype" in last.lower():
+        return False  # x.to(self.img_dtype), x.to(dtype): a cast, not a copy
     if isinstance(first, ast.Constant):
         return isinstance(first.value, str) and first.value.split(":")[0] in ("cuda", "mps", "xpu", "npu")
     return True

@@ -8,8 +8,34 @@ from typing import Iterator
 from ...findings import Applicability, Severity
 from ..context import ModuleContext
 from ..fixes import add_keywords_fix, keyword_value
-from ._helpers import is_batch_expression, is_device_move, method_name
+from ..hotloops import _MODEL_NAME as MODEL_NAME
+from ..hotloops import HotRegion
+from ._helpers import is_batch_expression, is_device_move, method_name, names_in
 from .base import Invalid, Report, Rule, Valid
+
+
+def _model_outputs(ctx: ModuleContext, region: HotRegion) -> set[str]:
+    """Names bound to what the model returned (and values computed from it) in one region.
+
+    Outputs already live on the model's device; moving them is not the
+    host-to-device batch copy that pinned memory and non_blocking speed up.
+    """
+    key = ("tt301-model-outputs", id(region))
+    if key not in ctx.memo:
+        outputs: set[str] = set()
+        assigns = [node for node, owner in ctx.hot.nodes(ast.Assign) if owner is region]
+        for _ in range(2):
+            for node in assigns:
+                value_names = names_in(node.value)
+                from_model = any(
+                    isinstance(n, ast.Call) and MODEL_NAME.match(ctx.dotted(n.func).rsplit(".", 1)[-1] if ctx.dotted(n.func) else "")
+                    for n in ast.walk(node.value)
+                )
+                if from_model or value_names & outputs:
+                    for target in node.targets:
+                        outputs |= names_in(target)
+        ctx.memo[key] = outputs
+    return ctx.memo[key]  # type: ignore[return-value]
 
 
 class NonBlockingTransfer(Rule):
@@ -74,6 +100,18 @@ class NonBlockingTransfer(Rule):
                 loss = model(x).sum(); loss.backward()
             """
         ),
+        Valid(
+            """
+            import torch
+            with torch.no_grad():
+                for data, target in test_loader:
+                    data = data.to("cuda", non_blocking=True)
+                    pred = model(data).argmax(dim=1)
+                    pred = pred.to(device)          # a model output, already on the device
+                    x = data.to(self_dtype)         # a dtype cast, not a copy
+                    extra = torch.tensor(1.0).to("cuda")   # made in the step: TT305's case
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -112,8 +150,10 @@ class NonBlockingTransfer(Rule):
             if not is_device_move(call) or keyword_value(call, "non_blocking") is not None:
                 continue
             receiver = call.func.value  # type: ignore[attr-defined]
-            if not is_batch_expression(receiver, region):
+            if not is_batch_expression(receiver, region) or names_in(receiver) & _model_outputs(ctx, region):
                 continue
+            if any(isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith("torch.") for n in ast.walk(receiver)):
+                continue  # a tensor made in the step (torch.tensor(r).to(d)) is TT305's case
             what = "`.cuda()`" if method_name(call) == "cuda" else "`.to(...)`"
             yield Report(
                 call,
