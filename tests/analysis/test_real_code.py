@@ -227,7 +227,6 @@ def test_tt301_leaves_fresh_tensors_to_tt305():
     )
 
 
-@pytest.mark.xfail(strict=True, reason="TT302 flags a one-shot `next(iter(DataLoader(...)))` used for sample images")
 def test_tt302_one_shot_loader_is_not_a_training_loader():
     assert not findings(
         """

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from typing import Iterator
 
 from ...findings import Applicability, Severity
@@ -17,6 +19,20 @@ from ._loaders import (
 from .base import Invalid, Report, Rule, Valid
 
 SUGGESTED_WORKERS = "4"
+
+
+def _is_one_shot(ctx: ModuleContext, call: ast.Call) -> bool:
+    """``next(iter(DataLoader(...)))``: one batch grabbed (sample images, a shape probe), never a loop."""
+    parent = ctx.parents.get(call)
+    grand = ctx.parents.get(parent) if parent is not None else None
+    return (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id == "iter"
+        and isinstance(grand, ast.Call)
+        and isinstance(grand.func, ast.Name)
+        and grand.func.id == "next"
+    )
 
 
 class DataLoaderNoWorkers(Rule):
@@ -180,6 +196,8 @@ class DataLoaderNoWorkers(Rule):
             if not workers.all_values(lambda v: is_zero(ctx, v, call), default_matches=True):
                 continue
             if is_in_memory_dataset(ctx, call) or is_streaming_dataset(ctx, call):
+                continue
+            if _is_one_shot(ctx, call):
                 continue
             yield Report(
                 call.func,
