@@ -21,6 +21,10 @@ _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)
 _FILE_NOQA = re.compile(r"^#\s*torchtriage\s*:\s*noqa\s*$", re.I | re.M)
 
 
+def _syntax_error(path: str, span: Span, message: str) -> Finding:
+    return Finding(path, span, SYNTAX_ERROR_CODE, "syntax-error", Severity.ERROR, message)
+
+
 def parse_source(source: str, path: str = "<string>") -> ast.Module | Finding:
     """The module's ast, or a TT000 finding that says where the syntax breaks."""
     try:
@@ -34,23 +38,9 @@ def parse_source(source: str, path: str = "<string>") -> ast.Module | Finding:
         end_column = exc.end_offset if exc.end_offset and exc.end_lineno else column + 1
         if (end_line, end_column) <= (line, column):
             end_line, end_column = line, column + 1
-        return Finding(
-            path=path,
-            span=Span(line, max(column, 1), end_line, max(end_column, 1)),
-            code=SYNTAX_ERROR_CODE,
-            name="syntax-error",
-            severity=Severity.ERROR,
-            message=f"SyntaxError: {exc.msg}",
-        )
+        return _syntax_error(path, Span(line, max(column, 1), end_line, max(end_column, 1)), f"SyntaxError: {exc.msg}")
     except (ValueError, MemoryError, RecursionError) as exc:  # null bytes, absurd nesting
-        return Finding(
-            path=path,
-            span=Span(1, 1, 1, 1),
-            code=SYNTAX_ERROR_CODE,
-            name="syntax-error",
-            severity=Severity.ERROR,
-            message=f"cannot parse: {exc or 'nested too deeply'} ({type(exc).__name__})",
-        )
+        return _syntax_error(path, Span(1, 1, 1, 1), f"cannot parse: {exc or 'nested too deeply'} ({type(exc).__name__})")
 
 
 def noqa_codes(line: str) -> frozenset[str] | None:

@@ -76,15 +76,19 @@ class StaticLink:
         return self.line_share > 0
 
 
-def rule_category(code: str) -> str:
-    """The rule's category from the registry, else from KNOWN_CATEGORIES."""
+def _rule(code: str):  # type: ignore[no-untyped-def]
+    """The static rule class for a code, or None (a broken rule module must not break a report)."""
     try:
         from ..analysis.rules import rule_by_code
 
-        rule = rule_by_code(code)
-    except Exception:  # a broken rule module must not break a report
-        rule = None
-    return getattr(rule, "category", "") or KNOWN_CATEGORIES.get(code.upper(), "")
+        return rule_by_code(code)
+    except Exception:
+        return None
+
+
+def rule_category(code: str) -> str:
+    """The rule's category from the registry, else from KNOWN_CATEGORIES."""
+    return getattr(_rule(code), "category", "") or KNOWN_CATEGORIES.get(code.upper(), "")
 
 
 def normalize_path(path: str, cwd: str) -> str:
@@ -222,13 +226,7 @@ def runtime_findings(diagnosis: "Diagnosis", profile: ProfileData, findings: lis
 
 def _cuda_only(code: str) -> bool:
     """Whether a static rule is about CUDA (its hazard costs nothing on a CPU run)."""
-    try:
-        from ..analysis.rules import rule_by_code
-
-        rule = rule_by_code(code)
-    except Exception:  # a broken rule module must not break a report
-        return False
-    return bool(getattr(rule, "requires_cuda", False))
+    return bool(getattr(_rule(code), "requires_cuda", False))
 
 
 MEANINGFUL_LINE_SHARE = 0.01  # below this a line "costs" nothing worth quoting
