@@ -58,6 +58,9 @@ async def test_profile_reports_progress_hints_diagnostics_and_lens(client: Langu
     [(token, events)] = list(client.progress_reports.items())
     assert events[0].kind == "begin" and events[0].cancellable and events[-1].kind == "end"
     assert any(e.kind == "report" for e in events)
+    # the CLI's --progress json events come through as messages with percentages
+    recorded = [e for e in events if e.kind == "report" and (e.message or "").startswith("recording step")]
+    assert recorded and recorded[-1].percentage == 100
 
     await wait_for(lambda: client.profile_reports, what="profileReport notification")
     assert client.profile_reports[0].reportPath == result["reportPath"]

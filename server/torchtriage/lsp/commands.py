@@ -107,7 +107,7 @@ class Commands:
             raise JsonRpcInvalidParams(f"{uri} is not open")
         out = Path(tempfile.mkdtemp(prefix="torchtriage-profile-"))
         script, mapper = self._script_for(state, out)
-        command = [sys.executable, "-m", "torchtriage", "profile", "--out", str(out / "run")]
+        command = [sys.executable, "-m", "torchtriage", "profile", "--progress", "json", "--out", str(out / "run")]
         if self.server.config.interpreter:
             command += ["--python", self.server.config.interpreter]
         command.append(str(script))

@@ -42,6 +42,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--no-step-timeout", type=float, default=120.0, help="give up if no step is seen in this many seconds")
     parser.add_argument("--sample-interval-ms", type=float, default=1.0, help="frame sampling period during recorded steps")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no script output")
+    parser.add_argument(
+        "--progress", choices=("bar", "json"), default="bar",
+        help="bar: a progress bar on stderr; json: one JSON object per line on stdout "
+        '({"event": "progress", "message": ..., "percentage": ...}), for editors',
+    )
     parser.set_defaults(handler=run_profile)
 
 
@@ -82,7 +87,7 @@ def run_profile(args: argparse.Namespace) -> int:
     )
     from .progress import ProgressDisplay
 
-    with ProgressDisplay(args.active, enabled=not args.quiet) as display:
+    with ProgressDisplay(args.active, enabled=not args.quiet, json_lines=args.progress == "json") as display:
         outcome = run_agent(options, on_event=display.handle, on_output=display.output)
         display.describe("writing the report")
         profile = profile_from_outcome(outcome, options)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Any, Optional
 
 from rich.console import Console
@@ -11,14 +13,19 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn
 class ProgressDisplay:
     """Shows starting -> waiting/warm-up -> recording step k/N -> analysing."""
 
-    def __init__(self, active_steps: int, console: Optional[Console] = None, enabled: bool = True) -> None:
+    def __init__(
+        self, active_steps: int, console: Optional[Console] = None, enabled: bool = True, json_lines: bool = False
+    ) -> None:
         self.active_steps = max(1, active_steps)
         self.console = console or Console(stderr=True)
         self.enabled = enabled
+        # Machine-readable progress for editors: one JSON object per line on stdout,
+        # {"event": "progress", "message": str, "percentage": int}, instead of the bar.
+        self.json_lines = json_lines
         self.recorded = 0
         self.progress = Progress(
             SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-            TimeElapsedColumn(), console=self.console, transient=True, disable=not enabled,
+            TimeElapsedColumn(), console=self.console, transient=True, disable=not enabled or json_lines,
         )
         self.task: Optional[TaskID] = None
 
@@ -33,6 +40,10 @@ class ProgressDisplay:
     def describe(self, text: str) -> None:
         if self.task is not None:
             self.progress.update(self.task, description=text)
+        if self.json_lines:
+            percentage = int(100 * min(self.recorded, self.active_steps) / self.active_steps)
+            line = json.dumps({"event": "progress", "message": text, "percentage": percentage})
+            print(line, file=sys.stdout, flush=True)
 
     def handle(self, event: dict[str, Any]) -> None:
         """Update from one agent event."""
@@ -59,6 +70,8 @@ class ProgressDisplay:
             self.describe(f"script finished: {event.get('status')}")
 
     def output(self, line: str) -> None:
-        """The script's own output, printed above the bar."""
-        if self.enabled:
+        """The script's own output, printed above the bar (as plain lines in JSON mode)."""
+        if self.json_lines:
+            print(line, file=sys.stdout, flush=True)
+        elif self.enabled:
             self.progress.console.print(line, markup=False, highlight=False)
