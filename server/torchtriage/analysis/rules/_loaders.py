@@ -260,7 +260,9 @@ def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
     name = loader_name(ctx, call)
     if name is None:
         return []
-    receivers = _argument_index(ctx, _functions(ctx))
+    receivers = ctx.memo.get("loaders-argument-index")
+    if receivers is None:  # one index per module, shared by every loader and rule
+        receivers = ctx.memo["loaders-argument-index"] = _argument_index(ctx, _functions(ctx))
     found: list[HotRegion] = []
     seen: set[tuple[ast.AST | None, str]] = set()
     frontier: list[tuple[ast.AST | None, str]] = [(None, name)]
