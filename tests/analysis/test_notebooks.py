@@ -91,6 +91,12 @@ def test_findings_carry_cell_and_cell_local_spans() -> None:
     assert edit.span == Span(3, 9, 3, 21) and edit.content == "x.to(device, non_blocking=True)"
 
 
+def test_top_level_await_in_a_cell_is_valid_notebook_code() -> None:
+    text = notebook("import asyncio\nawait asyncio.sleep(0)\n" + SETUP, LOOP)
+    findings = analyze_notebook(text, "nb.ipynb", TT301)
+    assert [(f.code, f.cell.cell) for f in findings] == [("TT301", 1)]
+
+
 def test_a_broken_cell_reports_tt000_and_does_not_hide_the_others() -> None:
     text = notebook(SETUP, "def broken(:\n    pass\n", LOOP, "print('''unterminated\n")
     findings = analyze_notebook(text, "nb.ipynb", TT301)

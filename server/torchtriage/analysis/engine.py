@@ -25,12 +25,16 @@ def _syntax_error(path: str, span: Span, message: str) -> Finding:
     return Finding(path, span, SYNTAX_ERROR_CODE, "syntax-error", Severity.ERROR, message)
 
 
-def parse_source(source: str, path: str = "<string>") -> ast.Module | Finding:
-    """The module's ast, or a TT000 finding that says where the syntax breaks."""
+def parse_source(source: str, path: str = "<string>", top_level_await: bool = False) -> ast.Module | Finding:
+    """The module's ast, or a TT000 finding that says where the syntax breaks.
+
+    ``top_level_await``: accept ``await`` outside functions, as notebook cells do.
+    """
+    flags = ast.PyCF_ONLY_AST | (ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if top_level_await else 0)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
-            return ast.parse(source, filename=path, type_comments=False)
+            return compile(source, path, "exec", flags=flags, dont_inherit=True)
     except SyntaxError as exc:
         line = exc.lineno or 1
         column = exc.offset or 1
@@ -128,12 +132,13 @@ def analyze_source(
     path: str = "<string>",
     settings: Settings | None = None,
     rules: Iterable[type[Rule]] | None = None,
+    top_level_await: bool = False,
 ) -> list[Finding]:
     """All findings for one module's source text, sorted by position."""
     settings = settings or Settings()
     if has_file_noqa(source):
         return []
-    tree = parse_source(source, path)
+    tree = parse_source(source, path, top_level_await)
     if isinstance(tree, Finding):
         return [tree]  # always shown: nothing else can be checked
     ctx = ModuleContext(source=source, tree=tree, path=path, settings=settings)

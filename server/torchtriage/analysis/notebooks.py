@@ -191,7 +191,7 @@ def _cell_syntax_errors(cells: Sequence[str], path: str) -> dict[int, Finding]:
     """TT000 per cell that does not parse on its own (cell-local spans)."""
     errors: dict[int, Finding] = {}
     for position, cell in enumerate(cells):
-        tree = parse_source(neutralise_cell(cell).text, path)
+        tree = parse_source(neutralise_cell(cell).text, path, top_level_await=True)
         if isinstance(tree, Finding):
             errors[position] = tree
     return errors
@@ -206,14 +206,14 @@ def analyze_cells(
     if has_file_noqa(module.source):
         return []
     results: list[Finding] = []
-    if isinstance(parse_source(module.source, path), Finding):
+    if isinstance(parse_source(module.source, path, top_level_await=True), Finding):
         errors = _cell_syntax_errors(cells, path)
         for position, error in errors.items():
             where = CellLocation(numbers[position], error.span.line, error.span.end_line)
             results.append(error.with_changes(cell=where))
         blanked = ["\n" * module.line_counts[i] if i in errors else cell for i, cell in enumerate(cells)]
         module = build_virtual_module(blanked)
-    for finding in analyze_source(module.source, path, settings):
+    for finding in analyze_source(module.source, path, settings, top_level_await=True):
         position, span = module.span_to_cell(finding.span)
         results.append(
             finding.with_changes(
