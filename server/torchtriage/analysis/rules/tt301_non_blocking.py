@@ -8,8 +8,8 @@ from typing import Iterator
 from ...findings import Applicability, Severity
 from ..context import ModuleContext
 from ..fixes import add_keywords_fix, keyword_value
-from ..hotloops import _MODEL_NAME as MODEL_NAME
 from ..hotloops import HotRegion
+from ..step_markers import is_model_call
 from ._helpers import is_batch_expression, is_device_move, method_name, names_in
 from .base import Invalid, Report, Rule, Valid
 
@@ -22,16 +22,12 @@ def _model_outputs(ctx: ModuleContext, region: HotRegion) -> set[str]:
     """
     key = ("tt301-model-outputs", id(region))
     if key not in ctx.memo:
-        outputs: set[str] = set()
         assigns = [node for node, owner in ctx.hot.nodes(ast.Assign) if owner is region]
-        for _ in range(2):
+        calls_model = {node: any(is_model_call(n, set()) for n in ast.walk(node.value)) for node in assigns}
+        outputs: set[str] = set()
+        for _ in range(2):  # two passes reach `out = model(x); pred = out.argmax()` in any order
             for node in assigns:
-                value_names = names_in(node.value)
-                from_model = any(
-                    isinstance(n, ast.Call) and MODEL_NAME.match(ctx.dotted(n.func).rsplit(".", 1)[-1] if ctx.dotted(n.func) else "")
-                    for n in ast.walk(node.value)
-                )
-                if from_model or value_names & outputs:
+                if calls_model[node] or names_in(node.value) & outputs:
                     for target in node.targets:
                         outputs |= names_in(target)
         ctx.memo[key] = outputs
