@@ -113,3 +113,14 @@ async def test_pyproject_is_honoured_and_reloaded(client: LanguageClient, tmp_pa
     )
     await wait_for(lambda: "TT101" in codes(client.diagnostics[uri]), what="TT101 back after the reload")
     assert "TT303" not in codes(client.diagnostics[uri])
+
+
+def test_bad_tcp_address_is_a_usage_error() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "torchtriage", "lsp", "--tcp", "localhost:abc"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert "--tcp wants HOST:PORT" in done.stderr and "Traceback" not in done.stderr

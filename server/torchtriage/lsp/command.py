@@ -8,14 +8,18 @@ from typing import Any
 
 
 def run_lsp(args: argparse.Namespace) -> int:
+    from ..cli import UsageError  # exit code 2 and one line, like every usage problem
+
     try:
         from .server import build_server
     except ImportError as exc:  # pygls is an optional dependency
-        raise SystemExit(f"torchtriage lsp needs the [lsp] extra (pip install 'torchtriage[lsp]'): {exc}")
+        raise UsageError(f"torchtriage lsp needs the [lsp] extra (pip install 'torchtriage[lsp]'): {exc}")
     logging.basicConfig(level=getattr(logging, args.log_level), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     server = build_server()
     if args.tcp:
         host, _, port = args.tcp.rpartition(":")
+        if not port.isdigit():
+            raise UsageError(f"--tcp wants HOST:PORT (e.g. 127.0.0.1:2087), got {args.tcp!r}")
         server.start_tcp(host or "127.0.0.1", int(port))
     else:
         server.start_io()
