@@ -99,8 +99,10 @@ def test_every_report_validates_against_the_schema(profile: ProfileData, finding
     assert not errors, errors[0]
     json.dumps(report, allow_nan=False)  # strict JSON: no NaN / Infinity
     total = sum(report["breakdown"].values())
-    ran = profile.steps_profiled > 0 and profile.status.status in ("completed", "stopped_after_window")
-    assert total == (pytest.approx(1.0, abs=1e-3) if ran else 0.0)
+    recorded = profile.steps_profiled > 0  # a failed run still shows the steps it recorded
+    assert total == (pytest.approx(1.0, abs=1e-3) if recorded else 0.0)
+    if profile.status.status not in ("completed", "stopped_after_window"):
+        assert report["bottleneck"]["kind"] == "none"  # but no verdict from a cut-short window
     assert [h["share"] for h in report["hotspots"]] == sorted((h["share"] for h in report["hotspots"]), reverse=True)
 
 

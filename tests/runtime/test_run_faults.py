@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import os
 import sys
 import time
@@ -33,6 +35,10 @@ def test_script_that_raises_keeps_partial_window_and_traceback(tmp_path: Path) -
     assert "ValueError: boom at step 6" in profile.status.traceback and "faults.py" in profile.status.traceback
     assert 1 <= len(profile.steps) < 10 and (run / "trace.json").exists()
     assert "boom at step 6" in proc.stderr
+    report = json.loads((run / "report.json").read_text())
+    assert report["bottleneck"]["kind"] == "none"  # no verdict from a cut-short window...
+    assert sum(report["breakdown"].values()) == pytest.approx(1.0, abs=1e-3)  # ...but what was recorded is shown
+    assert report["hotspots"]
 
 
 def test_script_that_exits_early(tmp_path: Path) -> None:

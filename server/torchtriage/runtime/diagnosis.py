@@ -281,9 +281,12 @@ def diagnose(profile: ProfileData, static_findings: Sequence[Finding] = ()) -> D
     """Break the mean step down, pick the bottleneck, attach evidence, fixes and cross-links."""
     from .crosslink import link_findings  # crosslink reads Diagnosis pieces
 
-    ok = profile.status.status in OK_STATUSES and profile.steps_profiled > 0
-    shares = category_shares(profile) if ok else {}
-    spots = hotspots(profile) if ok else []
+    measured = profile.steps_profiled > 0
+    ok = profile.status.status in OK_STATUSES and measured
+    # A run that failed keeps what it recorded: breakdown and hot lines of the steps
+    # it did record are shown, but no verdict is drawn from a cut-short window.
+    shares = category_shares(profile) if measured else {}
+    spots = hotspots(profile) if measured else []
     memory = memory_trend(profile)
     syncs = sorted(profile.sync_points, key=lambda s: (-s.stall_us, s.path, s.line))
     kind, share = choose_kind(shares, memory) if ok else ("none", 0.0)
