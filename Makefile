@@ -14,8 +14,12 @@ install:
 # Real clients the tests drive: Neovim (second LSP client) and Chromium (report.html rendering).
 system-deps:
 	@if ! command -v nvim >/dev/null || ! command -v chromium >/dev/null; then \
-		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends neovim chromium >/dev/null; \
+		for attempt in 1 2 3; do \
+			$(SUDO) apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends neovim chromium >/dev/null \
+			&& break; \
+			[ $$attempt = 3 ] && exit 1; echo "apt-get failed, retrying ($$attempt/3)"; sleep 10; \
+		done; \
 	fi
 
 demo: install
