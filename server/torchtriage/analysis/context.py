@@ -15,28 +15,16 @@ from typing import TYPE_CHECKING, Iterator
 
 from ..config import Settings
 from ..findings import Span
+from .incremental import walk_module
 from .text import line_offsets, split_lines
 
 if TYPE_CHECKING:
     from .hotloops import HotLoops
+    from .incremental import ParsedModule
 
 _CUDA_PATTERNS = re.compile(
     r"""\.cuda\s*\(|["']cuda(?::\d+)?["']|torch\.accelerator|cuda\.is_available\s*\(|\.to\s*\(\s*["']cuda"""
 )
-
-
-def _walk_with_parents(tree: ast.AST) -> tuple[tuple[ast.AST, ...], dict[ast.AST, ast.AST]]:
-    """Every node in ``ast.walk`` order (breadth first), and each node's parent, in one pass."""
-    nodes: list[ast.AST] = [tree]
-    parents: dict[ast.AST, ast.AST] = {}
-    index = 0
-    while index < len(nodes):
-        node = nodes[index]
-        index += 1
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
-            nodes.append(child)
-    return tuple(nodes), parents
 
 
 def _import_aliases(nodes: tuple[ast.AST, ...]) -> dict[str, str]:
@@ -67,6 +55,8 @@ class ModuleContext:
     settings: Settings = field(default_factory=Settings)
     # Per-module memo for rule helpers (e.g. tensor names per region), keyed by helper.
     memo: dict[object, object] = field(default_factory=dict, repr=False, compare=False)
+    # Nodes and parents already collected chunk by chunk (see :mod:`.incremental`).
+    parsed: "ParsedModule | None" = field(default=None, repr=False, compare=False)
 
     @cached_property
     def lines(self) -> list[str]:
@@ -74,7 +64,9 @@ class ModuleContext:
 
     @cached_property
     def _walked(self) -> tuple[tuple[ast.AST, ...], dict[ast.AST, ast.AST]]:
-        return _walk_with_parents(self.tree)
+        if self.parsed is not None and self.parsed.tree is self.tree:
+            return self.parsed.nodes, self.parsed.parents
+        return walk_module(self.tree)
 
     @cached_property
     def parents(self) -> dict[ast.AST, ast.AST]:

@@ -15,6 +15,7 @@ from typing import Iterable
 from ..config import Settings
 from ..findings import INTERNAL_ERROR_CODE, SYNTAX_ERROR_CODE, Finding, Severity, Span
 from .context import ModuleContext
+from .incremental import ParsedModule, parse_module, reparse
 from .rules import Rule, all_rules
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
@@ -127,6 +128,23 @@ def _build_fix(builder):  # type: ignore[no-untyped-def]
         return None
 
 
+def analyze_parsed(
+    parsed: ParsedModule,
+    path: str = "<string>",
+    settings: Settings | None = None,
+    rules: Iterable[type[Rule]] | None = None,
+) -> list[Finding]:
+    """All findings for an already parsed module, sorted by position."""
+    settings = settings or Settings()
+    if has_file_noqa(parsed.source):
+        return []
+    ctx = ModuleContext(source=parsed.source, tree=parsed.tree, path=path, settings=settings, parsed=parsed)
+    selected = list(rules) if rules is not None else enabled_rules(settings, path)
+    findings = analyze_context(ctx, selected)
+    unique = {(f.code, f.span): f for f in findings}
+    return sorted(unique.values(), key=Finding.sort_key)
+
+
 def analyze_source(
     source: str,
     path: str = "<string>",
@@ -135,14 +153,46 @@ def analyze_source(
     top_level_await: bool = False,
 ) -> list[Finding]:
     """All findings for one module's source text, sorted by position."""
-    settings = settings or Settings()
     if has_file_noqa(source):
         return []
-    tree = parse_source(source, path, top_level_await)
-    if isinstance(tree, Finding):
-        return [tree]  # always shown: nothing else can be checked
-    ctx = ModuleContext(source=source, tree=tree, path=path, settings=settings)
-    selected = list(rules) if rules is not None else enabled_rules(settings, path)
-    findings = analyze_context(ctx, selected)
-    unique = {(f.code, f.span): f for f in findings}
-    return sorted(unique.values(), key=Finding.sort_key)
+    parsed = parse_module(source, path, top_level_await)
+    if isinstance(parsed, Finding):
+        return [parsed]  # always shown: nothing else can be checked
+    return analyze_parsed(parsed, path, settings, rules)
+
+
+class IncrementalAnalyzer:
+    """Analyses successive versions of one document, re-parsing only the lines each edit touched.
+
+    Gives exactly what :func:`analyze_source` gives for the same text.  Not thread-safe:
+    one document's versions must be analysed one at a time.
+    """
+
+    def __init__(self, path: str = "<string>", top_level_await: bool = False) -> None:
+        self.path = path
+        self.top_level_await = top_level_await
+        self._last: ParsedModule | None = None  # the last version that parsed
+
+    @property
+    def last_reparsed_lines(self) -> int | None:
+        """Lines the last successful parse had to read (all of them on a full parse)."""
+        return self._last.reparsed_lines if self._last is not None else None
+
+    def parse(self, source: str) -> ParsedModule | Finding:
+        if self._last is None or self._last.top_level_await != self.top_level_await:
+            parsed = parse_module(source, self.path, self.top_level_await)
+        else:
+            parsed = reparse(self._last, source, self.path)
+        if not isinstance(parsed, Finding):
+            self._last = parsed  # on a syntax error the last good version stays the base
+        return parsed
+
+    def analyze(
+        self, source: str, settings: Settings | None = None, rules: Iterable[type[Rule]] | None = None
+    ) -> list[Finding]:
+        if has_file_noqa(source):
+            return []
+        parsed = self.parse(source)
+        if isinstance(parsed, Finding):
+            return [parsed]
+        return analyze_parsed(parsed, self.path, settings, rules)
