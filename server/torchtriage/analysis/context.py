@@ -81,9 +81,23 @@ class ModuleContext:
         """
         return self._walked[0]  # not the parents' keys: Load/Store/operators are shared singletons
 
+    def nodes_of(self, types: type | tuple[type, ...]) -> tuple[ast.AST, ...]:
+        """The module's nodes of the given ast types, in ``all_nodes`` order.
+
+        Rules looking for calls (or loops, or definitions) scan this instead of every node;
+        after an edit the per-chunk indexes of untouched chunks are reused.
+        """
+        if self.parsed is not None and self.parsed.tree is self.tree:
+            return self.parsed.nodes_of(types)
+        key = ("nodes_of", types)
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = tuple(node for node in self.all_nodes if isinstance(node, types))
+        return found  # type: ignore[return-value]
+
     @cached_property
     def aliases(self) -> dict[str, str]:
-        return _import_aliases(self.all_nodes)
+        return _import_aliases(self.nodes_of((ast.Import, ast.ImportFrom)))
 
     @cached_property
     def uses_cuda(self) -> bool:
@@ -104,6 +118,8 @@ class ModuleContext:
 
     def dotted(self, node: ast.AST) -> str | None:
         """``a.b.c`` for a Name/Attribute chain, without alias resolution."""
+        if isinstance(node, ast.Name):
+            return node.id
         parts: list[str] = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
@@ -115,6 +131,17 @@ class ModuleContext:
 
     def qualname(self, node: ast.AST) -> str | None:
         """Dotted name with the first part resolved through the module's imports."""
+        try:
+            return self._qualnames[node]
+        except KeyError:
+            qualname = self._qualnames[node] = self._resolve_qualname(node)
+            return qualname
+
+    @cached_property
+    def _qualnames(self) -> dict[ast.AST, str | None]:
+        return {}
+
+    def _resolve_qualname(self, node: ast.AST) -> str | None:
         dotted = self.dotted(node)
         if dotted is None:
             return None

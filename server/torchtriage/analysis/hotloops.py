@@ -152,7 +152,8 @@ class _Finder:
     def _index_module(self) -> None:
         """One walk over the module: definitions, loops, calls, instance and loader assignments."""
         assigns: list[ast.Assign] = []
-        for node in self.ctx.parents:  # every node but the module, in ast.walk order, already built
+        kinds = (ast.Call, *LOOP_NODES, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign)
+        for node in self.ctx.nodes_of(kinds):
             if isinstance(node, ast.Call):
                 self.calls.append(node)
             elif isinstance(node, LOOP_NODES):

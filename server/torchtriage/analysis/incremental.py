@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..findings import Finding
@@ -43,10 +43,18 @@ class Chunk:
     statements: list[ast.stmt]
     nodes: list[ast.AST]  # the statements, then their descendants, breadth first
     parents: dict[ast.AST, ast.AST]  # parent of every descendant (not of the statements)
+    _by_type: dict[object, list[ast.AST]] = field(default_factory=dict, repr=False)
 
     @property
     def end(self) -> int:
         return self.first + len(self.lines)
+
+    def nodes_of(self, types: type | tuple[type, ...]) -> list[ast.AST]:
+        """The chunk's nodes of the given ast types, in walk order (kept while the chunk lives)."""
+        found = self._by_type.get(types)
+        if found is None:
+            found = self._by_type[types] = [node for node in self.nodes if isinstance(node, types)]
+        return found
 
 
 @dataclass(eq=False)
@@ -61,6 +69,15 @@ class ParsedModule:
     nodes: tuple[ast.AST, ...]
     parents: dict[ast.AST, ast.AST]
     reparsed_lines: int  # how many lines this version parsed (all of them for a full parse)
+    _by_type: dict[object, tuple[ast.AST, ...]] = field(default_factory=dict, repr=False)
+
+    def nodes_of(self, types: type | tuple[type, ...]) -> tuple[ast.AST, ...]:
+        """Every node of the given ast types in walk order, from the chunks' own indexes."""
+        found = self._by_type.get(types)
+        if found is None:
+            head = (self.tree,) if isinstance(self.tree, types) else ()
+            found = self._by_type[types] = head + tuple(n for chunk in self.chunks for n in chunk.nodes_of(types))
+        return found
 
 
 def _flags(top_level_await: bool) -> int:
@@ -80,6 +97,8 @@ def _walk(statements: list[ast.stmt], line_shift: int) -> tuple[list[ast.AST], d
             if node.end_lineno is not None:  # type: ignore[attr-defined]
                 node.end_lineno += line_shift  # type: ignore[attr-defined]
         for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr_context):
+                continue  # Load/Store/Del: shared singletons, nobody's child in particular
             parents[child] = node
             nodes.append(child)
     return nodes, parents

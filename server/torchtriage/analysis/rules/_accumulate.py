@@ -54,7 +54,7 @@ def grad_disabled_file(ctx: ModuleContext) -> bool:
     """``torch.set_grad_enabled(False)`` as a statement: autograd is off for the script."""
     if "set_grad_enabled" not in ctx.source:
         return False
-    for node in ctx.parents:
+    for node in ctx.nodes_of(ast.Expr):
         if isinstance(node, ast.Expr) and ctx.call_qualname(node.value) == "torch.set_grad_enabled":
             args = node.value.args  # type: ignore[attr-defined]
             if args and is_constant(args[0], False):

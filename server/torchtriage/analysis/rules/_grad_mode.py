@@ -87,9 +87,7 @@ def _set_grad_false_before(ctx: "ModuleContext", scope: ast.AST, line: int) -> b
 
 def _call_sites(ctx: "ModuleContext", func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
     sites = []
-    for node in ctx.all_nodes:
-        if not isinstance(node, ast.Call):
-            continue
+    for node in ctx.nodes_of(ast.Call):
         callee = node.func
         name = getattr(callee, "id", None) or getattr(callee, "attr", None)
         if name == func.name and ctx.enclosing_function(node) is not func:

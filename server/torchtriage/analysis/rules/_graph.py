@@ -115,7 +115,7 @@ class GraphTracker:
         self.ctx = ctx
         self._cache: dict[int, set[str]] = {}
         self._functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
-        for node in ctx.parents:  # every node but the module: cheaper than ast.walk
+        for node in ctx.nodes_of((ast.FunctionDef, ast.AsyncFunctionDef)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self._functions.setdefault(node.name, []).append(node)
         self._returning: dict[int, bool] = {}

@@ -69,8 +69,8 @@ def dataloader_calls(ctx: "ModuleContext") -> Iterator[ast.Call]:
     """Every torch DataLoader call of the module; none in test files, where speed is not the point."""
     if is_test_file(ctx.path) or "DataLoader" not in ctx.source:
         return  # every spelling (alias, module attribute) names DataLoader somewhere
-    for node in ctx.all_nodes:
-        if isinstance(node, ast.Call) and is_dataloader(ctx, node):
+    for node in ctx.nodes_of(ast.Call):
+        if is_dataloader(ctx, node):
             yield node
 
 
@@ -170,7 +170,7 @@ def is_streaming_dataset(ctx: "ModuleContext", call: ast.Call) -> bool:
             words.append(ctx.dotted(value.func) or "")
     iterable_classes = {
         node.name
-        for node in ctx.all_nodes
+        for node in ctx.nodes_of(ast.ClassDef)
         if isinstance(node, ast.ClassDef)
         and any((ctx.qualname(base) or "").endswith("IterableDataset") for base in node.bases)
     }
@@ -222,7 +222,7 @@ def _loop_reads(loop: ast.AST, name: str) -> bool:
 
 def _functions(ctx: "ModuleContext") -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
     table: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
-    for node in ctx.parents:  # every node but the module, already collected: cheaper than ast.walk
+    for node in ctx.nodes_of((ast.FunctionDef, ast.AsyncFunctionDef)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             table.setdefault(node.name, []).append(node)
     return table
@@ -237,9 +237,8 @@ def _argument_index(
     through parameters is a lookup, not a scan of every call per step.
     """
     index: dict[str, list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]] = {}
-    for node in ctx.parents:
-        if not isinstance(node, ast.Call):
-            continue
+    for node in ctx.nodes_of(ast.Call):
+        assert isinstance(node, ast.Call)
         for func in functions.get(_last_name(node.func) or "", ()):
             params = [a.arg for a in [*func.args.posonlyargs, *func.args.args] if a.arg not in ("self", "cls")]
             for param, arg in zip(params, node.args):

@@ -112,7 +112,7 @@ def log_interval(ctx: ModuleContext, statement: ast.stmt) -> str:
             if _INTERVAL_NAME.match(arg.arg):
                 return arg.arg
     visible = _module_names(ctx) | (_function_names(function) if function is not None else set())
-    for node in ctx.all_nodes:
+    for node in ctx.nodes_of((ast.Name, ast.Attribute)):
         if isinstance(node, (ast.Name, ast.Attribute)) and _INTERVAL_NAME.match(
             node.id if isinstance(node, ast.Name) else node.attr
         ):

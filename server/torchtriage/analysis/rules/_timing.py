@@ -80,7 +80,7 @@ def syncing_functions(ctx: ModuleContext) -> set[str]:
     """Functions of this file whose own body synchronises (``return loss.item(), acc``)."""
     return {
         node.name
-        for node in ctx.parents  # every node but the module: cheaper than ast.walk
+        for node in ctx.nodes_of((ast.FunctionDef, ast.AsyncFunctionDef))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         and any(isinstance(n, ast.Call) and _is_sync(ctx, n) for n in own_walk(node))
     }
@@ -178,7 +178,7 @@ def unsynced_timings(ctx: ModuleContext) -> Iterator[UnsyncedTiming]:
     if "time" not in ctx.source:
         return
     scopes: dict[int, ast.AST] = {}
-    for node in ctx.parents:  # only scopes that read a clock are worth a closer look
+    for node in ctx.nodes_of(ast.Call):  # only scopes that read a clock are worth a closer look
         if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
             if (ctx.call_qualname(node) or "") in CLOCKS:
                 scope = ctx.enclosing_function(node) or ctx.tree

@@ -24,7 +24,7 @@ def _is_trainer(ctx: ModuleContext, call: ast.Call) -> bool:
 
 def _trains(ctx: ModuleContext) -> bool:
     """Whether the file trains: backward, an optimizer step, a Lightning step or Trainer."""
-    for node in ctx.all_nodes:
+    for node in ctx.nodes_of((ast.Call, ast.FunctionDef)):
         if is_backward_call(node) or is_optimizer_step(node):
             return True
         if isinstance(node, ast.FunctionDef) and node.name in LIGHTNING_STEP_METHODS:
@@ -208,7 +208,7 @@ class AnomalyDetectionEnabled(Rule):
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
         if "anomaly" not in ctx.source or not _trains(ctx):
             return
-        for node in ctx.all_nodes:
+        for node in ctx.nodes_of(ast.Call):
             if not isinstance(node, ast.Call) or _opted_in(ctx, node):
                 continue
             qual = ctx.call_qualname(node) or ""

@@ -77,7 +77,7 @@ def _grad_tracked_model_calls(ctx: ModuleContext, regions: list[HotRegion]) -> l
 
 def _frozen_model(ctx: ModuleContext) -> bool:
     """``model.requires_grad_(False)`` / ``p.requires_grad = False``: nothing to record."""
-    for node in ctx.all_nodes:
+    for node in ctx.nodes_of((ast.Call, ast.Assign)):
         if isinstance(node, ast.Call) and _name(node.func) == "requires_grad_":
             if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
                 return True

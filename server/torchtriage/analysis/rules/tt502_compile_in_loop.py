@@ -162,7 +162,7 @@ class CompileInLoop(Rule):
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
         epoch_loops = set(ctx.hot.epoch_loops)
         hot_nodes = {region.node for region in ctx.hot.regions}
-        for node in ctx.all_nodes:
+        for node in ctx.nodes_of((ast.Call, ast.FunctionDef, ast.AsyncFunctionDef)):
             if isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.compile":
                 if _compiles_loop_item(ctx, node) or _lazily_once(ctx, node):
                     continue

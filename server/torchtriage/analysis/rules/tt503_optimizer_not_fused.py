@@ -185,9 +185,8 @@ class OptimizerNotFused(Rule):
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
         if is_test_file(ctx.path) or (not trains(ctx) and not _lightning(ctx)):
             return
-        for node in ctx.all_nodes:
-            if not isinstance(node, ast.Call):
-                continue
+        for node in ctx.nodes_of(ast.Call):
+            assert isinstance(node, ast.Call)
             short = _OPTIMIZERS.get(ctx.call_qualname(node) or "")
             if short is None or _chooses_implementation(ctx, node) is not False:
                 continue

@@ -25,7 +25,7 @@ _DTYPES = {"torch.bfloat16": "bfloat16", "torch.float16": "float16", "torch.half
 def _autocast_dtypes(ctx: ModuleContext) -> set[str]:
     """The dtypes autocast runs in across the file: 'bfloat16', 'float16', or 'unknown'."""
     found: set[str] = set()
-    for node in ctx.all_nodes:
+    for node in ctx.nodes_of(ast.Call):
         qualname = ctx.qualname(node.func) if isinstance(node, ast.Call) else None
         if qualname not in _AUTOCAST:
             continue
@@ -57,7 +57,7 @@ def _dtype_name(ctx: ModuleContext, node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         values = [
             _DTYPES.get(ctx.qualname(assign.value) or "", "unknown")
-            for assign in ctx.all_nodes
+            for assign in ctx.nodes_of(ast.Assign)
             if isinstance(assign, ast.Assign)
             and any(isinstance(t, ast.Name) and t.id == node.id for t in assign.targets)
         ]
@@ -193,7 +193,7 @@ class GradScalerWithBf16(Rule):
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
         scalers = [
             node
-            for node in ctx.all_nodes
+            for node in ctx.nodes_of(ast.Call)
             if isinstance(node, ast.Call) and (ctx.qualname(node.func) or "") in _SCALERS
         ]
         if not scalers or _autocast_dtypes(ctx) != {"bfloat16"}:
