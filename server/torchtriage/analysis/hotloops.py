@@ -41,6 +41,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, TypeVar
 
+from .memo import subtree_memo
 from .step_markers import (
     _MODEL_NAME,
     LOOP_NODES,
@@ -131,6 +132,42 @@ class HotLoops:
                 yield node, region  # type: ignore[misc]
 
 
+# --- facts of one loop or function (its own subtree only: cached on the node) ---------
+
+
+@dataclass(frozen=True)
+class _LoopFacts:
+    data_names: frozenset[str]  # batch names bound by the loop and propagated through its body
+    trains: bool  # its own body runs backward or steps an optimizer
+    calls_model: bool  # its own body calls the model on the loop's data
+    called_names: tuple[str, ...]  # plain-name functions its own body calls, in order
+
+
+def _loop_facts(loop: Loop) -> _LoopFacts:
+    def compute() -> _LoopFacts:
+        data_names: set[str] = set()
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            data_names = target_names(loop.target, loop.iter)[0]
+        data_names = propagate_batch_names(loop.body, data_names)
+        own = list(own_nodes(loop.body))
+        return _LoopFacts(
+            frozenset(data_names),
+            any(is_backward_call(n) or is_optimizer_step(n) for n in own),
+            any(is_model_call(n, data_names) for n in own),
+            tuple(dict.fromkeys(n.func.id for n in own if isinstance(n, ast.Call) and isinstance(n.func, ast.Name))),
+        )
+
+    return subtree_memo(loop, "loop_facts", compute)
+
+
+def _is_step_function(func: FunctionNode) -> bool:
+    params = {a.arg for a in func.args.args if looks_like_batch_param(a.arg)}
+    data = propagate_batch_names(func.body, params) if params else set()
+    return any(
+        is_backward_call(n) or is_optimizer_step(n) or (data and is_model_call(n, data)) for n in own_nodes(func.body)
+    )
+
+
 # --- the finder -------------------------------------------------------------------
 
 
@@ -143,7 +180,6 @@ class _Finder:
         self.instances: dict[str, str] = {}  # "trainer" / "self.engine" -> class name
         self.loader_vars: set[str] = set()
         self._visited_functions: set[FunctionNode] = set()
-        self._step_function_cache: dict[FunctionNode, bool] = {}
         self.loops: list[Loop] = []
         self._loop_data: dict[Loop, set[str]] = {}  # batch names found while classifying loops
         self.calls: list[ast.Call] = []
@@ -181,37 +217,21 @@ class _Finder:
 
     def loop_markers(self, loop: Loop) -> tuple[bool, bool]:
         """(is a step loop, trains) from the loop's own body."""
-        trains = step = False
-        data_names: set[str] = set()
-        if isinstance(loop, (ast.For, ast.AsyncFor)):
-            step = is_loader_like(loop.iter, self.loader_vars)
-            data_names = target_names(loop.target, loop.iter)[0]
-        data_names = propagate_batch_names(loop.body, data_names)
-        self._loop_data[loop] = data_names
-        in_forward = self._enclosing_name(loop) in _NOT_FOLLOWED
-        for node in own_nodes(loop.body):
-            if is_backward_call(node) or is_optimizer_step(node):
-                return True, True
-            if not step and not in_forward and is_model_call(node, data_names):
-                step = True
-            elif not step and isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                step = any(self._is_step_function(f) for f in self.functions.get(node.func.id, ()))
-        return step, trains
+        facts = _loop_facts(loop)
+        self._loop_data[loop] = set(facts.data_names)
+        if facts.trains:
+            return True, True
+        step = isinstance(loop, (ast.For, ast.AsyncFor)) and is_loader_like(loop.iter, self.loader_vars)
+        if not step and facts.calls_model and self._enclosing_name(loop) not in _NOT_FOLLOWED:
+            step = True
+        if not step:
+            step = any(self._is_step_function(f) for name in facts.called_names for f in self.functions.get(name, ()))
+        return step, False
 
     def _is_step_function(self, func: FunctionNode) -> bool:
         """A function whose own body (not its loops) trains or calls the model on its batch params:
         a loop calling it once per iteration is a step loop (``for b in data: train_step(b)``)."""
-        if func in self._step_function_cache:
-            return self._step_function_cache[func]
-        self._step_function_cache[func] = False  # recursion guard
-        params = {a.arg for a in func.args.args if looks_like_batch_param(a.arg)}
-        data = propagate_batch_names(func.body, params) if params else set()
-        result = any(
-            is_backward_call(n) or is_optimizer_step(n) or (data and is_model_call(n, data))
-            for n in own_nodes(func.body)
-        )
-        self._step_function_cache[func] = result
-        return result
+        return subtree_memo(func, "is_step_function", lambda: _is_step_function(func))
 
     def run(self) -> HotLoops:
         loops: list[tuple[Loop, bool, int]] = []

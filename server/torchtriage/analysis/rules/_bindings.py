@@ -12,6 +12,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
+from ..memo import subtree_memo
+
 if TYPE_CHECKING:
     from ..context import ModuleContext
 
@@ -68,6 +70,60 @@ def _walk_scope(scope: ast.AST) -> Iterator[ast.AST]:
         stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, _SCOPES))
 
 
+def _names_bound_by(node: ast.AST) -> list[str]:
+    """Names ``node`` may bind or change (a superset of what :func:`_bindings` classifies)."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)]
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        return [node.target.id]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+        return [node.func.value.id]
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return [node.id]
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return list(node.names)
+    return []
+
+
+def _index(nodes: Iterator[ast.AST]) -> dict[str, list[ast.AST]]:
+    index: dict[str, list[ast.AST]] = {}
+    for node in nodes:
+        for name in dict.fromkeys(_names_bound_by(node)):  # once per node, like a plain walk
+            index.setdefault(name, []).append(node)
+    return index
+
+
+def _scope_index(ctx: "ModuleContext", scope: ast.AST) -> dict[str, list[ast.AST]]:
+    """Name -> the nodes of ``scope`` that may bind it (see :func:`_walk_scope` for what a scope holds).
+
+    A function's index is cached on the function node; the module's is merged from one
+    index per top-level statement, so an edit re-indexes only the statement it touched.
+    """
+    if scope is not ctx.tree:
+        return subtree_memo(scope, "binding_index", lambda: _index(_walk_scope(scope)))
+    key = ("module_binding_index",)
+    merged = ctx.memo.get(key)
+    if merged is None:
+        merged = {}
+        for statement in ctx.tree.body:
+            part = subtree_memo(statement, "module_binding_index", lambda s=statement: _index(_walk_statement(s)))
+            for name, nodes in part.items():
+                merged.setdefault(name, []).extend(nodes)
+        ctx.memo[key] = merged
+    return merged  # type: ignore[return-value]
+
+
+def _walk_statement(statement: ast.AST) -> Iterator[ast.AST]:
+    """A top-level statement and what :func:`_walk_scope` of the module reaches under it."""
+    yield statement
+    stack = [child for child in ast.iter_child_nodes(statement) if not isinstance(child, _SCOPES)]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, _SCOPES))
+
+
 def _is_conditional(ctx: "ModuleContext", node: ast.AST, scope: ast.AST, at: ast.AST) -> bool:
     """Whether ``node`` may be skipped on the way to ``at`` (a branch encloses it but not ``at``)."""
     shared = {id(a) for a in ctx.ancestors(at)}
@@ -82,7 +138,7 @@ def _is_conditional(ctx: "ModuleContext", node: ast.AST, scope: ast.AST, at: ast
 def _bindings(ctx: "ModuleContext", name: str, scope: ast.AST, at: ast.AST) -> list[_Binding]:
     """Every statement in ``scope`` that binds or mutates ``name``, in source order."""
     found: list[_Binding] = []
-    for node in _walk_scope(scope):
+    for node in _scope_index(ctx, scope).get(name, ()):
         kind: str | None = None
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
