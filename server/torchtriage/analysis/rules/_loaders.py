@@ -69,9 +69,11 @@ def dataloader_calls(ctx: "ModuleContext") -> Iterator[ast.Call]:
     """Every torch DataLoader call of the module; none in test files, where speed is not the point."""
     if is_test_file(ctx.path) or "DataLoader" not in ctx.source:
         return  # every spelling (alias, module attribute) names DataLoader somewhere
-    for node in ctx.nodes_of(ast.Call):
-        if is_dataloader(ctx, node):
-            yield node
+    key = ("dataloader_calls",)
+    calls = ctx.memo.get(key)
+    if calls is None:
+        calls = ctx.memo[key] = [node for node in ctx.nodes_of(ast.Call) if is_dataloader(ctx, node)]
+    yield from calls  # type: ignore[misc]
 
 
 def setting(ctx: "ModuleContext", call: ast.Call, name: str) -> Setting:
