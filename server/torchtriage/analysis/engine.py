@@ -179,12 +179,13 @@ class IncrementalAnalyzer:
         return self._last.reparsed_lines if self._last is not None else None
 
     def parse(self, source: str) -> ParsedModule | Finding:
-        if self._last is None or self._last.top_level_await != self.top_level_await:
+        last, self._last = self._last, None  # consumed: if anything below raises, start afresh next time
+        if last is None or last.top_level_await != self.top_level_await:
             parsed = parse_module(source, self.path, self.top_level_await)
         else:
-            parsed = reparse(self._last, source, self.path)
-        if not isinstance(parsed, Finding):
-            self._last = parsed  # on a syntax error the last good version stays the base
+            parsed = reparse(last, source, self.path)
+        # On a syntax error ``reparse`` has left the last good version intact: it stays the base.
+        self._last = last if isinstance(parsed, Finding) else parsed
         return parsed
 
     def analyze(

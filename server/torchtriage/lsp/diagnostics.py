@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from ..analysis import analyze_source
+from ..analysis.engine import IncrementalAnalyzer
 from ..analysis.notebooks import analyze_cells
 from ..config import Settings
 from ..findings import SYNTAX_ERROR_CODE, Finding, Severity
@@ -47,10 +48,17 @@ _SEVERITY = {
 Snapshot = list[tuple[str, int | None, str]]  # (target uri, version, text) in cell order
 
 
-def analyse_snapshot(snapshot: Snapshot, path: str, settings: Settings, notebook: bool) -> dict[str, list[Finding]]:
-    """Run the core on a snapshot: one module, or all cells together (worker thread)."""
+def analyse_snapshot(
+    snapshot: Snapshot, path: str, settings: Settings, notebook: bool, analyzer: IncrementalAnalyzer | None = None
+) -> dict[str, list[Finding]]:
+    """Run the core on a snapshot: one module, or all cells together (worker thread).
+
+    ``analyzer``: the document's incremental analyzer, for a text document.
+    """
     if not notebook:
         uri, _, text = snapshot[0]
+        if analyzer is not None and analyzer.path == path:
+            return {uri: analyzer.analyze(text, settings)}
         return {uri: analyze_source(text, path, settings)}
     result: dict[str, list[Finding]] = {uri: [] for uri, _, _ in snapshot}
     for finding in analyze_cells([text for _, _, text in snapshot], path, settings):
@@ -151,8 +159,12 @@ class DiagnosticsEngine:
         snapshot = self.snapshot(state)
         settings = self.server.config.for_path(state.path)
         path = str(state.path) if state.path else state.uri
+        if not state.notebook and (state.analyzer is None or state.analyzer.path != path):
+            state.analyzer = IncrementalAnalyzer(path)
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self.executor, analyse_snapshot, snapshot, path, settings, state.notebook)
+        future = loop.run_in_executor(
+            self.executor, analyse_snapshot, snapshot, path, settings, state.notebook, state.analyzer
+        )
         self._running[state.uri] = future
         try:
             results = await future

@@ -17,6 +17,7 @@ from typing import Callable, Iterable, TypeVar
 
 from lsprotocol import types
 
+from ..analysis.engine import IncrementalAnalyzer
 from ..analysis.text import split_lines
 from ..findings import Finding, Span
 
@@ -79,6 +80,8 @@ class DocumentState:
     timer: asyncio.TimerHandle | None = None
     profile: ProfileSummary | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)  # set when analysed == generation
+    # Re-parses only what each edit touched; used by one analysis at a time (see DiagnosticsEngine._run).
+    analyzer: IncrementalAnalyzer | None = field(default=None, repr=False)
 
     def target(self, uri: str) -> TargetState:
         return self.targets.setdefault(uri, TargetState(uri))
