@@ -40,6 +40,13 @@ def make_client() -> LanguageClient:
         client.diagnostics[params.uri] = params.diagnostics
         client.published_versions.setdefault(params.uri, []).append(params.version)  # type: ignore[attr-defined]
 
+    client.applied_edits = []  # type: ignore[attr-defined]
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        client.applied_edits.append(params)  # type: ignore[attr-defined]
+        return types.ApplyWorkspaceEditResult(applied=True)
+
     @client.feature("torchtriage/profileReport")
     def profile_report(params: Any) -> None:
         client.profile_reports.append(params)  # type: ignore[attr-defined]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
 from lsp_helpers import DATA, apply_workspace_edit, codes, open_text, replace_all, wait_for
@@ -68,6 +70,22 @@ async def test_fix_all_applies_every_safe_fix(client: LanguageClient):
     assert "total = loss.item()" in text  # TT101 has no automatic fix
     replace_all(client, URI, text, version=8)
     await wait_for(lambda: codes(client.diagnostics[URI]) == ["TT101"], what="only TT101 left")
+
+
+async def test_fix_all_command_sends_the_edit_to_the_client(client: LanguageClient):
+    await opened(client)
+    applied = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="torchtriage.fixAll", arguments=[URI])
+    )
+    assert applied is True
+    [request] = client.applied_edits  # type: ignore[attr-defined]
+    assert request.label == "torchtriage: fix all"
+    text = apply_workspace_edit(EXAMPLE, URI, request.edit)
+    assert "non_blocking=True" in text and "pin_memory=True" in text
+    with pytest.raises(JsonRpcException, match="not open"):
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="torchtriage.fixAll", arguments=[URI.replace("train_example", "nowhere")])
+        )
 
 
 async def test_quickfix_only_excludes_fix_all(client: LanguageClient):

@@ -124,3 +124,23 @@ def test_bad_tcp_address_is_a_usage_error() -> None:
     )
     assert done.returncode == 2
     assert "--tcp wants HOST:PORT" in done.stderr and "Traceback" not in done.stderr
+
+
+async def test_show_report_opens_the_html_report_else_the_json(client: LanguageClient, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "report.json").write_text("{}")
+    shown = client.shown_documents  # type: ignore[attr-defined]
+
+    async def show(path: str) -> object:
+        return await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="torchtriage.showReport", arguments=[path])
+        )
+
+    assert await show(str(run / "report.json")) is True
+    assert shown[-1].uri == (run / "report.json").as_uri() and not shown[-1].external
+    (run / "report.html").write_text("<html></html>")
+    assert await show(str(run / "report.json")) is True
+    assert shown[-1].uri == (run / "report.html").as_uri() and shown[-1].external  # the browser
+    with pytest.raises(JsonRpcException, match="report path"):
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(command="torchtriage.showReport"))

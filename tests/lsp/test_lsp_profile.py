@@ -118,6 +118,29 @@ async def test_cancel_kills_the_run(client: LanguageClient, tmp_path: Path):
     assert client.progress_reports[token][-1].kind == "end"
 
 
+async def test_cancel_request_kills_the_run(client: LanguageClient, tmp_path: Path):
+    """$/cancelRequest for the profile request itself (what most clients send) stops the run too."""
+    script = tmp_path / "slow_train.py"
+    shutil.copy(DATA / "slow_train.py", script)
+    uri = script.as_uri()
+    open_text(client, uri, script.read_text())
+    request = client.protocol.send_request(
+        types.WORKSPACE_EXECUTE_COMMAND,
+        types.ExecuteCommandParams(command="torchtriage.profile", arguments=[uri]),
+        msg_id="profile-to-cancel",
+    )
+    pid_file = Path(str(script) + ".pid")
+    await wait_for(pid_file.exists, timeout=60, what="the script to start")
+    pid = int(pid_file.read_text())
+    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="profile-to-cancel"))
+    await wait_for(lambda: not _alive(pid), timeout=15, what="the script process to die")
+    [token] = list(client.progress_reports)
+    await wait_for(lambda: client.progress_reports[token][-1].kind == "end", what="progress end")
+    assert client.progress_reports[token][-1].message == "cancelled"
+    with pytest.raises(Exception):  # answered with an error (RequestCancelled), or never answered
+        await asyncio.wait_for(asyncio.wrap_future(request), timeout=5)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

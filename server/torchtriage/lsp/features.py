@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -197,7 +198,11 @@ def register_features(server: "TorchTriageServer", guarded: Callable[[Callable[.
 
     @command("torchtriage.profile")
     async def profile(*arguments: Any) -> Any:
-        return await server.runner.profile(list(arguments), server.protocol.command_token.get())
+        forget = server.protocol.cancel_with_request(asyncio.current_task())  # $/cancelRequest kills the run
+        try:
+            return await server.runner.profile(list(arguments), server.protocol.command_token.get())
+        finally:
+            forget()
 
     @command("torchtriage.clearProfile")
     def clear_profile(*arguments: Any) -> None:
