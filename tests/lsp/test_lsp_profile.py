@@ -99,6 +99,21 @@ async def test_profile_reports_progress_hints_diagnostics_and_lens(client: Langu
     await wait_for(lambda: not profile_diagnostics(client, uri), what="profile diagnostics cleared")
 
 
+async def test_unsaved_edits_are_said_and_hints_land_on_the_matching_lines(client: LanguageClient, tmp_path: Path):
+    script = tmp_path / "tiny_train.py"
+    shutil.copy(DATA / "tiny_train.py", script)
+    uri = script.as_uri()
+    open_text(client, uri, "# two unsaved\n# lines on top\n" + script.read_text())  # the buffer, not saved
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="torchtriage.profile", arguments=[uri])
+    )
+    assert any("unsaved edits are not in this run" in m.message for m in client.messages)
+    report = json.loads(Path(result["reportPath"]).read_text())
+    hot = [h["line"] for h in report["hotspots"][:10] if Path(h["path"]) == script]
+    got = await hints(client, uri)
+    assert hot and sorted(h.position.line + 1 for h in got) == sorted(line + 2 for line in hot)
+
+
 async def test_cancel_kills_the_run(client: LanguageClient, tmp_path: Path):
     script = tmp_path / "slow_train.py"
     shutil.copy(DATA / "slow_train.py", script)

@@ -27,7 +27,7 @@ from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
 
 from .annotations import annotations_from_report, summary_from_report
 from .code_lens import step_loop_lines
-from .documents import DocumentState
+from .documents import DocumentState, LineMap, shift_annotations
 from ..analysis.notebooks import build_virtual_module
 
 if TYPE_CHECKING:
@@ -107,6 +107,13 @@ class Commands:
             raise JsonRpcInvalidParams(f"{uri} is not open")
         out = Path(tempfile.mkdtemp(prefix="torchtriage-profile-"))
         script, mapper = self._script_for(state, out)
+        ran_text = script.read_text(encoding="utf-8", errors="replace")
+        if not state.notebook and state.uri in state.targets and state.targets[state.uri].text != ran_text:
+            self.server.show(
+                f"torchtriage: profiling the saved {script.name}; unsaved edits are not in this run "
+                "(its hot lines are placed on the matching lines of the editor's text)",
+                types.MessageType.Info,
+            )
         command = [sys.executable, "-m", "torchtriage", "profile", "--progress", "json", "--out", str(out / "run")]
         if self.server.config.interpreter:
             command += ["--python", self.server.config.interpreter]
@@ -136,19 +143,23 @@ class Commands:
             detail = "\n".join(run.tail[-8:])
             self.server.show(f"torchtriage profile failed (exit {code}): {detail}", types.MessageType.Error)
             raise ProfileFailed(f"profile exited with {code} and no report: {detail}")
-        payload = self._load(state, report_path, mapper, script)
+        payload = self._load(state, report_path, mapper, script, ran_text)
         run.end(progress, f"{payload['summary']['bottleneck']} bound")
         return payload
 
-    def _load(self, state: DocumentState, report_path: Path, mapper: Any, script: Path) -> dict[str, Any]:
+    def _load(
+        self, state: DocumentState, report_path: Path, mapper: Any, script: Path, ran_text: str
+    ) -> dict[str, Any]:
         report = json.loads(report_path.read_text(encoding="utf-8"))
         header = None
-        loops = step_loop_lines(script.read_text(encoding="utf-8"))
+        loops = step_loop_lines(ran_text)
         if loops:
             header = mapper(str(script), loops[0])
         per_target = annotations_from_report(report, mapper, header)
         for target in state.targets.values():
             target.annotations = per_target.get(target.uri, [])
+            if not state.notebook and target.text != ran_text:  # edited since: keep lines that still match
+                target.annotations = shift_annotations(target.annotations, LineMap.for_texts(ran_text, target.text))
         state.profile = summary_from_report(report, report_path)
         self.server.engine.publish(state)
         summary = state.profile
