@@ -32,8 +32,13 @@ def make_client() -> LanguageClient:
     client.published_versions = {}  # type: ignore[attr-defined]
     client.profile_reports = []  # type: ignore[attr-defined]
     for method, handler in DEFAULT_CLIENT_FEATURES.items():
-        if method != types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS:
+        if method not in (types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, types.WORKSPACE_DIAGNOSTIC_REFRESH):
             client.feature(method)(handler)
+    client.refreshes = 0  # type: ignore[attr-defined]
+
+    @client.feature(types.WORKSPACE_DIAGNOSTIC_REFRESH)
+    def refresh(params: None) -> None:
+        client.refreshes += 1  # type: ignore[attr-defined]
 
     @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     def publish(params: types.PublishDiagnosticsParams) -> None:

@@ -7,6 +7,10 @@ the version of the text they were computed on.  An idle document is analysed
 at once; changes arriving while it is busy are coalesced after 20 ms (or
 ``debounceMs`` from the client options, fixed).
 
+A client that pulls diagnostics (``textDocument/diagnostic``) gets them only
+that way; it is asked to pull again (``workspace/diagnostic/refresh``) when
+they change for another reason than its own edit.
+
 A document that stops parsing gets its TT000 syntax diagnostic plus the last
 good findings (moved with the edits, without their fixes) for the rest.
 """
@@ -178,7 +182,8 @@ class DiagnosticsEngine:
         self._apply(state, snapshot, results)
         state.analysed = generation
         state.done.set()
-        self.publish(state)
+        self.publish(state, refresh=state.refresh_pending)
+        state.refresh_pending = False
 
     def _apply(self, state: DocumentState, snapshot: Snapshot, results: dict[str, list[Finding]]) -> None:
         live = {uri for uri, _, _ in snapshot}
@@ -207,7 +212,13 @@ class DiagnosticsEngine:
         result.extend(annotation_diagnostic(a, positions) for a in target.annotations if a.message)
         return result
 
-    def publish(self, state: DocumentState) -> None:
+    def publish(self, state: DocumentState, refresh: bool = True) -> None:
+        """Push the state's diagnostics; to a client that pulls them, only ask it to pull again
+        (``refresh``: when the change did not come from its own edit, e.g. settings or a profile)."""
+        if self.server.pulls_diagnostics():
+            if refresh and self.server.supports_diagnostic_refresh():
+                self.server.workspace_diagnostic_refresh(None)
+            return
         for target in state.targets.values():
             self.server.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(
@@ -216,11 +227,14 @@ class DiagnosticsEngine:
             )
 
     def clear_target(self, uri: str) -> None:
+        if self.server.pulls_diagnostics():
+            return  # nothing was pushed
         self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     def refresh_all(self) -> None:
         """Settings changed: re-analyse every open document."""
         for state in self.store.all():
+            state.refresh_pending = True
             self.schedule(state, immediate=True)
 
 

@@ -80,6 +80,7 @@ class DocumentState:
     timer: asyncio.TimerHandle | None = None
     profile: ProfileSummary | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)  # set when analysed == generation
+    refresh_pending: bool = False  # the next analysis was not asked for by an edit: tell pulling clients
     # Re-parses only what each edit touched; used by one analysis at a time (see DiagnosticsEngine._run).
     analyzer: IncrementalAnalyzer | None = field(default=None, repr=False)
 

@@ -154,6 +154,14 @@ class TorchTriageServer(LanguageServer):
     def supports_progress(self) -> bool:
         return bool(self._capability("window", "work_done_progress"))
 
+    def pulls_diagnostics(self) -> bool:
+        """The client asks for diagnostics itself (``textDocument/diagnostic``): then the server
+        does not also push them, or clients such as VS Code would show every one twice."""
+        return self._capability("text_document", "diagnostic") is not None
+
+    def supports_diagnostic_refresh(self) -> bool:
+        return bool(self._capability("workspace", "diagnostics", "refresh_support"))
+
     def supports_lens_refresh(self) -> bool:
         return bool(self._capability("workspace", "code_lens", "refresh_support"))
 
