@@ -1,8 +1,10 @@
-"""Workload for profile_bench.py: ``compute`` (small MLP) or ``loader`` (sleeping Dataset).
+"""Workload for profile_bench.py: ``compute`` (an MLP step of ~10 ms), ``tiny`` (a sub-ms step of
+small ops) or ``loader`` (a sleeping Dataset).
 
 Prints one JSON line with its own per-step durations (seconds) at the end.
 """
 import json
+import os
 import sys
 import time
 
@@ -22,10 +24,11 @@ class Slow(Dataset):
 def main():
     mode, steps = sys.argv[1], int(sys.argv[2])
     torch.manual_seed(0)
-    model = torch.nn.Sequential(*[torch.nn.Linear(128, 128) for _ in range(4)])
+    width, batch = (512, 128) if mode == "compute" else (128, 64)  # compute: ~10 ms steps; tiny: sub-ms
+    model = torch.nn.Sequential(*[torch.nn.Linear(width, width) for _ in range(4)])
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     batches = iter(DataLoader(Slow(), batch_size=8)) if mode == "loader" else None
-    fixed = torch.randn(64, 128)
+    fixed = torch.randn(batch, width)
     marks = [time.perf_counter()]
     for _ in range(steps):
         x = next(batches) if batches is not None else fixed
@@ -34,7 +37,11 @@ def main():
         opt.step()
         opt.zero_grad()
         marks.append(time.perf_counter())
-    print(json.dumps({"steps": [b - a for a, b in zip(marks, marks[1:])]}))
+    result = json.dumps({"steps": [b - a for a, b in zip(marks, marks[1:])]})
+    print(result)
+    if os.environ.get("WORKLOAD_STEPS_OUT"):  # also readable when the profiler captures stdout
+        with open(os.environ["WORKLOAD_STEPS_OUT"], "w") as handle:
+            handle.write(result)
 
 
 if __name__ == "__main__":
