@@ -87,6 +87,16 @@ def test_two_optimizers_count_one_step_per_iteration(tmp_path: Path) -> None:
     assert marker and marker[0].count == 3
 
 
+def test_steps_the_grad_scaler_skips_still_count(tmp_path: Path) -> None:
+    """``scaler.step(opt)`` skips ``opt.step()`` on overflow; each iteration is still one step."""
+    proc, run = profile_cli(tmp_path, "grad_scaler_skips.py")
+    assert proc.returncode == 0, proc.stderr
+    profile = load_profile(run)
+    marker = [p for p in profile.sync_points if p.line == line_of("grad_scaler_skips.py", "marker = loss.item()")]
+    assert profile.step_detection == "optimizer" and len(profile.steps) == 3
+    assert marker and marker[0].count == 3  # one iteration per recorded step, skipped or not
+
+
 def test_inference_script_steps_on_the_outermost_forward(tmp_path: Path) -> None:
     proc, run = profile_cli(tmp_path, "inference.py")
     assert proc.returncode == 0, proc.stderr

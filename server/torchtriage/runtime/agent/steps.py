@@ -1,7 +1,8 @@
 """Detect training steps without touching the user's script.
 
 Signals, in order of preference: a global optimizer step post-hook (several
-optimizers per iteration count once), DataLoader ``__next__``, and the
+optimizers per iteration count once; under a ``GradScaler``, ``scaler.step(opt)``
+counts instead, since it skips ``opt.step()`` on overflow), DataLoader ``__next__``, and the
 outermost module forward (for inference scripts).  The first optimizer step
 decides at once; the fallbacks decide only after ``FALLBACK_AFTER`` signals
 without any optimizer step, so gradient accumulation is not mistaken for a
@@ -33,6 +34,8 @@ class StepDetector:
         self._forward_calls = 0
         self._depth = 0
         self._original_next: Any = None
+        self._original_scaler_step: Any = None
+        self._in_scaler_step = 0
         self.enabled = True
 
     # -- installation -------------------------------------------------
@@ -56,6 +59,29 @@ class StepDetector:
 
         self._original_next = original
         base.__next__ = __next__  # type: ignore[method-assign]
+        self._patch_grad_scaler()
+
+    def _patch_grad_scaler(self) -> None:
+        """``scaler.step(opt)`` is the step under mixed precision: it runs ``opt.step()``
+        only when the gradients are finite, so the optimizer hook alone misses skipped steps."""
+        try:
+            from torch.amp.grad_scaler import GradScaler
+        except ImportError:  # older torch: no device-generic scaler
+            return
+        original = GradScaler.step
+        detector = self
+
+        def step(scaler: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+            detector._in_scaler_step += 1
+            try:
+                result = original(scaler, optimizer, *args, **kwargs)
+            finally:
+                detector._in_scaler_step -= 1
+            detector._stepped(optimizer)
+            return result
+
+        self._original_scaler_step = original
+        GradScaler.step = step  # type: ignore[method-assign]
 
     def uninstall(self) -> None:
         self.enabled = False
@@ -68,6 +94,11 @@ class StepDetector:
 
             dataloader._BaseDataLoaderIter.__next__ = self._original_next  # type: ignore[method-assign]
             self._original_next = None
+        if self._original_scaler_step is not None:
+            from torch.amp.grad_scaler import GradScaler
+
+            GradScaler.step = self._original_scaler_step  # type: ignore[method-assign]
+            self._original_scaler_step = None
 
     def _drop_forward_hooks(self) -> None:
         for handle in self._forward_handles:
@@ -82,6 +113,11 @@ class StepDetector:
         self.on_mode(mode)
 
     def _optimizer_stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self._in_scaler_step:
+            return  # counted when scaler.step() returns, skipped or not
+        self._stepped(optimizer)
+
+    def _stepped(self, optimizer: Any) -> None:
         if not self.enabled:
             return
         if self.mode is None:
