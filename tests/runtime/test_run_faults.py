@@ -6,6 +6,7 @@ import json
 
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -80,6 +81,55 @@ def test_timeout_kills_the_whole_group_and_keeps_the_window(tmp_path: Path) -> N
     # the agent saved what it had on SIGTERM: the full window unless a loaded machine made start-up slower than 20 s
     assert outcome.agent is not None and outcome.agent["status"]["status"] in ("completed", "killed")
     assert outcome.agent["meta"]["steps_seen"] >= 1
+
+
+def test_ctrl_c_stops_the_run_keeps_what_was_recorded_and_leaves_nothing(tmp_path: Path) -> None:
+    """SIGINT to the CLI (what Ctrl-C in a terminal sends it) while the script hangs after its window."""
+    import signal
+    import subprocess
+
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "torchtriage", "profile", "--progress", "json", "--full", "--out", str(out),
+               *FAST, str(DATA / "faults.py"), "--", "hang"]
+    cli = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    watchdog = threading.Timer(120, cli.kill)  # never hang the suite
+    watchdog.start()
+    assert cli.stdout is not None
+    for line in cli.stdout:  # --progress json: one event per line
+        event = json.loads(line) if line.startswith("{") else {}
+        if str(event.get("message", "")).startswith("analysing"):
+            break  # the window is recorded; the script goes on to hang in step 6
+    time.sleep(2.0)
+    script = [pid for pid in _pids() if _parent(pid) == cli.pid and str(DATA / "faults.py") in _cmdline(pid)]
+    assert script, "the profiled script is running"
+    cli.send_signal(signal.SIGINT)
+    cli.communicate(timeout=60)
+    watchdog.cancel()
+    assert cli.returncode == 1  # the script did not finish: what was recorded is written
+    assert all(not _alive(pid) for pid in script)
+    profile = load_profile(out)
+    assert profile.status.status == "interrupted" and "Ctrl-C" in profile.status.message
+    assert len(profile.steps) == 3 and (out / "report.json").exists()
+
+
+def _pids() -> list[int]:
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().decode(errors="replace").replace("\0", " ")
+    except OSError:
+        return ""
 
 
 def test_loader_workers_do_not_outlive_the_run(tmp_path: Path) -> None:
