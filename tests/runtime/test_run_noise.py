@@ -4,32 +4,19 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
+
+from run_support import DATA
 
 from torchtriage.runtime.noise import is_profiler_noise
 
-SCRIPT = """
-import sys
-import torch
-
-print("hello from the script", file=sys.stderr)
-model = torch.nn.Linear(8, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for _ in range(40):
-    loss = model(torch.randn(4, 8)).sum()
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
-"""
+SCRIPT = DATA / "chatty_train.py"
 
 
 def test_profiler_markers_are_hidden_but_logged(tmp_path: Path) -> None:
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(SCRIPT))
     run = tmp_path / "run"
     done = subprocess.run(
-        [sys.executable, "-m", "torchtriage", "profile", "--out", str(run), str(script)],
+        [sys.executable, "-m", "torchtriage", "profile", "--out", str(run), str(SCRIPT)],
         capture_output=True, text=True, timeout=240,
     )
     shown = done.stdout + done.stderr

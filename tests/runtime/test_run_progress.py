@@ -5,27 +5,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
-SCRIPT = """
-import torch
-model = torch.nn.Linear(8, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for _ in range(40):
-    loss = model(torch.randn(4, 8)).sum()
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
-"""
+from run_support import DATA
+
+SCRIPT = DATA / "chatty_train.py"
 
 
 def test_json_progress_reports_each_recorded_step(tmp_path: Path) -> None:
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(SCRIPT))
     done = subprocess.run(
         [sys.executable, "-m", "torchtriage", "profile", "--progress", "json", "--active", "4",
-         "--out", str(tmp_path / "run"), str(script)],
+         "--out", str(tmp_path / "run"), str(SCRIPT)],
         capture_output=True, text=True, timeout=240,
     )
     assert done.returncode == 0, done.stdout + done.stderr
