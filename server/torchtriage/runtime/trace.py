@@ -8,6 +8,7 @@ missing or odd fields are skipped, never fatal; nesting is not assumed.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -46,9 +47,10 @@ class Trace:
     def kernels_per_step(self) -> list[int]:
         """GPU activities whose launch falls in each step (by correlation to the runtime call)."""
         launches = {e.args.get("correlation"): e.start_us for e in self.events if e.category == "cuda_runtime"}
+        launched = sorted(launches.get(k.args.get("correlation"), k.start_us) for k in self.kernels())
         counts = []
         for step in self.steps:
-            counts.append(sum(1 for k in self.kernels() if step.start_us <= launches.get(k.args.get("correlation"), k.start_us) < step.end_us))
+            counts.append(bisect_left(launched, step.end_us) - bisect_left(launched, step.start_us))
         return counts
 
 
