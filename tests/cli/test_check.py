@@ -149,3 +149,24 @@ def test_fix_keeps_a_utf8_bom(tt, tmp_path: Path) -> None:
     assert tt("check", "--fix", "--select", "TT301", "train.py").returncode == 0
     data = path.read_bytes()
     assert data.startswith(b"\xef\xbb\xbfimport torch") and b"non_blocking=True" in data
+
+
+def test_checking_files_without_fixable_findings_never_imports_libcst(tmp_path) -> None:
+    """libcst (~165 ms to import) is only loaded to build a fix: clean files start fast."""
+    import subprocess
+    import sys
+
+    clean = tmp_path / "clean.py"
+    clean.write_text("import torch\n\nmodel = torch.nn.Linear(4, 4)\n")
+    fixable = tmp_path / "fixable.py"
+    fixable.write_text(
+        "import torch\n\ndef train(model, loader, opt):\n    for x, y in loader:\n"
+        "        loss = model(x.to('cuda'))\n        loss.backward()\n        opt.step()\n"
+    )
+    probe = (
+        "import sys\nfrom torchtriage.cli import main\ncode = main(sys.argv[1:])\n"
+        "print('libcst' in sys.modules, code)"
+    )
+    for path, imported in ((clean, "False 0"), (fixable, "True 1")):
+        done = subprocess.run([sys.executable, "-c", probe, "check", str(path)], capture_output=True, text=True)
+        assert done.stdout.strip().splitlines()[-1] == imported, done.stdout + done.stderr

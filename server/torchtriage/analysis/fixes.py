@@ -12,19 +12,19 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-import libcst as cst
-
 from ..findings import Applicability, Edit, Finding, Fix, Span
 from .text import indentation, line_offsets, span_offsets
 
 if TYPE_CHECKING:
-    from .context import ModuleContext
+    import libcst as cst
 
-_EMPTY_MODULE = cst.Module(body=[])
+    from .context import ModuleContext
+else:
+    from .lazy import libcst as cst  # imported on first use: only fixes need it
 
 
 def code_for(node: cst.CSTNode) -> str:
-    return _EMPTY_MODULE.code_for_node(node)
+    return cst.Module(body=[]).code_for_node(node)
 
 
 def parse_expression_snippet(text: str) -> cst.BaseExpression:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-import libcst as cst
-
 from ...findings import Applicability, Fix
 from ..fixes import replace_expression
 
 if TYPE_CHECKING:
+    import libcst as cst
+
     from ..context import ModuleContext
+else:
+    from ..lazy import libcst as cst  # imported on first use: only fixes need it
 
 
 def without_keyword(call: cst.BaseExpression, name: str) -> cst.BaseExpression:

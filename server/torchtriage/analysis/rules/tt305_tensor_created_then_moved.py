@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator
-
-import libcst as cst
+from typing import TYPE_CHECKING, Iterator
 
 from ...findings import Applicability, Fix, Severity
 from ..context import ModuleContext
@@ -15,6 +13,11 @@ from ..hotloops import HotRegion
 from ._files import is_test_file
 from ._helpers import method_name
 from .base import Invalid, Report, Rule, Valid
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    from ..lazy import libcst as cst  # imported on first use: only fixes need it
 
 _FACTORIES = frozenset(
     {"zeros", "ones", "empty", "full", "eye", "arange", "linspace", "logspace", "tensor", "as_tensor"}
