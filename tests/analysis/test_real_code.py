@@ -239,3 +239,39 @@ def test_tt302_one_shot_loader_is_not_a_training_loader():
         """,
         "TT302",
     )
+
+
+# --- detr / mae / accelerate / pytorch-cifar (read 2026-11-22) ---------------------------
+
+
+def test_total_training_time_around_save_model_is_not_a_cuda_timing() -> None:
+    """mae ``main_*.py``: the whole-run timer around an epoch loop that calls ``misc.save_model``;
+    ``save_model`` is an operation on a model, not a forward pass, so nothing GPU-timed is in there."""
+    source = """
+        import time, datetime, torch
+        device = torch.device("cuda")
+        start_time = time.time()
+        for epoch in range(epochs):
+            train_stats = train_one_epoch(model, loader, optimizer, device, epoch)
+            misc.save_model(args=args, model=model, optimizer=optimizer, epoch=epoch)
+        total_time = time.time() - start_time
+        print(str(datetime.timedelta(seconds=int(total_time))))
+    """
+    assert findings(source, "TT402") == []
+    forward = source.replace("misc.save_model(args=args, model=model, optimizer=optimizer, epoch=epoch)", "out = ddp_model(x)")
+    assert [f.span.line for f in findings(forward, "TT402")] == [7]  # a real forward pass still counts
+
+
+def test_asserts_in_test_modules_are_not_step_hazards() -> None:
+    """accelerate ``tests/test_data_loader.py``: asserts on batches inside a loop over a DataLoader."""
+    source = textwrap.dedent("""
+        import torch
+        from torch.utils.data import DataLoader
+
+        def test_batches_match(dataset):
+            for batch in DataLoader(dataset, batch_size=4):
+                out = model(batch.cuda())
+                assert torch.allclose(out, expected)
+    """).lstrip("\n")
+    assert [f.code for f in analyze_source(source, "tests/test_data_loader.py") if f.code == "TT103"] == []
+    assert [f.code for f in analyze_source(source, "train.py") if f.code == "TT103"] == ["TT103"]

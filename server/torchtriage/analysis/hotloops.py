@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, TypeVar
 
 from .memo import subtree_memo
+from .rules._files import is_test_file
 from .step_markers import (
     _MODEL_NAME,
     LOOP_NODES,
@@ -417,5 +418,8 @@ class _Finder:
 
 
 def find_hot_loops(ctx: "ModuleContext") -> HotLoops:
-    """Compute the per-step code of a module."""
+    """Compute the per-step code of a module (none in test modules: their loops check
+    behaviour, not speed, and an ``assert`` on a tensor is what a test is for)."""
+    if is_test_file(ctx.path):
+        return HotLoops()
     return _Finder(ctx).run()

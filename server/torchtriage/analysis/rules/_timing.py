@@ -35,6 +35,12 @@ _MODEL = re.compile(
     re.I,
 )
 _NOT_COMPUTE = frozenset({"to", "cuda", "cpu", "train", "eval", "parameters", "named_parameters", "state_dict"})
+# ``save_model(...)``, ``build_model(...)``: an operation on a model, not a forward pass.
+_MODEL_VERB = re.compile(
+    r"^(save|load|build|create|get|init|initialize|make|setup|prepare|print|log|export|wrap|unwrap|freeze|"
+    r"unfreeze|count|register|summarize|describe|convert|compile)_",
+    re.I,
+)
 
 Position = tuple[int, int]
 
@@ -66,7 +72,7 @@ def is_cuda_work(node: ast.AST) -> bool:
     if isinstance(func, ast.Attribute) and func.attr in _NOT_COMPUTE:
         return False
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    return bool(_MODEL.match(name))
+    return bool(_MODEL.match(name)) and not _MODEL_VERB.match(name)
 
 
 def _is_sync(ctx: ModuleContext, node: ast.AST) -> bool:
