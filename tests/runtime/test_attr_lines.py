@@ -78,23 +78,20 @@ def test_loader_with_workers_says_only_the_wait_is_visible(tmp_path: Path) -> No
     assert waits and "only the wait" in waits[0].detail
 
 
-def test_two_optimizers_count_one_step_per_iteration(tmp_path: Path) -> None:
-    proc, run = profile_cli(tmp_path, "two_optimizers.py")
+@pytest.mark.parametrize(
+    "script",
+    [
+        "two_optimizers.py",  # two optimizers step every iteration: one step, not two
+        "grad_scaler_skips.py",  # scaler.step(opt) skips opt.step() on overflow: still one step
+    ],
+)
+def test_one_step_per_iteration(tmp_path: Path, script: str) -> None:
+    proc, run = profile_cli(tmp_path, script)
     assert proc.returncode == 0, proc.stderr
     profile = load_profile(run)
-    marker = [p for p in profile.sync_points if p.line == line_of("two_optimizers.py", "marker = loss.item()")]
+    marker = [p for p in profile.sync_points if p.line == line_of(script, "marker = loss.item()")]
     assert profile.step_detection == "optimizer" and len(profile.steps) == 3
-    assert marker and marker[0].count == 3
-
-
-def test_steps_the_grad_scaler_skips_still_count(tmp_path: Path) -> None:
-    """``scaler.step(opt)`` skips ``opt.step()`` on overflow; each iteration is still one step."""
-    proc, run = profile_cli(tmp_path, "grad_scaler_skips.py")
-    assert proc.returncode == 0, proc.stderr
-    profile = load_profile(run)
-    marker = [p for p in profile.sync_points if p.line == line_of("grad_scaler_skips.py", "marker = loss.item()")]
-    assert profile.step_detection == "optimizer" and len(profile.steps) == 3
-    assert marker and marker[0].count == 3  # one iteration per recorded step, skipped or not
+    assert marker and marker[0].count == 3  # the marker runs once per iteration
 
 
 def test_inference_script_steps_on_the_outermost_forward(tmp_path: Path) -> None:
