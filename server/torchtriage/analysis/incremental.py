@@ -84,6 +84,13 @@ def _flags(top_level_await: bool) -> int:
     return ast.PyCF_ONLY_AST | (ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if top_level_await else 0)
 
 
+def _shift_node(node: ast.AST, delta: int) -> None:
+    if "lineno" in node._attributes:
+        node.lineno += delta  # type: ignore[attr-defined]
+        if node.end_lineno is not None:  # type: ignore[attr-defined]
+            node.end_lineno += delta  # type: ignore[attr-defined]
+
+
 def _walk(statements: list[ast.stmt], line_shift: int) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
     """Breadth-first nodes under ``statements`` and their parents, shifting line numbers on the way."""
     nodes: list[ast.AST] = list(statements)
@@ -92,10 +99,8 @@ def _walk(statements: list[ast.stmt], line_shift: int) -> tuple[list[ast.AST], d
     while index < len(nodes):
         node = nodes[index]
         index += 1
-        if line_shift and "lineno" in node._attributes:
-            node.lineno += line_shift  # type: ignore[attr-defined]
-            if node.end_lineno is not None:  # type: ignore[attr-defined]
-                node.end_lineno += line_shift  # type: ignore[attr-defined]
+        if line_shift:
+            _shift_node(node, line_shift)
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr_context):
                 continue  # Load/Store/Del: shared singletons, nobody's child in particular
@@ -193,13 +198,11 @@ def _common_suffix(old: list[str], new: list[str], prefix: int) -> int:
 
 
 def _shift(chunks: Iterable[Chunk], delta: int) -> None:
+    """Move chunks (and every line number in them) down by ``delta`` lines."""
     for chunk in chunks:
         chunk.first += delta
         for node in chunk.nodes:
-            if "lineno" in node._attributes:
-                node.lineno += delta  # type: ignore[attr-defined]
-                if node.end_lineno is not None:  # type: ignore[attr-defined]
-                    node.end_lineno += delta  # type: ignore[attr-defined]
+            _shift_node(node, delta)
 
 
 def reparse(previous: ParsedModule, source: str, path: str = "<string>") -> ParsedModule | Finding:
