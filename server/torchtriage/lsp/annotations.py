@@ -9,7 +9,6 @@ edits above them and disappear from edited lines (see ``documents``).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Callable
 

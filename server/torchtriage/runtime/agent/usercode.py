@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import site
-import sys
 import sysconfig
 from typing import Dict, Iterable, List
 
