@@ -239,16 +239,34 @@ def _argument_index(
     through parameters is a lookup, not a scan of every call per step.
     """
     index: dict[str, list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]] = {}
+    params: dict[ast.AST, list[str]] = {}
     for node in ctx.nodes_of(ast.Call):
         assert isinstance(node, ast.Call)
+        # Only names can be followed, and ``super().__init__(...)`` is not a call of this module's functions.
+        passed = [(i, name) for i, name in enumerate(map(_last_name, node.args)) if name]
+        named = [(k.arg, name) for k in node.keywords if k.arg and (name := _last_name(k.value))]
+        if not (passed or named) or _calls_super(node):
+            continue
         for func in functions.get(_last_name(node.func) or "", ()):
-            params = [a.arg for a in [*func.args.posonlyargs, *func.args.args] if a.arg not in ("self", "cls")]
-            for param, arg in zip(params, node.args):
-                index.setdefault(_last_name(arg) or "", []).append((func, param))
-            for keyword in node.keywords:
-                if keyword.arg:
-                    index.setdefault(_last_name(keyword.value) or "", []).append((func, keyword.arg))
+            if func not in params:
+                params[func] = [a.arg for a in [*func.args.posonlyargs, *func.args.args] if a.arg not in ("self", "cls")]
+            positional = params[func]
+            for position, name in passed:
+                if position < len(positional):
+                    index.setdefault(name, []).append((func, positional[position]))
+            for keyword, name in named:
+                index.setdefault(name, []).append((func, keyword))
     return index
+
+
+def _calls_super(call: ast.Call) -> bool:
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name)
+        and func.value.func.id == "super"
+    )
 
 
 def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
