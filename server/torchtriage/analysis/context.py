@@ -74,12 +74,13 @@ class ModuleContext:
 
     @cached_property
     def all_nodes(self) -> tuple[ast.AST, ...]:
-        """Every node of the module in ``ast.walk`` order, collected once.
+        """Every node of the module, collected once: the module, then each group of top-level
+        statements breadth first (the order a chunked parse builds, see :mod:`.incremental`).
 
-        Rules scan the whole module many times per file; iterating this tuple
-        is several times cheaper than a fresh ``ast.walk(ctx.tree)``.
+        ``Load``/``Store``/``Del`` are left out (shared singletons); operators, also shared,
+        are in it but their ``parents`` entry means nothing.
         """
-        return self._walked[0]  # not the parents' keys: Load/Store/operators are shared singletons
+        return self._walked[0]
 
     def nodes_of(self, types: type | tuple[type, ...]) -> tuple[ast.AST, ...]:
         """The module's nodes of the given ast types, in ``all_nodes`` order.

@@ -179,6 +179,7 @@ class IncrementalAnalyzer:
         return self._last.reparsed_lines if self._last is not None else None
 
     def parse(self, source: str) -> ParsedModule | Finding:
+        """The new version's parse (from the last good one where possible), or its TT000."""
         last, self._last = self._last, None  # consumed: if anything below raises, start afresh next time
         if last is None or last.top_level_await != self.top_level_await:
             parsed = parse_module(source, self.path, self.top_level_await)
