@@ -97,6 +97,15 @@ class ModuleContext:
         return found  # type: ignore[return-value]
 
     @cached_property
+    def functions(self) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
+        """Every function and method of the module by name (several per name), in node order."""
+        table: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+        for node in self.nodes_of((ast.FunctionDef, ast.AsyncFunctionDef)):
+            assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            table.setdefault(node.name, []).append(node)
+        return table
+
+    @cached_property
     def aliases(self) -> dict[str, str]:
         return _import_aliases(self.nodes_of((ast.Import, ast.ImportFrom)))
 

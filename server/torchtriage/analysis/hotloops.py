@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, TypeVar
 
 from .memo import subtree_memo
-from .rules._files import is_test_file
+from .file_kinds import is_test_file
 from .step_markers import (
     _MODEL_NAME,
     LOOP_NODES,
@@ -187,20 +187,13 @@ class _Finder:
         self._index_module()
 
     def _index_module(self) -> None:
-        """One walk over the module: definitions, loops, calls, instance and loader assignments."""
-        assigns: list[ast.Assign] = []
-        kinds = (ast.Call, *LOOP_NODES, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign)
-        for node in self.ctx.nodes_of(kinds):
-            if isinstance(node, ast.Call):
-                self.calls.append(node)
-            elif isinstance(node, LOOP_NODES):
-                self.loops.append(node)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions.setdefault(node.name, []).append(node)
-            elif isinstance(node, ast.ClassDef):
-                self.classes[node.name] = node
-            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                assigns.append(node)
+        """Definitions, loops, calls, instance and loader assignments, from the module's node indexes."""
+        self.functions = self.ctx.functions
+        self.calls = list(self.ctx.nodes_of(ast.Call))  # type: ignore[arg-type]
+        self.loops = list(self.ctx.nodes_of(LOOP_NODES))  # type: ignore[arg-type]
+        for node in self.ctx.nodes_of(ast.ClassDef):
+            self.classes[node.name] = node  # type: ignore[attr-defined, assignment]
+        assigns = [n for n in self.ctx.nodes_of(ast.Assign) if isinstance(n.value, ast.Call)]  # type: ignore[attr-defined]
         for node in assigns:
             call = node.value
             assert isinstance(call, ast.Call)

@@ -63,7 +63,16 @@ def _scope_of(ctx: "ModuleContext", node: ast.AST) -> ast.AST:
 
 def _walk_scope(scope: ast.AST) -> Iterator[ast.AST]:
     """Nodes of a scope, not descending into nested functions or classes."""
-    stack = list(ast.iter_child_nodes(scope))
+    return _walk_from(list(ast.iter_child_nodes(scope)))
+
+
+def _walk_statement(statement: ast.AST) -> Iterator[ast.AST]:
+    """A top-level statement and what :func:`_walk_scope` of the module reaches under it."""
+    return _walk_from([statement])
+
+
+def _walk_from(stack: list[ast.AST]) -> Iterator[ast.AST]:
+    """These nodes and their descendants, not entering nested functions or classes (depth first)."""
     while stack:
         node = stack.pop()
         yield node
@@ -112,16 +121,6 @@ def _scope_index(ctx: "ModuleContext", scope: ast.AST) -> dict[str, list[ast.AST
                 merged.setdefault(name, []).extend(nodes)
         ctx.memo[key] = merged
     return merged  # type: ignore[return-value]
-
-
-def _walk_statement(statement: ast.AST) -> Iterator[ast.AST]:
-    """A top-level statement and what :func:`_walk_scope` of the module reaches under it."""
-    yield statement
-    stack = [child for child in ast.iter_child_nodes(statement) if not isinstance(child, _SCOPES)]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, _SCOPES))
 
 
 def _is_conditional(ctx: "ModuleContext", node: ast.AST, scope: ast.AST, at: ast.AST) -> bool:

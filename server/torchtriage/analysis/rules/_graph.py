@@ -114,10 +114,7 @@ class GraphTracker:
     def __init__(self, ctx: ModuleContext) -> None:
         self.ctx = ctx
         self._cache: dict[int, set[str]] = {}
-        self._functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
-        for node in ctx.nodes_of((ast.FunctionDef, ast.AsyncFunctionDef)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self._functions.setdefault(node.name, []).append(node)
+        self._functions = ctx.functions
         self._returning: dict[int, bool] = {}
 
     def names(self, region: HotRegion) -> set[str]:

@@ -16,7 +16,7 @@ from ...findings import Applicability, Edit, Fix
 from ..fixes import add_keywords_fix, code_for, parse_expression_snippet
 from ..hotloops import HotRegion, unwrap_iterable
 from ._bindings import resolve_dict, resolve_name
-from ._files import is_test_file
+from ..file_kinds import is_test_file
 from ._helpers import is_batch_expression, is_device_move
 
 if TYPE_CHECKING:
@@ -222,14 +222,6 @@ def _loop_reads(loop: ast.AST, name: str) -> bool:
     return _last_name(unwrap_iterable(loop.iter)) == name
 
 
-def _functions(ctx: "ModuleContext") -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
-    table: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
-    for node in ctx.nodes_of((ast.FunctionDef, ast.AsyncFunctionDef)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            table.setdefault(node.name, []).append(node)
-    return table
-
-
 def _argument_index(
     ctx: "ModuleContext", functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]
 ) -> dict[str, list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]]:
@@ -281,7 +273,7 @@ def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
         return []
     receivers = ctx.memo.get("loaders-argument-index")
     if receivers is None:  # one index per module, shared by every loader and rule
-        receivers = ctx.memo["loaders-argument-index"] = _argument_index(ctx, _functions(ctx))
+        receivers = ctx.memo["loaders-argument-index"] = _argument_index(ctx, ctx.functions)
     found: list[HotRegion] = []
     seen: set[tuple[ast.AST | None, str]] = set()
     frontier: list[tuple[ast.AST | None, str]] = [(None, name)]

@@ -10,7 +10,7 @@ from ...findings import Applicability, Fix, Severity
 from ..context import ModuleContext
 from ..fixes import add_keywords_fix, keyword_value, replace_expression, with_keyword
 from ..hotloops import HotRegion
-from ._files import is_test_file
+from ..file_kinds import is_test_file
 from ._helpers import method_name
 from .base import Invalid, Report, Rule, Valid
 

@@ -10,7 +10,7 @@ from ...findings import Applicability, Fix, Severity
 from ..context import ModuleContext
 from ..hotloops import HotRegion
 from ..step_markers import is_model_call, unwrap_iterable
-from ._files import is_test_file
+from ..file_kinds import is_test_file
 from ._grad_mode import disables_grad_inside, grad_disabled
 from ._loaders import regions_reached
 from ._spans import loop_header

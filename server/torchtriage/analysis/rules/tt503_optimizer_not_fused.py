@@ -9,7 +9,7 @@ from ...findings import Applicability, Severity
 from ..context import ModuleContext
 from ..fixes import add_keywords_fix
 from ._bindings import resolve_dict
-from ._files import is_test_file
+from ..file_kinds import is_test_file
 from ._loaders import regions_reached
 from .base import Invalid, Report, Rule, Valid
 

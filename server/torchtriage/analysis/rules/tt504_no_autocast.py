@@ -7,7 +7,7 @@ from typing import Iterator
 
 from ...findings import Severity
 from ..context import ModuleContext
-from ._files import is_test_file
+from ..file_kinds import is_test_file
 from ._loaders import regions_reached
 from ._spans import loop_header
 from .base import Invalid, Report, Rule, Valid
