@@ -68,11 +68,28 @@ def test_sleeping_dataset_line_is_the_top_data_loading_line(tmp_path: Path) -> N
     assert sleep > 0.5 * profile.category_us["data_loading"]
 
 
-def test_loader_with_workers_says_only_the_wait_is_visible(tmp_path: Path) -> None:
+def test_loader_workers_are_sampled_and_the_sleep_line_carries_the_wait(tmp_path: Path) -> None:
+    """num_workers=2 (forked workers): the Dataset runs in the workers, which are sampled; the
+    main thread's wait is handed to the line they were sampled on, the loop line keeps it inclusive."""
     proc, run = profile_cli(tmp_path, "sleepy_loader.py", "2")
     assert proc.returncode == 0, proc.stderr
     profile = load_profile(run)
-    assert profile.loader_workers == 2
+    assert profile.loader_workers == 2 and profile.extra["worker_samples"] > 0
+    sleep = line_of("sleepy_loader.py", "time.sleep(0.004)")
+    assert top_line(profile, "data_loading", "sleepy_loader.py") == sleep
+    [worker_line] = [c for c in profile.lines if c.line == sleep and c.category == "data_loading"]
+    assert "DataLoader workers" in worker_line.detail
+    loop = line_of("sleepy_loader.py", "for x, y in loader:")
+    [wait] = [c for c in profile.lines if c.line == loop and c.category == "data_loading"]
+    assert wait.inclusive_us >= 0.9 * profile.category_us["data_loading"] and "sampled" in wait.detail
+
+
+def test_spawned_loader_workers_say_only_the_wait_is_visible(tmp_path: Path) -> None:
+    """Workers started with spawn are not sampled (their target would have to import by name)."""
+    proc, run = profile_cli(tmp_path, "sleepy_loader.py", "2", "spawn", timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    profile = load_profile(run)
+    assert profile.loader_workers == 2 and not profile.extra.get("worker_samples")
     loop = line_of("sleepy_loader.py", "for x, y in loader:")
     waits = [c for c in profile.lines if c.line == loop and c.category == "data_loading"]
     assert waits and "only the wait" in waits[0].detail

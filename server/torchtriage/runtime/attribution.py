@@ -27,6 +27,7 @@ from .model import (
 
 TOP_NAMES = 5
 UNSAMPLED = "line estimated: no frame sample fell in this function"
+WORKER_SAMPLED = "runs in DataLoader workers: time is the main thread's wait, split by where the workers were sampled"
 
 Weights = list[tuple[int, float]]  # (line, weight) summing to 1
 
@@ -99,7 +100,7 @@ class _LineTotals:
         for key, inclusive in self.inclusive_us.items():
             path, line, category, device = key
             detail = self.detail.get(key, "")
-            if category == "data_loading" and workers_detail:
+            if category == "data_loading" and workers_detail and not detail:
                 detail = workers_detail
             result.append(
                 LineCost(
@@ -157,6 +158,26 @@ class Attribution:
             for chain, weight in alternatives:
                 self.lines.add(chain, "compute", name, ns / 1000.0 * weight, 1, "cuda", "GPU kernel time")
 
+    def charge_worker_lines(self, samples: list[list[Any]], start_ns: int, end_ns: int) -> int:
+        """Hand the main thread's data-loading time to the lines the DataLoader workers were
+        sampled on during the recorded steps, in proportion to their samples (the wait stays
+        in the loop line's inclusive time, as for a loader without workers).  Returns the
+        number of samples used."""
+        counts: collections.Counter[tuple[str, int, str]] = collections.Counter(
+            (str(path), int(line), str(function)) for t, path, function, line in samples if start_ns <= int(t) < end_ns
+        )
+        total = sum(counts.values())
+        waits = [key for key in self.lines.self_us if key[2] == "data_loading" and key[3] == "cpu"]
+        wait_us = sum(self.lines.self_us[key] for key in waits)
+        if not total or wait_us <= 0:
+            return 0
+        for key in waits:
+            self.lines.self_us[key] = 0.0
+        for (path, line, function), n in counts.most_common():
+            share = wait_us * n / total
+            self.lines.add([(path, line, function)], "data_loading", "worker", share, n, "cpu", WORKER_SAMPLED)
+        return total
+
     def sync_points(self) -> list[SyncPoint]:
         grouped: dict[tuple[str, int, str], SyncPoint] = {}
         for step, chain_id, root, kind, op, ns in self.raw.get("syncs", []):
@@ -212,14 +233,19 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
     category_us = {c: round(attribution.category_us.get(c, 0.0), 3) for c in CATEGORIES}
     category_us["idle"] = round(max(0.0, total - sum(category_us.values()) - attribution.profiler_us), 3)
     workers = meta.get("loader_workers")
-    workers_detail = (
-        f"work happens in {workers} DataLoader worker processes: only the wait for the batch is visible" if workers else ""
-    )
+    sampled = attribution.charge_worker_lines(raw.get("worker_samples", []), raw_steps[0][1], raw_steps[-1][2]) if raw_steps else 0
+    if not workers:
+        workers_detail = ""
+    elif sampled:
+        workers_detail = f"waits for {workers} DataLoader worker processes; the lines they were sampled on carry the time"
+    else:
+        workers_detail = f"work happens in {workers} DataLoader worker processes: only the wait for the batch is visible"
     n = max(1, len(steps))
     gpu = raw.get("gpu", [])
     info = dict(extra or {})
     info.update(
         samples=len(raw.get("samples", [])),
+        worker_samples=sampled,
         sample_interval_s=meta.get("sample_interval_s"),
         profiler_overhead_us=round(attribution.profiler_us, 3),
         unresolved_us=round(attribution.resolver.unresolved_us, 3),

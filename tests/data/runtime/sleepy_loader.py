@@ -1,4 +1,4 @@
-"""Loader-bound loop: the Dataset sleeps in __getitem__; argv[1] = num_workers."""
+"""Loader-bound loop: the Dataset sleeps in __getitem__; argv[1] = num_workers, argv[2] = start method."""
 import sys
 import time
 
@@ -17,7 +17,8 @@ class Sleepy(Dataset):
 
 def main():
     workers = int(sys.argv[1]) if len(sys.argv) > 1 else 0
-    loader = DataLoader(Sleepy(), batch_size=4, num_workers=workers)
+    context = sys.argv[2] if len(sys.argv) > 2 else None
+    loader = DataLoader(Sleepy(), batch_size=4, num_workers=workers, multiprocessing_context=context)
     model = torch.nn.Linear(16, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     for x, y in loader:

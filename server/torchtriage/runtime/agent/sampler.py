@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 Sample = Tuple[int, str, str, int]  # time_ns, filename, function, line
 
@@ -19,8 +19,13 @@ Sample = Tuple[int, str, str, int]  # time_ns, filename, function, line
 class FrameSampler:
     """A daemon thread that records samples every ``interval_s`` until stopped."""
 
-    def __init__(self, thread_id: int, is_user: Callable[[str], bool], interval_s: float = 0.001) -> None:
+    def __init__(
+        self, thread_id: int, is_user: Callable[[str], bool], interval_s: float = 0.001, boundary: Any = None
+    ) -> None:
+        """``boundary``: a code object; frames from it outwards are not looked at (in a forked
+        DataLoader worker, the frames below the worker loop are the parent's, frozen at the fork)."""
         self.thread_id = thread_id
+        self.boundary = boundary
         self.is_user = is_user
         self.interval_s = interval_s
         self.samples: List[Sample] = []
@@ -63,6 +68,8 @@ class FrameSampler:
         now = time.time_ns()
         while frame is not None:
             code = frame.f_code
+            if code is self.boundary:
+                return
             user = self._user_code.get(code)
             if user is None:
                 user = self._user_code[code] = self.is_user(code.co_filename)

@@ -28,6 +28,7 @@ from .collect import Collector
 from .sampler import FrameSampler
 from .steps import StepDetector, cuda_available
 from .usercode import UserCode, default_roots
+from .workers import FLUSH_S, WorkerSampling
 
 RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 
@@ -50,6 +51,7 @@ class Session:
         self.device = self._device()
         self.sampler = FrameSampler(threading.get_ident(), self.user.is_user, config.get("sample_interval_s", 0.001))
         self.detector = StepDetector(self._on_step, self._on_mode)
+        self.workers = WorkerSampling(self.out_dir, self.user.is_user, self.sampler.interval_s)
         self.prof: Optional[profile] = None
         self.steps_seen = 0
         self.saved = False
@@ -109,6 +111,7 @@ class Session:
         self.sampler.stop()
         self.saved = True
         self.detector.uninstall()
+        self.workers.uninstall()
         self.channel.send("phase", phase="analysing")
         previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
         try:
@@ -140,6 +143,11 @@ class Session:
         self.meta["collect_s"] = round(time.perf_counter() - started, 3)
         self.raw = collector.result()
         self.raw["samples"] = [[t, self.user.absolute(f), fn, line] for t, f, fn, line in self.sampler.samples]
+        if os.path.isdir(self.workers.folder):
+            time.sleep(2 * FLUSH_S)  # let forked loader workers write their last samples
+            self.raw["worker_samples"] = [
+                [t, self.user.absolute(f), fn, line] for t, f, fn, line in self.workers.samples()
+            ]
 
     def _write_agent_json(self) -> None:
         data = dict(getattr(self, "raw", {}) or {})
@@ -169,6 +177,7 @@ class Session:
         signal.signal(signal.SIGTERM, _raise_terminated)
         self.prof = self._profiler()
         self.detector.install()
+        self.workers.install()
         self.prof.start()
         self.channel.send("phase", phase="running", device=self.device)
         code = 0
