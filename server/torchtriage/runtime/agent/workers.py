@@ -24,6 +24,7 @@ from typing import Any, Callable, List, Optional
 from .sampler import FrameSampler
 
 FLUSH_S = 0.1
+STOP_MARKER = "stop"  # written by the host when the window is saved: workers stop sampling
 
 
 class WorkerSampling:
@@ -60,6 +61,12 @@ class WorkerSampling:
         iterator.__init__ = __init__  # type: ignore[method-assign]
 
     def uninstall(self) -> None:
+        """New iterators start unsampled workers; running workers stop sampling at their next flush."""
+        if os.path.isdir(self.folder):
+            try:
+                open(os.path.join(self.folder, STOP_MARKER), "w").close()
+            except OSError:
+                pass
         if self._original_init is not None:
             from torch.utils.data import dataloader
 
@@ -108,26 +115,29 @@ class _Flusher(threading.Thread):
         super().__init__(name="torchtriage-worker-flush", daemon=True)
         self.sampler = sampler
         self.path = path
-        self.written = 0
         self._stop_event = threading.Event()
 
     def run(self) -> None:
         while not self._stop_event.wait(FLUSH_S):
             self.flush()
+            if os.path.exists(os.path.join(os.path.dirname(self.path), STOP_MARKER)):
+                self.sampler.stop()  # the recorded window is over: stop costing the worker anything
+                return
 
     def stop(self) -> None:
         self._stop_event.set()
         self.flush()
 
     def flush(self) -> None:
+        """Write and drop what was sampled since the last flush (memory stays bounded)."""
         samples = self.sampler.samples
         end = len(samples)
-        if end == self.written:
+        if not end:
             return
-        lines = "".join(json.dumps(list(sample)) + "\n" for sample in samples[self.written : end])
+        batch = samples[:end]
+        del samples[:end]  # the sampler thread only appends: nothing after ``end`` is lost
         with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(lines)
-        self.written = end
+            handle.write("".join(json.dumps(list(sample)) + "\n" for sample in batch))
 
 
 def _forks(loader: Any) -> bool:
