@@ -134,10 +134,8 @@ def analyze_parsed(
     settings: Settings | None = None,
     rules: Iterable[type[Rule]] | None = None,
 ) -> list[Finding]:
-    """All findings for an already parsed module, sorted by position."""
+    """All findings for an already parsed module (not opted out by a file noqa), sorted by position."""
     settings = settings or Settings()
-    if has_file_noqa(parsed.source):
-        return []
     ctx = ModuleContext(source=parsed.source, tree=parsed.tree, path=path, settings=settings, parsed=parsed)
     selected = list(rules) if rules is not None else enabled_rules(settings, path)
     findings = analyze_context(ctx, selected)
@@ -153,12 +151,7 @@ def analyze_source(
     top_level_await: bool = False,
 ) -> list[Finding]:
     """All findings for one module's source text, sorted by position."""
-    if has_file_noqa(source):
-        return []
-    parsed = parse_module(source, path, top_level_await)
-    if isinstance(parsed, Finding):
-        return [parsed]  # always shown: nothing else can be checked
-    return analyze_parsed(parsed, path, settings, rules)
+    return IncrementalAnalyzer(path, top_level_await).analyze(source, settings, rules)
 
 
 class IncrementalAnalyzer:
@@ -172,11 +165,6 @@ class IncrementalAnalyzer:
         self.path = path
         self.top_level_await = top_level_await
         self._last: ParsedModule | None = None  # the last version that parsed
-
-    @property
-    def last_reparsed_lines(self) -> int | None:
-        """Lines the last successful parse had to read (all of them on a full parse)."""
-        return self._last.reparsed_lines if self._last is not None else None
 
     def parse(self, source: str) -> ParsedModule | Finding:
         """The new version's parse (from the last good one where possible), or its TT000."""
@@ -192,9 +180,10 @@ class IncrementalAnalyzer:
     def analyze(
         self, source: str, settings: Settings | None = None, rules: Iterable[type[Rule]] | None = None
     ) -> list[Finding]:
+        """All findings for this version of the document, sorted by position."""
         if has_file_noqa(source):
-            return []
+            return []  # before parsing: a file opted out of checks gets no syntax error either
         parsed = self.parse(source)
         if isinstance(parsed, Finding):
-            return [parsed]
+            return [parsed]  # always shown: nothing else can be checked
         return analyze_parsed(parsed, self.path, settings, rules)

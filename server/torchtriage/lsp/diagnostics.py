@@ -57,11 +57,11 @@ def analyse_snapshot(
 ) -> dict[str, list[Finding]]:
     """Run the core on a snapshot: one module, or all cells together (worker thread).
 
-    ``analyzer``: the document's incremental analyzer, for a text document.
+    ``analyzer``: the document's incremental analyzer (for ``path``), for a text document.
     """
     if not notebook:
         uri, _, text = snapshot[0]
-        if analyzer is not None and analyzer.path == path:
+        if analyzer is not None:
             return {uri: analyzer.analyze(text, settings)}
         return {uri: analyze_source(text, path, settings)}
     result: dict[str, list[Finding]] = {uri: [] for uri, _, _ in snapshot}
