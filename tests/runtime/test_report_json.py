@@ -129,6 +129,7 @@ def test_write_reports_writes_both_files_and_sources(tmp_path: Path) -> None:
     paths = write_reports(p, tmp_path / "run", [Finding(str(script), Span(3, 5, 3, 20), "TT101", "x", Severity.WARNING, "m")])
     report = load_report(tmp_path / "run")
     assert paths.json.name == "report.json" and paths.html.is_file()
+    assert paths.report == report  # the payload handed back is exactly what was written, no read-back needed
     assert report["schema_version"] == SCHEMA_VERSION
     assert report["hotspots"][0]["source"] == "loss = model(x)"
     assert report["hotspots"][0]["static_codes"] == ["TT101"]

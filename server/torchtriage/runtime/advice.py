@@ -14,27 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from .model import ProfileData, SyncPoint
-
-if TYPE_CHECKING:
-    from .diagnosis import Hotspot, MemoryTrend
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """One fact behind a verdict; ``path``/``line`` when it points at source."""
-
-    text: str
-    path: str = ""
-    line: int = 0
-
-
-@dataclass(frozen=True)
-class Recommendation:
-    """One fix: what to do, why it helps here, and a short code example."""
-
-    action: str
-    why: str
-    example: str = ""
+from .verdicts import Evidence, Hotspot, MemoryTrend, Recommendation
 
 
 @dataclass
@@ -43,8 +23,8 @@ class AdviceContext:
 
     profile: ProfileData
     shares: dict[str, float]
-    hotspots: list["Hotspot"]
-    memory: "MemoryTrend"
+    hotspots: list[Hotspot]
+    memory: MemoryTrend
     sync_points: list[SyncPoint] = field(default_factory=list)
 
     @property
@@ -55,7 +35,7 @@ class AdviceContext:
     def cuda(self) -> bool:
         return self.profile.device == "cuda"
 
-    def lines_of(self, category: str, limit: int = 3) -> list["Hotspot"]:
+    def lines_of(self, category: str, limit: int = 3) -> list[Hotspot]:
         return [h for h in self.hotspots if h.category == category][:limit]
 
     def physical_cores(self) -> int:

@@ -23,16 +23,13 @@ Two directions:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable, Sequence
 
 from ..findings import Finding, Severity, Span
-from .advice import Evidence
-from .model import ProfileData
-
-if TYPE_CHECKING:
-    from .diagnosis import Diagnosis
+from .model import ProfileData, SyncPoint
+from .verdicts import Evidence, Hotspot, MemoryTrend, StaticLink
 
 RUNTIME_CODES = {
     "TTR101": "runtime-host-sync",
@@ -54,26 +51,6 @@ KNOWN_CATEGORIES = {
 }
 LOADER_BOUND_SHARE = 0.30  # same bar as the data_loading verdict
 LOUD_SHARE = 0.05  # runtime findings at or above this share of the step are warnings
-
-
-@dataclass
-class StaticLink:
-    """One static finding with what its lines and its category cost at runtime."""
-
-    code: str
-    name: str
-    path: str
-    line: int
-    end_line: int
-    message: str
-    category: str  # the rule's category ("" when unknown)
-    self_us_per_step: float  # time charged to the lines the span covers
-    line_share: float
-    category_share: float  # share of the rule's category in the step (0 if not a runtime category)
-
-    @property
-    def hot(self) -> bool:
-        return self.line_share > 0
 
 
 def _rule(code: str):  # type: ignore[no-untyped-def]
@@ -157,7 +134,7 @@ def _runtime_finding(
     )
 
 
-def _has(findings: list[Finding], category: str, path: str, line: int | None, cwd: str) -> bool:
+def _has(findings: Sequence[Finding], category: str, path: str, line: int | None, cwd: str) -> bool:
     """Whether a finding of ``category`` covers (path, line); ``line=None``: anywhere."""
     for f in findings:
         if rule_category(f.code) != category:
@@ -167,13 +144,20 @@ def _has(findings: list[Finding], category: str, path: str, line: int | None, cw
     return False
 
 
-def runtime_findings(diagnosis: "Diagnosis", profile: ProfileData, findings: list[Finding]) -> list[Finding]:
+def runtime_findings(
+    profile: ProfileData,
+    findings: Sequence[Finding],
+    breakdown: dict[str, float],
+    hotspots: Sequence[Hotspot],
+    sync_points: Sequence[SyncPoint],
+    memory: MemoryTrend,
+) -> list[Finding]:
     """Hazards seen at runtime with no matching static finding (codes in RUNTIME_CODES)."""
     cwd = profile.cwd
     total = sum(s.duration_us for s in profile.steps)
     n = max(1, profile.steps_profiled)
     out: list[Finding] = []
-    for sp in diagnosis.sync_points:
+    for sp in sync_points:
         if sp.path and not _has(findings, "host_sync", sp.path, sp.line, cwd):
             share = min(1.0, sp.stall_us / total) if total > 0 else 0.0
             out.append(
@@ -188,9 +172,9 @@ def runtime_findings(diagnosis: "Diagnosis", profile: ProfileData, findings: lis
                     sp.stall_us / n,
                 )
             )
-    data_share = diagnosis.breakdown.get("data_loading", 0.0)
+    data_share = breakdown.get("data_loading", 0.0)
     has_loader_rule = any(f.code.upper() == "TT302" for f in findings)
-    loader_lines = [h for h in diagnosis.hotspots if h.category == "data_loading"]
+    loader_lines = [h for h in hotspots if h.category == "data_loading"]
     if data_share >= LOADER_BOUND_SHARE and not has_loader_rule and loader_lines:
         top = loader_lines[0]
         workers = profile.loader_workers
@@ -203,18 +187,18 @@ def runtime_findings(diagnosis: "Diagnosis", profile: ProfileData, findings: lis
                 + (f" with num_workers={workers}" if workers is not None else "")
                 + "; the static check saw no DataLoader without workers, so look at this line's per-sample cost",
                 data_share,
-                data_share * diagnosis.step_us,
+                data_share * profile.mean_step_us,
             )
         )
-    if diagnosis.memory.steady_growth:
-        for ml in diagnosis.memory.top_lines[:1]:
+    if memory.steady_growth:
+        for ml in memory.top_lines[:1]:
             if ml.retained_bytes > 0 and not _has(findings, "memory", ml.path, ml.line, cwd):
                 out.append(
                     _runtime_finding(
                         "TTR201",
                         ml.path,
                         ml.line,
-                        f"memory grows {diagnosis.memory.growth_bytes_per_step / 2**20:.2f} MiB per step; "
+                        f"memory grows {memory.growth_bytes_per_step / 2**20:.2f} MiB per step; "
                         f"{ml.retained_bytes / 2**20:.2f} MiB allocated here is still held: detach or drop it",
                         0.0,
                         0.0,
@@ -258,13 +242,6 @@ def link_evidence(links: list[StaticLink], kind: str, device: str = "cuda", limi
     return out
 
 
-def link_findings(diagnosis: "Diagnosis", profile: ProfileData, findings: list[Finding]) -> None:
-    """Fill ``static_codes`` on hot lines, ``static_links``, verdict evidence and ``runtime_findings``."""
-    cwd = profile.cwd
-    for spot in diagnosis.hotspots:
-        spot.static_codes = sorted({f.code for f in findings if covers(f, spot.path, spot.line, cwd)})
-    diagnosis.static_links = static_links(profile, findings, diagnosis.breakdown)
-    for verdict in [diagnosis.bottleneck, *diagnosis.secondary]:
-        if verdict.kind != "none":
-            verdict.evidence[1:1] = link_evidence(diagnosis.static_links, verdict.kind, profile.device)
-    diagnosis.runtime_findings = runtime_findings(diagnosis, profile, findings)
+def line_codes(hotspots: Sequence[Hotspot], findings: Sequence[Finding], cwd: str) -> list[Hotspot]:
+    """The hot lines again, each with the codes of the static findings that cover it."""
+    return [replace(spot, static_codes=sorted({f.code for f in findings if covers(f, spot.path, spot.line, cwd)})) for spot in hotspots]

@@ -36,15 +36,15 @@ tests/runtime/test_diag_*.py):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from ..findings import Finding
-from .advice import AdviceContext, Evidence, Recommendation, advise
-from .model import CATEGORIES, LineCost, MemoryLine, MemoryStep, ProfileData, SyncPoint
+from .advice import AdviceContext, advise
+from .crosslink import link_evidence, line_codes, runtime_findings, static_links
+from .model import CATEGORIES, OK_STATUSES, LineCost, ProfileData
+from .verdicts import Diagnosis, Evidence, Hotspot, MemoryTrend, Recommendation, StaticLink, Verdict
 
-if TYPE_CHECKING:
-    from .crosslink import StaticLink
+__all__ = ["Diagnosis", "Evidence", "Hotspot", "MemoryTrend", "Recommendation", "StaticLink", "Verdict", "diagnose"]
 
 # -- thresholds (shares of the mean step) -------------------------------------
 # Checked in this order; the first category at or above its bar is the verdict.
@@ -90,71 +90,6 @@ KINDS = (
     "memory_growth",
     "none",
 )
-OK_STATUSES = ("completed", "stopped_after_window")
-
-
-@dataclass
-class Verdict:
-    """One bottleneck: its kind, share of the step, evidence and fixes."""
-
-    kind: str
-    share: float
-    evidence: list[Evidence] = field(default_factory=list)
-    recommendations: list[Recommendation] = field(default_factory=list)
-
-
-@dataclass
-class Hotspot:
-    """One source line with all the time charged to it per step."""
-
-    path: str
-    line: int
-    self_us_per_step: float
-    share: float
-    category: str  # the category with most of this line's time
-    function: str = ""
-    top_names: list[str] = field(default_factory=list)
-    detail: str = ""
-    static_codes: list[str] = field(default_factory=list)  # filled by crosslink
-
-
-@dataclass
-class MemoryTrend:
-    """Per-step memory and whether it grows steadily."""
-
-    peak_bytes: int
-    growth_bytes_per_step: float
-    fit_r2: float
-    steady_growth: bool
-    steps: list[MemoryStep] = field(default_factory=list)
-    top_lines: list[MemoryLine] = field(default_factory=list)
-    snapshot: str = ""  # path of a CUDA memory snapshot, when the runner took one
-
-    @property
-    def window_growth_share(self) -> float:
-        """Fraction of the last step's end allocation added over the window (the memory verdict's share)."""
-        if len(self.steps) < 2 or self.steps[-1].end_bytes <= 0:
-            return 0.0
-        added = self.growth_bytes_per_step * (len(self.steps) - 1)
-        return max(0.0, min(1.0, added / self.steps[-1].end_bytes))
-
-
-@dataclass
-class Diagnosis:
-    """Everything a report shows, derived from one ProfileData."""
-
-    step_us: float
-    steps: int
-    breakdown: dict[str, float]  # category -> share of the mean step, sums to ~1
-    bottleneck: Verdict
-    secondary: list[Verdict]
-    hotspots: list[Hotspot]
-    memory: MemoryTrend
-    sync_points: list[SyncPoint]
-    static_links: list["StaticLink"] = field(default_factory=list)
-    runtime_findings: list[Finding] = field(default_factory=list)
-
-
 def category_shares(profile: ProfileData) -> dict[str, float]:
     """Category -> share of step time (with derived launch overhead); sums to 1 or is empty."""
     total = sum(s.duration_us for s in profile.steps)
@@ -279,34 +214,41 @@ def _secondary_kinds(shares: dict[str, float], primary: str) -> list[tuple[str, 
 
 def diagnose(profile: ProfileData, static_findings: Sequence[Finding] = ()) -> Diagnosis:
     """Break the mean step down, pick the bottleneck, attach evidence, fixes and cross-links."""
-    from .crosslink import link_findings  # crosslink reads Diagnosis pieces
-
+    findings = list(static_findings)
     measured = profile.steps_profiled > 0
     ok = profile.status.status in OK_STATUSES and measured
     # A run that failed keeps what it recorded: breakdown and hot lines of the steps
     # it did record are shown, but no verdict is drawn from a cut-short window.
     shares = category_shares(profile) if measured else {}
-    spots = hotspots(profile) if measured else []
+    spots = line_codes(hotspots(profile), findings, profile.cwd) if measured else []
     memory = memory_trend(profile)
     syncs = sorted(profile.sync_points, key=lambda s: (-s.stall_us, s.path, s.line))
-    kind, share = choose_kind(shares, memory) if ok else ("none", 0.0)
+    links = static_links(profile, findings, shares)
     context = AdviceContext(profile, shares, spots, memory, syncs)
-    primary = Verdict(kind, share, *advise(kind, context))
-    secondary = [Verdict(k, s, *advise(k, context)) for k, s in _secondary_kinds(shares, kind)] if ok else []
+
+    def verdict(kind: str, share: float) -> Verdict:
+        """Advice for ``kind``; the static findings of its category follow the headline evidence."""
+        evidence, recommendations = advise(kind, context)
+        if kind != "none":
+            evidence = evidence[:1] + link_evidence(links, kind, profile.device) + evidence[1:]
+        return Verdict(kind, share, evidence, recommendations)
+
+    kind, share = choose_kind(shares, memory) if ok else ("none", 0.0)
+    secondary = [verdict(k, s) for k, s in _secondary_kinds(shares, kind)] if ok else []
     if kind == "memory_growth" and ok:
         # the time bottleneck still matters: keep it as the first secondary verdict
         time_kind, time_share = choose_kind(shares, MemoryTrend(0, 0.0, 0.0, False))
         if time_kind != "none" and all(v.kind != time_kind for v in secondary):
-            secondary.insert(0, Verdict(time_kind, time_share, *advise(time_kind, context)))
-    diagnosis = Diagnosis(
+            secondary.insert(0, verdict(time_kind, time_share))
+    return Diagnosis(
         step_us=profile.mean_step_us,
         steps=profile.steps_profiled,
         breakdown=shares,
-        bottleneck=primary,
+        bottleneck=verdict(kind, share),
         secondary=secondary,
         hotspots=spots,
         memory=memory,
         sync_points=syncs,
+        static_links=links,
+        runtime_findings=runtime_findings(profile, findings, shares, spots, syncs, memory),
     )
-    link_findings(diagnosis, profile, list(static_findings))
-    return diagnosis

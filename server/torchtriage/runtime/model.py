@@ -29,6 +29,8 @@ CATEGORIES = (
 )
 
 RUN_STATUSES = ("completed", "stopped_after_window", "raised", "exited", "no_steps", "timeout", "killed", "interrupted", "syntax_error", "no_torch")
+OK_STATUSES = ("completed", "stopped_after_window")  # the window was recorded and the run ended as planned
+CANNOT_RUN_STATUSES = ("syntax_error", "no_torch")  # the script never started
 
 
 @dataclass

@@ -11,7 +11,7 @@ report can be re-rendered from report.json alone.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -30,10 +30,11 @@ TRACE_PATTERNS = ("*.pt.trace.json", "*.pt.trace.json.gz", "trace*.json", "trace
 
 @dataclass(frozen=True)
 class ReportPaths:
-    """Where write_reports put its files."""
+    """Where write_reports put its files, and the report.json payload it wrote."""
 
     json: Path
     html: Path
+    report: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def load_schema() -> dict[str, Any]:
@@ -205,7 +206,7 @@ def write_reports(profile: ProfileData, run_dir: Path, static_findings: Sequence
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     report = build_report(profile, diagnose(profile, static_findings), run_dir)
-    paths = ReportPaths(run_dir / REPORT_JSON, run_dir / REPORT_HTML)
+    paths = ReportPaths(run_dir / REPORT_JSON, run_dir / REPORT_HTML, report)
     paths.json.write_text(json.dumps(report, indent=1), encoding="utf-8")
     paths.html.write_text(render_html(report), encoding="utf-8")
     return paths

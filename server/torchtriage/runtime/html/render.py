@@ -13,6 +13,7 @@ from string import Template
 from types import MappingProxyType
 from typing import Any
 
+from ..model import OK_STATUSES
 from .svg import Bar, bar_chart, color, line_chart, stacked_bar
 
 TEMPLATE_PATH = Path(__file__).with_name("template.html")
@@ -29,7 +30,6 @@ KIND_TITLES = MappingProxyType(
         "none": "No clear bottleneck",
     }
 )
-OK_STATUSES = ("completed", "stopped_after_window")
 MIB = 2**20
 
 

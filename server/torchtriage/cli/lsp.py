@@ -6,13 +6,14 @@ import argparse
 import logging
 from typing import Any
 
+from ..errors import UsageError
+
 
 def run_lsp(args: argparse.Namespace) -> int:
-    from ..cli import UsageError  # exit code 2 and one line, like every usage problem
-
-    try:
-        from .server import build_server
-    except ImportError as exc:  # pygls is an optional dependency
+    """Start the server and serve until the client exits."""
+    try:  # pygls is an optional dependency: its absence is a usage problem, not a crash
+        from ..lsp.server import build_server
+    except ImportError as exc:
         raise UsageError(f"torchtriage lsp needs the [lsp] extra (pip install 'torchtriage[lsp]'): {exc}")
     logging.basicConfig(level=getattr(logging, args.log_level), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     server = build_server()
@@ -27,6 +28,7 @@ def run_lsp(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
+    """Add ``lsp`` to the top-level subparsers."""
     parser = subparsers.add_parser("lsp", help="run the language server (stdio, or --tcp HOST:PORT)")
     parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (debugging)")
     parser.add_argument(

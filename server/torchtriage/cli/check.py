@@ -1,7 +1,6 @@
-"""Command line: ``torchtriage check | fix | rules | explain`` (+ profile, lsp when present).
+"""``torchtriage check | fix | rules | explain``: flags -> Settings -> the core's findings, printed.
 
-Translates flags into Settings and prints what the core returns; no analysis
-happens here.  Exit codes: 0 clean, 1 findings, 2 usage or internal error.
+No analysis happens here.  Exit codes: 0 clean, 1 findings, 2 usage or internal error.
 
 A file that cannot be checked (unreadable, not UTF-8, binary, over 10 MiB, a
 notebook that is not valid JSON) is named on stderr, skipped, and counts like
@@ -14,29 +13,18 @@ from __future__ import annotations
 import argparse
 import collections
 import difflib
-import importlib
-import importlib.util
 import json
-import os
 import sys
-import traceback
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
-from . import __version__
-from .analysis.rules import all_rules, rule_by_code
-from .checker import FileReport, check_paths, write_fixes
-from .config import DEVICE_CHOICES, Settings, load_settings
-from .findings import INTERNAL_ERROR_CODE, Applicability
+from ..analysis.rules import all_rules, rule_by_code
+from ..checker import FileReport, check_paths, write_fixes
+from ..config import DEVICE_CHOICES, Settings, load_settings
+from ..errors import UsageError
+from ..findings import INTERNAL_ERROR_CODE, Applicability
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-
-# Subcommands that live beside their feature; each module exposes register(subparsers).
-OPTIONAL_COMMANDS = ("torchtriage.runtime.command", "torchtriage.lsp.command", "torchtriage.jupyter.command")
-
-
-class UsageError(Exception):
-    """A problem with what the user asked for (exit code 2, no traceback)."""
 
 
 def _codes(value: str) -> list[str]:
@@ -44,7 +32,7 @@ def _codes(value: str) -> list[str]:
 
 
 def _add_check_arguments(parser: argparse.ArgumentParser) -> None:
-    from .output import FORMATTERS
+    from ..output import FORMATTERS  # output formats (and rich) load only for check/fix
 
     parser.add_argument("paths", nargs="*", type=Path, default=[Path(".")], help="files, folders or notebooks")
     parser.add_argument("--select", type=_codes, help="only these codes or prefixes (e.g. TT1,TT301)")
@@ -109,7 +97,7 @@ def _diff(reports: Sequence[FileReport]) -> str:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from .output import FORMATTERS
+    from ..output import FORMATTERS
 
     missing = [str(p) for p in args.paths if not p.exists()]
     if missing:
@@ -181,12 +169,8 @@ def run_explain(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="torchtriage", description="Find and fix why PyTorch training is slow."
-    )
-    parser.add_argument("--version", action="version", version=f"torchtriage {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+def register(sub: Any) -> None:
+    """Add check, fix, rules and explain to the top-level subparsers."""
     check = sub.add_parser("check", help="check files, folders and notebooks for hot-loop hazards")
     _add_check_arguments(check)
     check.set_defaults(handler=run_check)
@@ -199,35 +183,3 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", help="what a rule flags, why it is slow, and the fix")
     explain.add_argument("code", help="a rule code such as TT101, or its name")
     explain.set_defaults(handler=run_explain)
-    for module_name in OPTIONAL_COMMANDS:
-        if importlib.util.find_spec(module_name.rsplit(".", 1)[0]) and importlib.util.find_spec(module_name):
-            importlib.import_module(module_name).register(sub)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "handler", None):
-        parser.print_help()
-        return EXIT_ERROR
-    try:
-        return int(args.handler(args))
-    except UsageError as exc:
-        print(f"torchtriage: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("torchtriage: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        # The reader went away (``| head``): silence the final flush of stdout too.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_CLEAN
-    except Exception:  # a bug of ours: say so, keep the traceback for the report
-        traceback.print_exc()
-        print("torchtriage: internal error (please report it, with the traceback above)", file=sys.stderr)
-        return EXIT_ERROR
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

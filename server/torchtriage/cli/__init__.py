@@ -1,0 +1,61 @@
+"""Command line: ``torchtriage check | fix | rules | explain | profile | lsp``.
+
+A host: it translates flags into calls of the core and prints what comes back;
+nothing below it imports it.  One module per command group registers its
+subcommands; ``main`` maps errors to exit codes (2: usage or internal error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from typing import Sequence
+
+from .. import __version__
+from ..errors import UsageError
+from . import check, lsp, profile
+
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+COMMAND_GROUPS = (check, profile, lsp)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every command group's subcommands."""
+    parser = argparse.ArgumentParser(prog="torchtriage", description="Find and fix why PyTorch training is slow.")
+    parser.add_argument("--version", action="version", version=f"torchtriage {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for group in COMMAND_GROUPS:
+        group.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns its exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return EXIT_ERROR
+    try:
+        return int(args.handler(args))
+    except UsageError as exc:
+        print(f"torchtriage: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("torchtriage: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (``| head``): silence the final flush of stdout too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception:  # a bug of ours: say so, keep the traceback for the report
+        traceback.print_exc()
+        print("torchtriage: internal error (please report it, with the traceback above)", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
