@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import bisect
 import collections
-from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
+from .agent.wire import WIRE_VERSION, Alloc, Charge, GpuActivity, Root, Sample, Site, Step, Sync, read_records
 from .model import (
     CATEGORIES,
     LineCost,
@@ -32,19 +32,11 @@ WORKER_SAMPLED = "runs in DataLoader workers: time is the main thread's wait, sp
 Weights = list[tuple[int, float]]  # (line, weight) summing to 1
 
 
-@dataclass(frozen=True)
-class Site:
-    kind: str  # "line" | "scope"
-    path: str
-    line: int
-    function: str
-
-
 class LineResolver:
     """Resolves ``scope`` sites to lines with the frame samples."""
 
-    def __init__(self, samples: Iterable[list[Any]], roots: list[list[int]]) -> None:
-        ordered = sorted((int(t), str(p), str(f), int(line)) for t, p, f, line in samples)
+    def __init__(self, samples: Iterable[Sample], roots: list[Root]) -> None:
+        ordered = sorted((int(s.time_ns), str(s.path), str(s.function), int(s.line)) for s in samples)
         self.times = [s[0] for s in ordered]
         self.samples = ordered
         self.roots = roots
@@ -60,7 +52,7 @@ class LineResolver:
         key = (site.path, site.function)
         counts: collections.Counter[int] = collections.Counter()
         if 0 <= root < len(self.roots):
-            start, end = self.roots[root]
+            start, end = self.roots[root].start_ns, self.roots[root].end_ns
             lo, hi = bisect.bisect_left(self.times, start), bisect.bisect_right(self.times, end)
             counts.update(line for _, p, f, line in self.samples[lo:hi] if (p, f) == key)
         if not counts:
@@ -118,9 +110,13 @@ class Attribution:
 
     def __init__(self, raw: dict[str, Any]) -> None:
         self.raw = raw
-        self.sites = [Site(str(k), str(p), int(line), str(f)) for k, p, line, f in raw.get("sites", [])]
+        self.sites = read_records(raw.get("sites", []), Site)
         self.chains: list[list[int]] = raw.get("chains", [])
-        self.resolver = LineResolver(raw.get("samples", []), raw.get("roots", []))
+        self.charges = read_records(raw.get("charges", []), Charge)
+        self.gpu = read_records(raw.get("gpu", []), GpuActivity)
+        self.syncs = read_records(raw.get("syncs", []), Sync)
+        self.allocs = read_records(raw.get("allocs", []), Alloc)
+        self.resolver = LineResolver(read_records(raw.get("samples", []), Sample), read_records(raw.get("roots", []), Root))
         self.lines = _LineTotals()
         self.category_us: dict[str, float] = collections.defaultdict(float)
         self.profiler_us = 0.0
@@ -141,30 +137,30 @@ class Attribution:
         return [(prefix + [(last.path, line, last.function)], w) for line, w in weights], sampled and ok
 
     def run(self) -> None:
-        for step, chain_id, category, name, root, main, ns, count in self.raw.get("charges", []):
-            us = ns / 1000.0
-            if category == "profiler":
-                self.profiler_us += us if main else 0.0
+        for charge in self.charges:
+            us = charge.ns / 1000.0
+            if charge.category == "profiler":
+                self.profiler_us += us if charge.main else 0.0
                 continue
-            if main:
-                self.category_us[category] += us
-            alternatives, sampled = self.resolve(chain_id, root)
+            if charge.main:
+                self.category_us[charge.category] += us
+            alternatives, sampled = self.resolve(charge.chain, charge.root)
             if not sampled:
                 self.resolver.unresolved_us += us
             for chain, weight in alternatives:
-                self.lines.add(chain, category, name, us * weight, count, "cpu", "" if sampled else UNSAMPLED)
-        for step, chain_id, root, name, start, ns in self.raw.get("gpu", []):
-            alternatives, _ = self.resolve(chain_id, root)
+                self.lines.add(chain, charge.category, charge.name, us * weight, charge.count, "cpu", "" if sampled else UNSAMPLED)
+        for kernel in self.gpu:
+            alternatives, _ = self.resolve(kernel.chain, kernel.root)
             for chain, weight in alternatives:
-                self.lines.add(chain, "compute", name, ns / 1000.0 * weight, 1, "cuda", "GPU kernel time")
+                self.lines.add(chain, "compute", kernel.name, kernel.ns / 1000.0 * weight, 1, "cuda", "GPU kernel time")
 
-    def charge_worker_lines(self, samples: list[list[Any]], start_ns: int, end_ns: int) -> int:
+    def charge_worker_lines(self, samples: list[Sample], start_ns: int, end_ns: int) -> int:
         """Hand the main thread's data-loading time to the lines the DataLoader workers were
         sampled on during the recorded steps, in proportion to their samples (the wait stays
         in the loop line's inclusive time, as for a loader without workers).  Returns the
         number of samples used."""
         counts: collections.Counter[tuple[str, int, str]] = collections.Counter(
-            (str(path), int(line), str(function)) for t, path, function, line in samples if start_ns <= int(t) < end_ns
+            (str(s.path), int(s.line), str(s.function)) for s in samples if start_ns <= int(s.time_ns) < end_ns
         )
         total = sum(counts.values())
         waits = [key for key in self.lines.self_us if key[2] == "data_loading" and key[3] == "cpu"]
@@ -180,37 +176,38 @@ class Attribution:
 
     def sync_points(self) -> list[SyncPoint]:
         grouped: dict[tuple[str, int, str], SyncPoint] = {}
-        for step, chain_id, root, kind, op, ns in self.raw.get("syncs", []):
-            alternatives, _ = self.resolve(chain_id, root)
+        for sync in self.syncs:
+            alternatives, _ = self.resolve(sync.chain, sync.root)
             if not alternatives:
                 continue
             chain, _ = max(alternatives, key=lambda a: a[1])
             path, line, _ = chain[-1]
-            point = grouped.setdefault((path, line, kind), SyncPoint(path=path, line=line, kind=kind, count=0, stall_us=0.0, op=op))
+            point = grouped.setdefault((path, line, sync.kind), SyncPoint(path=path, line=line, kind=sync.kind, count=0, stall_us=0.0, op=sync.op))
             point.count += 1
-            point.stall_us += ns / 1000.0
+            point.stall_us += sync.ns / 1000.0
         return sorted(grouped.values(), key=lambda p: (-p.stall_us, -p.count, p.path, p.line))
 
     def memory(self, device: str) -> tuple[list[MemoryStep], list[MemoryLine]]:
-        allocs = sorted((a for a in self.raw.get("allocs", []) if a[7] == device), key=lambda a: a[3])
+        allocs = sorted((a for a in self.allocs if a.device == device), key=lambda a: a.time_ns)
         steps: dict[int, MemoryStep] = {}
         allocated: dict[tuple[str, int], int] = collections.defaultdict(int)
         live: dict[int, tuple[tuple[str, int], int]] = {}
-        for step, chain_id, root, _, size, total, ptr, _ in allocs:
+        for alloc in allocs:
+            step, total = alloc.step, alloc.total_allocated
             if step >= 0:
                 entry = steps.setdefault(step, MemoryStep(step=step, peak_bytes=total, end_bytes=total))
                 entry.peak_bytes = max(entry.peak_bytes, total)
                 entry.end_bytes = total
-            alternatives, _ = self.resolve(chain_id, root)
-            if size > 0:
+            alternatives, _ = self.resolve(alloc.chain, alloc.root)
+            if alloc.size > 0:
                 if not alternatives:
                     continue
                 chain, _ = max(alternatives, key=lambda a: a[1])
                 where = (chain[-1][0], chain[-1][1])
-                allocated[where] += size
-                live[ptr] = (where, size)
+                allocated[where] += alloc.size
+                live[alloc.ptr] = (where, alloc.size)
             else:
-                live.pop(ptr, None)
+                live.pop(alloc.ptr, None)
         retained: dict[tuple[str, int], int] = collections.defaultdict(int)
         for where, size in live.values():
             retained[where] += size
@@ -222,9 +219,12 @@ class Attribution:
 def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra: Optional[dict[str, Any]] = None) -> ProfileData:
     """The ProfileData for one agent.json (possibly partial: a failed run still gives what it has)."""
     meta = raw.get("meta", {})
-    raw_steps = raw.get("steps", [])
-    origin = raw_steps[0][1] if raw_steps else 0
-    steps = [StepTiming(index=int(i), start_us=(s - origin) / 1000.0, end_us=(e - origin) / 1000.0) for i, s, e in raw_steps]
+    version = raw.get("wire_version", WIRE_VERSION)
+    if version != WIRE_VERSION:
+        raise ValueError(f"agent.json wire version {version} is not {WIRE_VERSION}: the agent and this torchtriage differ")
+    raw_steps = read_records(raw.get("steps", []), Step)
+    origin = raw_steps[0].start_ns if raw_steps else 0
+    steps = [StepTiming(index=int(s.index), start_us=(s.start_ns - origin) / 1000.0, end_us=(s.end_ns - origin) / 1000.0) for s in raw_steps]
     attribution = Attribution(raw)
     attribution.run()
     device = str(meta.get("device", "cpu"))
@@ -233,7 +233,8 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
     category_us = {c: round(attribution.category_us.get(c, 0.0), 3) for c in CATEGORIES}
     category_us["idle"] = round(max(0.0, total - sum(category_us.values()) - attribution.profiler_us), 3)
     workers = meta.get("loader_workers")
-    sampled = attribution.charge_worker_lines(raw.get("worker_samples", []), raw_steps[0][1], raw_steps[-1][2]) if raw_steps else 0
+    worker_samples = read_records(raw.get("worker_samples", []), Sample)
+    sampled = attribution.charge_worker_lines(worker_samples, raw_steps[0].start_ns, raw_steps[-1].end_ns) if raw_steps else 0
     if not workers:
         workers_detail = ""
     elif sampled:
@@ -241,7 +242,7 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
     else:
         workers_detail = f"work happens in {workers} DataLoader worker processes: only the wait for the batch is visible"
     n = max(1, len(steps))
-    gpu = raw.get("gpu", [])
+    gpu = attribution.gpu
     info = dict(extra or {})
     info.update(
         samples=len(raw.get("samples", [])),
@@ -249,7 +250,7 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
         sample_interval_s=meta.get("sample_interval_s"),
         profiler_overhead_us=round(attribution.profiler_us, 3),
         unresolved_us=round(attribution.resolver.unresolved_us, 3),
-        gpu_busy_us=round(sum(g[5] for g in gpu) / 1000.0, 3),
+        gpu_busy_us=round(sum(g.ns for g in gpu) / 1000.0, 3),
         collect_s=meta.get("collect_s"),
         executable=meta.get("executable"),
     )

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from .usercode import UserCode
+from .wire import Alloc, Charge, GpuActivity, Root, Site, Step, Sync
 
 EventType = torch._C._profiler._EventType
 PY_EVENTS = (EventType.PyCall, EventType.PyCCall)
@@ -51,15 +52,15 @@ class Collector:
         self.user = user
         self.main_tid = -1  # the thread of the ProfilerStep events
         self.agent_dir = agent_dir
-        self.steps: List[Tuple[int, int, int]] = []
+        self.steps: List[Step] = []
         self._step_starts: List[int] = []
         self.sites: Dict[Tuple[str, str, int, str], int] = {}
         self.chains: Dict[Tuple[int, ...], int] = {}
         self.charges: Dict[Tuple[int, int, str, str, int, bool], List[int]] = {}
-        self.roots: List[Tuple[int, int]] = []
-        self.allocs: List[List[Any]] = []
-        self.syncs: List[List[Any]] = []
-        self.gpu: List[List[Any]] = []
+        self.roots: List[Root] = []
+        self.allocs: List[Alloc] = []
+        self.syncs: List[Sync] = []
+        self.gpu: List[GpuActivity] = []
         self.ops = 0
         self._anchors: Dict[int, Tuple[Tuple[int, ...], int]] = {}
         self._launches: Dict[int, Tuple[Tuple[int, ...], int, int]] = {}
@@ -72,7 +73,7 @@ class Collector:
         self._find_steps(roots)
         if not self.steps:
             return
-        first, last = self.steps[0][1], self.steps[-1][2]
+        first, last = self.steps[0].start_ns, self.steps[-1].end_ns
         self._window_start = first
         start = _State((), -1, -1, "", False, False)
         stack = [(node, start) for node in reversed(roots) if node.end_time_ns > first and node.start_time_ns < last]
@@ -86,14 +87,15 @@ class Collector:
             self._gpu_activity(node, None)
 
     def result(self) -> Dict[str, Any]:
+        """The records for agent.json (types in ``wire``; each serialises as a JSON array)."""
         sites = sorted(self.sites.items(), key=lambda kv: kv[1])
         chains = sorted(self.chains.items(), key=lambda kv: kv[1])
         return {
-            "steps": [list(s) for s in self.steps],
-            "sites": [list(key) for key, _ in sites],
+            "steps": self.steps,
+            "sites": [Site(*key) for key, _ in sites],
             "chains": [list(key) for key, _ in chains],
-            "charges": [[s, c, cat, name, root, main, v[0], v[1]] for (s, c, cat, name, root, main), v in self.charges.items()],
-            "roots": [list(r) for r in self.roots],
+            "charges": [Charge(s, c, cat, name, root, main, v[0], v[1]) for (s, c, cat, name, root, main), v in self.charges.items()],
+            "roots": self.roots,
             "allocs": self.allocs,
             "syncs": self.syncs,
             "gpu": self.gpu,
@@ -107,16 +109,16 @@ class Collector:
         while stack:
             node = stack.pop()
             if node.tag == EventType.TorchOp and node.name.startswith("ProfilerStep#"):
-                found.append((int(node.name.split("#", 1)[1]), node.start_time_ns, node.end_time_ns))
+                found.append(Step(int(node.name.split("#", 1)[1]), node.start_time_ns, node.end_time_ns))
                 self.main_tid = node.start_tid
                 continue
             stack.extend(node.children)
-        self.steps = sorted(found, key=lambda s: s[1])
-        self._step_starts = [s[1] for s in self.steps]
+        self.steps = sorted(found, key=lambda s: s.start_ns)
+        self._step_starts = [s.start_ns for s in self.steps]
 
     def _step_of(self, t: int) -> int:
         i = bisect.bisect_right(self._step_starts, t) - 1
-        if i < 0 or t >= self.steps[i][2]:
+        if i < 0 or t >= self.steps[i].end_ns:
             return -1
         return i
 
@@ -138,7 +140,7 @@ class Collector:
                     nxt = self._step_starts[0]
                     g_start = max(g_start, min(nxt, g_end))
                     continue
-                s_end = self.steps[i][2]
+                s_end = self.steps[i].end_ns
                 if g_start >= s_end:
                     nxt = self._step_starts[i + 1] if i + 1 < len(self.steps) else g_end
                     g_start = max(g_start, min(nxt, g_end))
@@ -216,7 +218,7 @@ class Collector:
             if state.scope >= 0:  # reached from user code without a Python call: line unknown
                 chain = chain + (state.scope,)
                 root = len(self.roots)
-                self.roots.append((node.start_time_ns, node.end_time_ns))
+                self.roots.append(Root(node.start_time_ns, node.end_time_ns))
             if not state.in_op and main:
                 self.ops += 1
             seq = node.extra_fields.sequence_number
@@ -232,7 +234,7 @@ class Collector:
                 ctx = "data_loading"
             sync = SYNC_OPS.get(name)
             if sync and ctx not in ("host_sync", "data_loading", "profiler"):
-                self.syncs.append([self._step_of(node.start_time_ns), self._chain(chain), root, sync, name, node.duration_time_ns])
+                self.syncs.append(Sync(self._step_of(node.start_time_ns), self._chain(chain), root, sync, name, node.duration_time_ns))
                 ctx = "host_sync"
         child_ops = False
         intervals = []
@@ -247,7 +249,7 @@ class Collector:
         if scope >= 0:  # the user function's own bytecode time: line from samples
             charge_chain = chain + (scope,)
             charge_root = len(self.roots)
-            self.roots.append((node.start_time_ns, node.end_time_ns))
+            self.roots.append(Root(node.start_time_ns, node.end_time_ns))
         intervals.sort()
         for step, ns in self._split(node.start_time_ns, node.end_time_ns, intervals):
             if ns > 0:
@@ -261,8 +263,8 @@ class Collector:
             chain = chain + (state.scope,)
         device = fields.device
         self.allocs.append(
-            [self._step_of(node.start_time_ns), self._chain(chain), root, node.start_time_ns, int(fields.alloc_size),
-             int(fields.total_allocated), int(fields.ptr), getattr(device, "type", str(device))]
+            Alloc(self._step_of(node.start_time_ns), self._chain(chain), root, node.start_time_ns, int(fields.alloc_size),
+                  int(fields.total_allocated), int(fields.ptr), getattr(device, "type", str(device)))
         )
 
     def _kineto(self, node: Any, state: _State) -> None:
@@ -273,7 +275,7 @@ class Collector:
             step = self._step_of(node.start_time_ns)
             sync = CUDA_SYNCS.get(name)
             if sync and state.ctx != "data_loading":
-                self.syncs.append([step, self._chain(state.chain), state.root, sync, name, node.duration_time_ns])
+                self.syncs.append(Sync(step, self._chain(state.chain), state.root, sync, name, node.duration_time_ns))
                 category = "host_sync"
             else:
                 category = state.ctx or ("launch_overhead" if "Launch" in name else "compute")
@@ -290,7 +292,7 @@ class Collector:
         if owner is None:
             owner = (launch[0], launch[1]) if launch else ((), -1)
         step = self._step_of(launch[2] if launch else node.start_time_ns)
-        self.gpu.append([step, self._chain(owner[0]), owner[1], node.name, node.start_time_ns, node.duration_time_ns])
+        self.gpu.append(GpuActivity(step, self._chain(owner[0]), owner[1], node.name, node.start_time_ns, node.duration_time_ns))
 
 
 def _is_runtime(name: str) -> bool:

@@ -24,6 +24,7 @@ import torch.profiler.python_tracer as python_tracer
 from torch.profiler import ProfilerAction, ProfilerActivity, profile, schedule
 
 from .channel import Channel, write_json
+from .wire import WIRE_VERSION, Sample
 from .collect import Collector
 from .sampler import FrameSampler
 from .steps import StepDetector, cuda_available
@@ -142,11 +143,11 @@ class Session:
         collector.collect(prof.profiler.kineto_results.experimental_event_tree())
         self.meta["collect_s"] = round(time.perf_counter() - started, 3)
         self.raw = collector.result()
-        self.raw["samples"] = [[t, self.user.absolute(f), fn, line] for t, f, fn, line in self.sampler.samples]
+        self.raw["samples"] = [Sample(t, self.user.absolute(f), fn, line) for t, f, fn, line in self.sampler.samples]
         if os.path.isdir(self.workers.folder):
             time.sleep(2 * FLUSH_S)  # let forked loader workers write their last samples
             self.raw["worker_samples"] = [
-                [t, self.user.absolute(f), fn, line] for t, f, fn, line in self.workers.samples()
+                Sample(t, self.user.absolute(f), fn, line) for t, f, fn, line in self.workers.samples()
             ]
 
     def _write_agent_json(self) -> None:
@@ -166,6 +167,7 @@ class Session:
             user_roots=self.user.roots,
             sample_interval_s=self.sampler.interval_s,
         )
+        data["wire_version"] = WIRE_VERSION
         data["status"] = self.status
         data["warnings"] = self.warnings
         write_json(os.path.join(self.out_dir, "agent.json"), data)

@@ -1,0 +1,125 @@
+"""agent.json's records: the one definition both ends use (stdlib only, Python 3.8 syntax).
+
+The agent writes each record as a JSON array (a ``NamedTuple`` serialises as
+one: compact, and field order is fixed here); the host reads an array back
+into the same ``NamedTuple`` with ``read_records``, so every field is used by
+name on both sides.  Add fields only at the end and bump ``WIRE_VERSION``;
+``read_records`` accepts rows with fewer fields from older agents when the new
+fields have defaults.
+
+``chains`` (lists of site indexes, outermost first) is the one variable-length
+record and stays a plain list of ints.
+"""
+
+from typing import Any, Dict, Iterable, List, NamedTuple, Type, TypeVar
+
+WIRE_VERSION = 1
+
+
+class Step(NamedTuple):
+    """One recorded ``ProfilerStep#N`` on the main thread."""
+
+    index: int
+    start_ns: int
+    end_ns: int
+
+
+class Site(NamedTuple):
+    """A user source site: an exact call ``line``, or a user function (``scope``) whose line the samples resolve."""
+
+    kind: str  # "line" | "scope"
+    path: str
+    line: int
+    function: str
+
+
+class Charge(NamedTuple):
+    """Self time of one (step, chain, category, name) summed over its events."""
+
+    step: int  # position in ``steps``
+    chain: int  # index into ``chains``
+    category: str
+    name: str  # op, kernel-runtime call or Python function
+    root: int  # pending root (index into ``roots``) the time belongs to, -1 when the line is known
+    main: bool  # charged on the main (stepping) thread
+    ns: int
+    count: int
+
+
+class Root(NamedTuple):
+    """An interval whose work is charged to a ``scope`` site: samples inside it name the line."""
+
+    start_ns: int
+    end_ns: int
+
+
+class Alloc(NamedTuple):
+    """One allocator event (``size`` < 0: a free)."""
+
+    step: int
+    chain: int
+    root: int
+    time_ns: int
+    size: int
+    total_allocated: int
+    ptr: int
+    device: str  # "cpu" | "cuda" | ...
+
+
+class Sync(NamedTuple):
+    """One host-device synchronisation (``.item()``, ``cudaStreamSynchronize``...)."""
+
+    step: int
+    chain: int
+    root: int
+    kind: str  # "item" | "nonzero" | "stream_sync" | "device_sync" | "event_sync"
+    op: str
+    ns: int
+
+
+class GpuActivity(NamedTuple):
+    """One GPU kernel or memcpy, owned by the chain that launched it."""
+
+    step: int
+    chain: int
+    root: int
+    name: str
+    start_ns: int
+    ns: int
+
+
+class Sample(NamedTuple):
+    """One frame sample of user code (main thread, or a DataLoader worker)."""
+
+    time_ns: int
+    path: str
+    function: str
+    line: int
+
+
+Record = TypeVar("Record", Step, Site, Charge, Root, Alloc, Sync, GpuActivity, Sample)
+
+# agent.json key -> record type
+RECORDS: Dict[str, Type[Any]] = {
+    "steps": Step,
+    "sites": Site,
+    "charges": Charge,
+    "roots": Root,
+    "allocs": Alloc,
+    "syncs": Sync,
+    "gpu": GpuActivity,
+    "samples": Sample,
+    "worker_samples": Sample,
+}
+
+
+def read_records(rows: Iterable[Iterable[Any]], record: Type[Record]) -> List[Record]:
+    """Rows read from agent.json as ``record`` tuples; a row of the wrong length raises ValueError."""
+    out = []
+    for row in rows:
+        values = list(row)
+        try:
+            out.append(record(*values))
+        except TypeError:
+            raise ValueError(f"agent.json: a {record.__name__} record needs the fields {record._fields}, got {values!r}") from None
+    return out

@@ -1,0 +1,87 @@
+"""agent.json's wire format: what the agent writes, the host reads back field by field."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import torchtriage.runtime.agent as agent_package
+from torchtriage.runtime.agent import wire as host_wire
+from torchtriage.runtime.attribution import build_profile
+
+from run_support import agent_json, profile_cli
+
+AGENT_DIR = Path(agent_package.__file__).resolve().parent
+# One record of each kind, every field a value no other field has.
+VALUES = {
+    "Step": (7, 1_000, 2_000),
+    "Site": ("scope", "/w/train.py", 12, "forward"),
+    "Charge": (1, 3, "compute", "aten::mm", -1, True, 5_000, 2),
+    "Root": (1_500, 1_600),
+    "Alloc": (2, 4, 0, 1_700, 4096, 8192, 140_000, "cpu"),
+    "Sync": (3, 5, -1, "item", "aten::_local_scalar_dense", 900),
+    "GpuActivity": (4, 6, 1, "ampere_sgemm", 1_800, 300),
+    "Sample": (1_900, "/w/data.py", "__getitem__", 33),
+}
+
+
+def _agent_side(name: str) -> ModuleType:
+    """The agent's own copy of a module, loaded under a private package name as bootstrap.py does."""
+    package = "_torchtriage_agent_wire_test"
+    if package not in sys.modules:
+        spec = importlib.util.spec_from_file_location(package, AGENT_DIR / "__init__.py", submodule_search_locations=[str(AGENT_DIR)])
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[package] = module
+        spec.loader.exec_module(module)
+    return importlib.import_module(f"{package}.{name}")
+
+
+def test_every_record_kind_reads_back_field_by_field(tmp_path: Path) -> None:
+    agent_wire, channel = _agent_side("wire"), _agent_side("channel")
+    assert agent_wire.Step is not host_wire.Step  # two real ends, not one class
+    written = {kind: getattr(agent_wire, kind)(*values) for kind, values in VALUES.items()}
+    path = tmp_path / "agent.json"
+    channel.write_json(str(path), {kind: [record] for kind, record in written.items()})
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for kind, record in written.items():
+        (read,) = host_wire.read_records(data[kind], getattr(host_wire, kind))
+        assert read._fields == record._fields
+        for field in record._fields:
+            assert getattr(read, field) == getattr(record, field), (kind, field)
+            assert type(getattr(read, field)) is type(getattr(record, field)), (kind, field)
+
+
+def test_every_agent_json_key_has_one_record_type() -> None:
+    agent_wire = _agent_side("wire")
+    assert {k: v.__name__ for k, v in agent_wire.RECORDS.items()} == {k: v.__name__ for k, v in host_wire.RECORDS.items()}
+    assert set(VALUES) == {v.__name__ for v in host_wire.RECORDS.values()}
+
+
+def test_a_row_of_the_wrong_shape_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match=r"Sync record needs the fields \('step', 'chain'"):
+        host_wire.read_records([[1, 2, 3]], host_wire.Sync)
+
+
+def test_an_agent_of_another_wire_version_is_refused() -> None:
+    with pytest.raises(ValueError, match="wire version 999"):
+        build_profile({"wire_version": 999})
+
+
+@pytest.mark.slow
+def test_a_real_run_writes_records_the_host_reads(tmp_path: Path) -> None:
+    proc, run_dir = profile_cli(tmp_path, "train_basic.py")
+    assert proc.returncode == 0, proc.stderr
+    data = agent_json(run_dir)
+    assert data["wire_version"] == host_wire.WIRE_VERSION
+    for key, record in host_wire.RECORDS.items():
+        rows = host_wire.read_records(data.get(key, []), record)
+        for row in rows:
+            for field, annotation in record.__annotations__.items():
+                assert isinstance(getattr(row, field), {"int": int, "str": str, "bool": bool}[annotation.__name__ if isinstance(annotation, type) else annotation]), (key, field)
+    assert data["steps"] and data["charges"] and data["samples"]
