@@ -6,46 +6,18 @@ inside one rule becomes a TT999 finding for that rule and the others still run.
 
 from __future__ import annotations
 
-import ast
 import re
 import traceback
-import warnings
 from typing import Iterable
 
 from ..config import Settings
-from ..findings import INTERNAL_ERROR_CODE, SYNTAX_ERROR_CODE, Finding, Severity, Span
+from ..findings import INTERNAL_ERROR_CODE, Finding, Severity, Span
 from .context import ModuleContext
 from .incremental import ParsedModule, parse_module, reparse
 from .rules import Rule, all_rules
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 _FILE_NOQA = re.compile(r"^#\s*torchtriage\s*:\s*noqa\s*$", re.I | re.M)
-
-
-def _syntax_error(path: str, span: Span, message: str) -> Finding:
-    return Finding(path, span, SYNTAX_ERROR_CODE, "syntax-error", Severity.ERROR, message)
-
-
-def parse_source(source: str, path: str = "<string>", top_level_await: bool = False) -> ast.Module | Finding:
-    """The module's ast, or a TT000 finding that says where the syntax breaks.
-
-    ``top_level_await``: accept ``await`` outside functions, as notebook cells do.
-    """
-    flags = ast.PyCF_ONLY_AST | (ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if top_level_await else 0)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
-            return compile(source, path, "exec", flags=flags, dont_inherit=True)
-    except SyntaxError as exc:
-        line = exc.lineno or 1
-        column = exc.offset or 1
-        end_line = exc.end_lineno or line
-        end_column = exc.end_offset if exc.end_offset and exc.end_lineno else column + 1
-        if (end_line, end_column) <= (line, column):
-            end_line, end_column = line, column + 1
-        return _syntax_error(path, Span(line, max(column, 1), end_line, max(end_column, 1)), f"SyntaxError: {exc.msg}")
-    except (ValueError, MemoryError, RecursionError) as exc:  # null bytes, absurd nesting
-        return _syntax_error(path, Span(1, 1, 1, 1), f"cannot parse: {exc or 'nested too deeply'} ({type(exc).__name__})")
 
 
 def noqa_codes(line: str) -> frozenset[str] | None:

@@ -39,10 +39,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator, TypeVar
+from typing import Iterator, TypeVar
 
 from .memo import subtree_memo
 from .file_kinds import is_test_file
+from .module_index import ModuleIndex
 from .step_markers import (
     _MODEL_NAME,
     LOOP_NODES,
@@ -63,9 +64,6 @@ from .step_markers import (
     target_names,
     unwrap_iterable,
 )
-
-if TYPE_CHECKING:
-    from .context import ModuleContext
 
 Loop = ast.For | ast.AsyncFor | ast.While
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -173,7 +171,7 @@ def _is_step_function(func: FunctionNode) -> bool:
 
 
 class _Finder:
-    def __init__(self, ctx: "ModuleContext") -> None:
+    def __init__(self, ctx: ModuleIndex) -> None:
         self.ctx = ctx
         self.result = HotLoops()
         self.functions: dict[str, list[FunctionNode]] = {}
@@ -410,7 +408,7 @@ class _Finder:
         self.result.epoch_loops = sorted(epoch, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[arg-type]
 
 
-def find_hot_loops(ctx: "ModuleContext") -> HotLoops:
+def find_hot_loops(ctx: ModuleIndex) -> HotLoops:
     """Compute the per-step code of a module (none in test modules: their loops check
     behaviour, not speed, and an ``assert`` on a tensor is what a test is for)."""
     if is_test_file(ctx.path):

@@ -24,11 +24,11 @@ per document and analyses a document's versions one at a time).
 from __future__ import annotations
 
 import ast
-import warnings
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..findings import Finding
+from .parsing import PARSE_ERRORS, compile_tree, parse_source
 from .text import split_lines
 
 __all__ = ["Chunk", "ParsedModule", "parse_module", "reparse", "walk_module"]
@@ -78,10 +78,6 @@ class ParsedModule:
             head = (self.tree,) if isinstance(self.tree, types) else ()
             found = self._by_type[types] = head + tuple(n for chunk in self.chunks for n in chunk.nodes_of(types))
         return found
-
-
-def _flags(top_level_await: bool) -> int:
-    return ast.PyCF_ONLY_AST | (ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if top_level_await else 0)
 
 
 def _shift_node(node: ast.AST, delta: int) -> None:
@@ -172,8 +168,6 @@ def _assemble(source: str, lines: list[str], chunks: list[Chunk], top_level_awai
 
 def parse_module(source: str, path: str = "<string>", top_level_await: bool = False) -> ParsedModule | Finding:
     """Parse the whole module into chunks, or a TT000 finding for a syntax error."""
-    from .engine import parse_source
-
     tree = parse_source(source, path, top_level_await)
     if isinstance(tree, Finding):
         return tree
@@ -230,10 +224,8 @@ def reparse(previous: ParsedModule, source: str, path: str = "<string>") -> Pars
     start, stop = chunks[first_index].first, chunks[last_index].end + delta
     region = "".join(lines[start:stop])
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc., as in a full parse
-            tree = compile(region, path, "exec", flags=_flags(previous.top_level_await), dont_inherit=True)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        tree = compile_tree(region, path, previous.top_level_await)
+    except PARSE_ERRORS:
         return parse_module(source, path, previous.top_level_await)  # the true error, or a multi-chunk construct
     after = chunks[last_index + 1 :]
     if delta:

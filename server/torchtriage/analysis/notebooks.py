@@ -21,7 +21,8 @@ from typing import Any, Sequence
 from ..config import Settings
 from ..findings import SYNTAX_ERROR_CODE, CellLocation, Edit, Finding, Fix, Span
 from .autofix import MAX_ROUNDS
-from .engine import analyze_source, has_file_noqa, parse_source
+from .engine import analyze_source, has_file_noqa
+from .parsing import parse_source
 from .fixes import apply_edits, select_fixes
 from .ipython_magics import neutralise_cell
 from .text import split_lines
