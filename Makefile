@@ -29,6 +29,7 @@ demo: install
 	@echo "Open .torchtriage/runs/demo-slow_loader/report.html to see the profile report."
 
 test: install system-deps
+	$(PYTHON) -c "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())" --no-cache  # the layering contracts in pyproject.toml
 	$(PYTHON) -m pytest -n 2 -q -p no:cacheprovider
 
 bench: install
