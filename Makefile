@@ -43,7 +43,8 @@ $(VENV)/.installed: pyproject.toml Makefile | $(VENV)/bin/python
 $(VENV)/bin/python:
 	@if ! $(BOOTSTRAP_PYTHON) -m venv --clear $(VENV); then \
 		rm -rf $(VENV); \
-		pkg=$$($(BOOTSTRAP_PYTHON) -c 'import sys; print("python%d.%d-venv" % sys.version_info[:2])' 2>/dev/null || echo python3-venv); \
+		pkg=$$($(BOOTSTRAP_PYTHON) -c 'import sys; print("python%d.%d-venv" % sys.version_info[:2])' 2>/dev/null \
+			|| echo python3-venv); \
 		if command -v $(APT_GET) >/dev/null && { [ -z "$(SUDO)" ] || command -v $(SUDO) >/dev/null; } \
 			&& echo "$(BOOTSTRAP_PYTHON) -m venv failed: installing $$pkg" && { $(call apt_install,$$pkg); } \
 			&& $(BOOTSTRAP_PYTHON) -m venv --clear $(VENV); then :; else \

@@ -79,11 +79,13 @@ def _managed_python(prefix: Path, *, ensurepip: bool = True) -> Path:
 def _env(tmp: Path) -> dict[str, str]:
     """The managed interpreter is `python3` on PATH, as on Debian; nothing of this run's make or venv leaks in."""
     ours = {"VENV", "BOOTSTRAP_PYTHON", "TORCH_REQ", "PROJECT_REQ", "APT_GET", "SUDO", "VIRTUAL_ENV"}
-    env = {k: v for k, v in os.environ.items() if k not in ours and not k.startswith(("PIP_", "PYTHON", "MAKE", "MFLAGS"))}
+    prefixes = ("PIP_", "PYTHON", "MAKE", "MFLAGS")
+    env = {k: v for k, v in os.environ.items() if k not in ours and not k.startswith(prefixes)}
     env["PATH"] = f"{tmp / 'system' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     wheels = tmp / "wheels"
     # No index, no user/site pip config: only the folder of stub wheels.
-    env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels), PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels), PIP_CONFIG_FILE=os.devnull)
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     return env
 
 

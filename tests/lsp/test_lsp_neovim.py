@@ -1,4 +1,7 @@
-"""Headless Neovim as a second real client, and the README's Neovim snippet (skips without `nvim`; CI installs it via apt)."""
+"""Headless Neovim as a second real client, and the README's Neovim snippet.
+
+Skips without `nvim`; CI installs it via apt.
+"""
 
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ vim.api.nvim_create_autocmd("VimEnter", {
     local clients = {}
     for _, client in ipairs(vim.lsp.get_active_clients()) do table.insert(clients, client.name) end
     local handle = io.open(os.getenv("TT_OUT"), "w")
-    handle:write(vim.fn.json_encode({ filetype = vim.bo.filetype, notes = notes, errmsg = vim.v.errmsg, clients = clients }))
+    local result = { filetype = vim.bo.filetype, notes = notes, errmsg = vim.v.errmsg, clients = clients }
+    handle:write(vim.fn.json_encode(result))
     handle:close()
     vim.cmd("qall!")
   end,
