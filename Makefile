@@ -1,26 +1,73 @@
 # Two entry points, each doing all set-up on a fresh machine:
 #   make demo   install, then run torchtriage on the bundled examples
 #   make test   install (system packages too), then run the whole test suite
-PYTHON ?= python3
-PIP := $(PYTHON) -m pip
+#
+# Which Python: a project venv, .venv/, made with `$(BOOTSTRAP_PYTHON) -m venv`, so a system Python that
+# refuses `pip install` (externally managed, PEP 668: Debian 12, Ubuntu 24.04) is never installed into.
+# `make test PYTHON=/path/to/python` uses that interpreter as it is instead (no venv; pip runs every time).
+BOOTSTRAP_PYTHON ?= python3
+VENV ?= .venv
+# What install puts in, in this order: the local CPU torch wheel first, so nothing pulls a CUDA build.
+TORCH_REQ ?= torch==2.13.0
+PROJECT_REQ ?= -e ".[dev]"
+APT_GET ?= apt-get
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install system-deps demo test bench
 
+define pip_install
+$(PYTHON) -m pip install --quiet $(TORCH_REQ)
+$(PYTHON) -m pip install --quiet $(PROJECT_REQ)
+endef
+
+# apt-get install with retries (mirrors flake): $(call apt_install,PACKAGES); its status says whether it worked.
+apt_install = ok=; for attempt in 1 2 3; do \
+		if $(SUDO) $(APT_GET) update -qq && \
+			$(SUDO) env DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y -qq --no-install-recommends $(1) >/dev/null; \
+		then ok=1; break; fi; \
+		[ $$attempt = 3 ] || { echo "apt-get failed, retrying ($$attempt/3)"; sleep 10; }; \
+	done; [ -n "$$ok" ]
+
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(VENV)/bin/python
+
+install: $(VENV)/.installed
+
+# pip runs again only when pyproject.toml or this Makefile changed, or the venv was made anew.
+$(VENV)/.installed: pyproject.toml Makefile | $(VENV)/bin/python
+	$(pip_install)
+	@touch $@
+
+# Debian/Ubuntu ship venv's pip bootstrap in a package of its own (python3.X-venv); without it
+# `python3 -m venv` fails. Then install it (root or sudo) and try again, or say how to fix it.
+$(VENV)/bin/python:
+	@if ! $(BOOTSTRAP_PYTHON) -m venv --clear $(VENV); then \
+		rm -rf $(VENV); \
+		pkg=$$($(BOOTSTRAP_PYTHON) -c 'import sys; print("python%d.%d-venv" % sys.version_info[:2])' 2>/dev/null \
+			|| echo python3-venv); \
+		if command -v $(APT_GET) >/dev/null && { [ -z "$(SUDO)" ] || command -v $(SUDO) >/dev/null; } \
+			&& echo "$(BOOTSTRAP_PYTHON) -m venv failed: installing $$pkg" && { $(call apt_install,$$pkg); } \
+			&& $(BOOTSTRAP_PYTHON) -m venv --clear $(VENV); then :; else \
+			rm -rf $(VENV); \
+			echo >&2 "Could not make the project venv $(VENV)/ with '$(BOOTSTRAP_PYTHON) -m venv'."; \
+			echo >&2 "  Fix: sudo apt-get install $$pkg   (Debian/Ubuntu), then run make again;"; \
+			echo >&2 "  or use a Python you manage, as it is: make $(or $(MAKECMDGOALS),install) PYTHON=/path/to/python"; \
+			exit 1; \
+		fi; \
+	fi
+else
 install:
-	$(PIP) install --quiet torch==2.13.0          # the local CPU wheel first, so nothing pulls a CUDA build
-	$(PIP) install --quiet -e ".[dev]"
+	$(pip_install)
+endif
 
 # Real clients the tests drive: Neovim (second LSP client) and Chromium (report.html rendering).
 system-deps:
 	@if ! command -v nvim >/dev/null || ! command -v chromium >/dev/null; then \
-		for attempt in 1 2 3; do \
-			$(SUDO) apt-get update -qq && \
-			DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends neovim chromium >/dev/null \
-			&& break; \
-			[ $$attempt = 3 ] && exit 1; echo "apt-get failed, retrying ($$attempt/3)"; sleep 10; \
-		done; \
+		$(call apt_install,neovim chromium); \
 	fi
+
+# Console scripts (the `torchtriage` command the pre-commit test runs) come from the same environment.
+SCRIPTS = $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
 
 demo: install
 	$(PYTHON) -m torchtriage check examples/ --statistics --exit-zero
@@ -29,8 +76,8 @@ demo: install
 	@echo "Open .torchtriage/runs/demo-slow_loader/report.html to see the profile report."
 
 test: install system-deps
-	$(PYTHON) -c "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())" --no-cache  # the layering contracts in pyproject.toml
-	$(PYTHON) -m pytest -n 2 -q -p no:cacheprovider
+	PATH="$(SCRIPTS):$$PATH" lint-imports --no-cache  # the layering contracts in pyproject.toml ([tool.importlinter])
+	PATH="$(SCRIPTS):$$PATH" $(PYTHON) -m pytest -n 2 -q -p no:cacheprovider
 
 bench: install
 	$(PYTHON) bench/run_all.py
