@@ -13,11 +13,12 @@ import bisect
 import collections
 from typing import Any, Iterable, Optional
 
-from .agent.wire import WIRE_VERSION, Alloc, Charge, GpuActivity, Root, Sample, Site, Step, Sync, read_records
+from .agent.wire import WIRE_VERSION, Alloc, Charge, GpuActivity, OpStat, Root, Sample, Site, Step, Sync, read_records
 from .model import (
     CATEGORIES,
     LineCost,
     MemoryLine,
+    OpCost,
     MemoryStep,
     ProfileData,
     RunStatus,
@@ -174,6 +175,17 @@ class Attribution:
             self.lines.add([(path, line, function)], "data_loading", "worker", share, n, "cpu", WORKER_SAMPLED)
         return total
 
+    def ops(self) -> list[OpCost]:
+        """The operator table: each op name with the user line that has most of its time."""
+        out = []
+        for op in read_records(self.raw.get("ops", []), OpStat):
+            alternatives, _ = self.resolve(op.chain, op.root)
+            path, line, function = max(alternatives, key=lambda a: a[1])[0][-1] if alternatives else ("", 0, "")
+            out.append(OpCost(name=op.name, device=op.device, calls=op.calls, self_us=op.self_ns / 1000.0, total_us=op.total_ns / 1000.0,
+                              main_thread=op.main, path=path, line=line, function=function))
+        out.sort(key=lambda o: (-o.self_us, -o.total_us, o.name))
+        return out
+
     def sync_points(self) -> list[SyncPoint]:
         grouped: dict[tuple[str, int, str], SyncPoint] = {}
         for sync in self.syncs:
@@ -276,4 +288,5 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
         status=status or RunStatus(**{k: agent_status[k] for k in ("status", "message", "traceback", "exit_code") if k in agent_status}),
         warnings=list(raw.get("warnings", [])),
         extra=info,
+        ops=attribution.ops(),
     )
