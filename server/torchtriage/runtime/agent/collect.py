@@ -48,11 +48,15 @@ class _State:
 
 
 class _OpTable:
-    """Per op name (and device, thread): calls, self and total ns inside the recorded steps, and who calls it."""
+    """Per op name (and device, thread): calls, self and total ns inside the recorded steps, and who calls it.
+
+    The caller is the chain with most of the op's time, with the pending root of its
+    longest call there (the host prefers the lines the charges resolve to, see attribution).
+    """
 
     def __init__(self) -> None:
         self.stats: Dict[Tuple[str, str, bool], List[int]] = {}  # key -> [calls, self_ns, total_ns]
-        self.callers: Dict[Tuple[str, str, bool], Dict[Tuple[int, int], int]] = {}  # key -> (chain id, root) -> ns
+        self.callers: Dict[Tuple[str, str, bool], Dict[int, List[int]]] = {}  # key -> chain id -> [ns, root, longest ns]
 
     def add(self, name: str, device: str, main: bool, self_ns: int, total_ns: int, caller: Tuple[int, int], weight: int) -> None:
         key = (name, device, main)
@@ -63,15 +67,18 @@ class _OpTable:
         entry[0] += 1
         entry[1] += self_ns
         entry[2] += total_ns
-        callers = self.callers[key]
-        callers[caller] = callers.get(caller, 0) + weight
+        chain, root = caller
+        seen = self.callers[key].setdefault(chain, [0, root, weight])
+        seen[0] += weight
+        if weight > seen[2]:
+            seen[1], seen[2] = root, weight
 
     def records(self) -> List[OpStat]:
         out = []
         for key, (calls, self_ns, total_ns) in self.stats.items():
             callers = self.callers[key]
-            chain, root = max(callers, key=lambda c: (callers[c], -c[0]))
-            out.append(OpStat(key[0], key[1], key[2], calls, self_ns, total_ns, chain, root))
+            chain = max(callers, key=lambda c: (callers[c][0], -c))
+            out.append(OpStat(key[0], key[1], key[2], calls, self_ns, total_ns, chain, callers[chain][1]))
         out.sort(key=lambda r: (-r.self_ns, r.name))
         return out
 
