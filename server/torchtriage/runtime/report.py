@@ -242,7 +242,7 @@ def write_reports(profile: ProfileData, run_dir: Path, static_findings: Sequence
     report = build_report(profile, diagnose(profile, static_findings), run_dir)
     paths = ReportPaths(run_dir / REPORT_JSON, run_dir / REPORT_HTML, report)
     paths.json.write_text(json.dumps(report, indent=1), encoding="utf-8")
-    paths.html.write_text(render_html(report), encoding="utf-8")
+    paths.html.write_text(render_html(report, run_dir), encoding="utf-8")
     return paths
 
 
