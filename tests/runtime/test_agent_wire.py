@@ -27,6 +27,7 @@ VALUES = {
     "Sync": (3, 5, -1, "item", "aten::_local_scalar_dense", 900),
     "GpuActivity": (4, 6, 1, "ampere_sgemm", 1_800, 300),
     "Sample": (1_900, "/w/data.py", "__getitem__", 33),
+    "OpStat": ("aten::addmm", "cpu", False, 6, 7_000, 8_000, 9, 10),
 }
 
 

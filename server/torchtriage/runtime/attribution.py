@@ -13,11 +13,12 @@ import bisect
 import collections
 from typing import Any, Iterable, Optional
 
-from .agent.wire import WIRE_VERSION, Alloc, Charge, GpuActivity, Root, Sample, Site, Step, Sync, read_records
+from .agent.wire import WIRE_VERSION, Alloc, Charge, GpuActivity, OpStat, Root, Sample, Site, Step, Sync, read_records
 from .model import (
     CATEGORIES,
     LineCost,
     MemoryLine,
+    OpCost,
     MemoryStep,
     ProfileData,
     RunStatus,
@@ -26,6 +27,7 @@ from .model import (
 )
 
 TOP_NAMES = 5
+BACKWARD_PREFIX = "autograd::engine::evaluate_function: "  # as agent/collect.py strips it from charge names
 UNSAMPLED = "line estimated: no frame sample fell in this function"
 WORKER_SAMPLED = "runs in DataLoader workers: time is the main thread's wait, split by where the workers were sampled"
 
@@ -120,6 +122,8 @@ class Attribution:
         self.lines = _LineTotals()
         self.category_us: dict[str, float] = collections.defaultdict(float)
         self.profiler_us = 0.0
+        # (charged name, "cpu" | "cuda") -> user line -> us: where each op's own time went, for the operator table
+        self.op_lines: dict[tuple[str, str], collections.Counter[tuple[str, int, str]]] = collections.defaultdict(collections.Counter)
 
     def resolve(self, chain_id: int, root: int) -> tuple[list[tuple[list[tuple[str, int, str]], float]], bool]:
         """A chain as alternatives of concrete (path, line, function) lists, with weights."""
@@ -149,10 +153,13 @@ class Attribution:
                 self.resolver.unresolved_us += us
             for chain, weight in alternatives:
                 self.lines.add(chain, charge.category, charge.name, us * weight, charge.count, "cpu", "" if sampled else UNSAMPLED)
+                self.op_lines[(charge.name, "cpu")][chain[-1]] += us * weight
         for kernel in self.gpu:
             alternatives, _ = self.resolve(kernel.chain, kernel.root)
             for chain, weight in alternatives:
                 self.lines.add(chain, "compute", kernel.name, kernel.ns / 1000.0 * weight, 1, "cuda", "GPU kernel time")
+                if kernel.step >= 0:
+                    self.op_lines[(kernel.name, "cuda")][chain[-1]] += kernel.ns / 1000.0 * weight
 
     def charge_worker_lines(self, samples: list[Sample], start_ns: int, end_ns: int) -> int:
         """Hand the main thread's data-loading time to the lines the DataLoader workers were
@@ -173,6 +180,23 @@ class Attribution:
             share = wait_us * n / total
             self.lines.add([(path, line, function)], "data_loading", "worker", share, n, "cpu", WORKER_SAMPLED)
         return total
+
+    def ops(self) -> list[OpCost]:
+        """The operator table: each op name with the user line that has most of its own time
+        (as the charges resolve it; else the agent's heaviest caller)."""
+        out = []
+        for op in read_records(self.raw.get("ops", []), OpStat):
+            name = op.name[len(BACKWARD_PREFIX):] if op.name.startswith(BACKWARD_PREFIX) else op.name
+            lines = self.op_lines.get((name, op.device))
+            if lines:
+                path, line, function = max(lines.items(), key=lambda kv: (kv[1], kv[0]))[0]
+            else:
+                alternatives, _ = self.resolve(op.chain, op.root)
+                path, line, function = max(alternatives, key=lambda a: a[1])[0][-1] if alternatives else ("", 0, "")
+            out.append(OpCost(name=op.name, device=op.device, calls=op.calls, self_us=op.self_ns / 1000.0, total_us=op.total_ns / 1000.0,
+                              main_thread=op.main, path=path, line=line, function=function))
+        out.sort(key=lambda o: (-o.self_us, -o.total_us, o.name))
+        return out
 
     def sync_points(self) -> list[SyncPoint]:
         grouped: dict[tuple[str, int, str], SyncPoint] = {}
@@ -276,4 +300,5 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
         status=status or RunStatus(**{k: agent_status[k] for k in ("status", "message", "traceback", "exit_code") if k in agent_status}),
         warnings=list(raw.get("warnings", [])),
         extra=info,
+        ops=attribution.ops(),
     )

@@ -86,6 +86,21 @@ class MemoryLine:
 
 
 @dataclass
+class OpCost:
+    """One operator (aten op, runtime call or GPU kernel) over the active steps: calls and time."""
+
+    name: str
+    device: str = "cpu"  # "cpu": host op or runtime call; "cuda": GPU kernel or memcpy
+    calls: int = 0
+    self_us: float = 0.0  # its own time, without the ops it calls
+    total_us: float = 0.0  # including the ops it calls (nested calls of the same name once)
+    main_thread: bool = True  # on the main (stepping) thread; GPU rows: true
+    path: str = ""  # the user line with most of its time ("" when none)
+    line: int = 0
+    function: str = ""
+
+
+@dataclass
 class RunStatus:
     status: str = "completed"  # one of RUN_STATUSES
     message: str = ""
@@ -117,6 +132,7 @@ class ProfileData:
     status: RunStatus = field(default_factory=RunStatus)
     warnings: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    ops: list[OpCost] = field(default_factory=list)  # per operator name, largest self time first
 
     @property
     def steps_profiled(self) -> int:
@@ -141,6 +157,7 @@ class ProfileData:
         data["memory_steps"] = [MemoryStep(**x) for x in data.get("memory_steps", [])]
         data["memory_lines"] = [MemoryLine(**x) for x in data.get("memory_lines", [])]
         data["status"] = RunStatus(**data.get("status", {}))
+        data["ops"] = [OpCost(**x) for x in data.get("ops", [])]
         return cls(**data)
 
     @classmethod

@@ -25,6 +25,8 @@ SCHEMA_PATH = Path(__file__).with_name("report_schema.json")
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
 PROFILE_JSON = "profile.json"
+AGENT_JSON = "agent.json"
+OPERATORS = 50  # rows of report.json's operator table
 TRACE_PATTERNS = ("*.pt.trace.json", "*.pt.trace.json.gz", "trace*.json", "trace*.json.gz")
 
 
@@ -85,11 +87,42 @@ def _trace_files(profile: ProfileData, run_dir: Path | None) -> dict[str, Any]:
         for pattern in TRACE_PATTERNS:
             traces += [str(p) for p in sorted(run_dir.glob(pattern))]
     profile_json = run_dir / PROFILE_JSON if run_dir is not None else None
+    agent_json = run_dir / AGENT_JSON if run_dir is not None else None
     return {
         "chrome_traces": list(dict.fromkeys(traces)),
         "profile": str(profile_json) if profile_json is not None and profile_json.exists() else None,
         "memory_snapshot": str(extra.get("memory_snapshot")) if extra.get("memory_snapshot") else None,
+        "tensorboard_logdir": _existing(extra.get("tensorboard_logdir")),
+        "output_log": _existing(extra.get("output_log")),
+        "agent_json": str(agent_json) if agent_json is not None and agent_json.exists() else None,
     }
+
+
+def _existing(path: Any) -> str | None:
+    return str(path) if isinstance(path, str) and path and Path(path).exists() else None
+
+
+def _operators(profile: ProfileData, step_us: float, src: SourceLines) -> list[dict[str, Any]]:
+    """The operator table: per op name, per step, largest self time first."""
+    n = max(1, profile.steps_profiled)
+    window = step_us * n
+    return [
+        {
+            "name": o.name,
+            "device": o.device,
+            "main_thread": o.main_thread,
+            "calls_per_step": round(o.calls / n, 3),
+            "self_ms_per_step": _ms(o.self_us / n),
+            "total_ms_per_step": _ms(o.total_us / n),
+            "self_share": _share(o.self_us / window) if window > 0 else 0.0,
+            "total_share": _share(o.total_us / window) if window > 0 else 0.0,
+            "path": o.path or None,
+            "line": o.line or None,
+            "function": o.function,
+            "source": src.get(o.path, o.line) if o.path else "",
+        }
+        for o in sorted(profile.ops, key=lambda o: (-o.self_us, -o.total_us, o.name))[:OPERATORS]
+    ]
 
 
 def build_report(profile: ProfileData, diagnosis: Diagnosis, run_dir: Path | None = None) -> dict[str, Any]:
@@ -189,6 +222,7 @@ def build_report(profile: ProfileData, diagnosis: Diagnosis, run_dir: Path | Non
         "loader_workers": profile.loader_workers,
         "warnings": list(profile.warnings),
         "trace": _trace_files(profile, run_dir),
+        "operators": _operators(profile, step_us, src),
     }
 
 
@@ -208,7 +242,7 @@ def write_reports(profile: ProfileData, run_dir: Path, static_findings: Sequence
     report = build_report(profile, diagnose(profile, static_findings), run_dir)
     paths = ReportPaths(run_dir / REPORT_JSON, run_dir / REPORT_HTML, report)
     paths.json.write_text(json.dumps(report, indent=1), encoding="utf-8")
-    paths.html.write_text(render_html(report), encoding="utf-8")
+    paths.html.write_text(render_html(report, run_dir), encoding="utf-8")
     return paths
 
 

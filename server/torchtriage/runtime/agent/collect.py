@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 import torch
 
 from .usercode import UserCode
-from .wire import Alloc, Charge, GpuActivity, Root, Site, Step, Sync
+from .wire import Alloc, Charge, GpuActivity, OpStat, Root, Site, Step, Sync
 
 EventType = torch._C._profiler._EventType
 PY_EVENTS = (EventType.PyCall, EventType.PyCCall)
@@ -39,10 +39,48 @@ _BUILTIN = re.compile(r"<built-in (?:method|function) (\w+)")
 class _State:
     """What a node passes to its children."""
 
-    __slots__ = ("chain", "scope", "root", "ctx", "backward", "in_op")
+    __slots__ = ("chain", "scope", "root", "ctx", "backward", "in_op", "open_ops")
 
-    def __init__(self, chain: Tuple[int, ...], scope: int, root: int, ctx: str, backward: bool, in_op: bool) -> None:
+    def __init__(self, chain: Tuple[int, ...], scope: int, root: int, ctx: str, backward: bool, in_op: bool,
+                 open_ops: FrozenSet[str] = frozenset()) -> None:
         self.chain, self.scope, self.root, self.ctx, self.backward, self.in_op = chain, scope, root, ctx, backward, in_op
+        self.open_ops = open_ops  # names of the ops enclosing this node (nested same-name ops count once in total time)
+
+
+class _OpTable:
+    """Per op name (and device, thread): calls, self and total ns inside the recorded steps, and who calls it.
+
+    The caller is the chain with most of the op's time, with the pending root of its
+    longest call there (the host prefers the lines the charges resolve to, see attribution).
+    """
+
+    def __init__(self) -> None:
+        self.stats: Dict[Tuple[str, str, bool], List[int]] = {}  # key -> [calls, self_ns, total_ns]
+        self.callers: Dict[Tuple[str, str, bool], Dict[int, List[int]]] = {}  # key -> chain id -> [ns, root, longest ns]
+
+    def add(self, name: str, device: str, main: bool, self_ns: int, total_ns: int, caller: Tuple[int, int], weight: int) -> None:
+        key = (name, device, main)
+        entry = self.stats.get(key)
+        if entry is None:
+            entry = self.stats[key] = [0, 0, 0]
+            self.callers[key] = {}
+        entry[0] += 1
+        entry[1] += self_ns
+        entry[2] += total_ns
+        chain, root = caller
+        seen = self.callers[key].setdefault(chain, [0, root, weight])
+        seen[0] += weight
+        if weight > seen[2]:
+            seen[1], seen[2] = root, weight
+
+    def records(self) -> List[OpStat]:
+        out = []
+        for key, (calls, self_ns, total_ns) in self.stats.items():
+            callers = self.callers[key]
+            chain = max(callers, key=lambda c: (callers[c][0], -c))
+            out.append(OpStat(key[0], key[1], key[2], calls, self_ns, total_ns, chain, callers[chain][1]))
+        out.sort(key=lambda r: (-r.self_ns, r.name))
+        return out
 
 
 class Collector:
@@ -62,6 +100,7 @@ class Collector:
         self.syncs: List[Sync] = []
         self.gpu: List[GpuActivity] = []
         self.ops = 0
+        self.op_table = _OpTable()
         self._anchors: Dict[int, Tuple[Tuple[int, ...], int]] = {}
         self._launches: Dict[int, Tuple[Tuple[int, ...], int, int]] = {}
         self._orphans: List[Any] = []
@@ -100,6 +139,7 @@ class Collector:
             "syncs": self.syncs,
             "gpu": self.gpu,
             "top_level_ops": self.ops,
+            "ops": self.op_table.records(),
         }
 
     # -- steps -------------------------------------------------------------
@@ -251,10 +291,24 @@ class Collector:
             charge_root = len(self.roots)
             self.roots.append(Root(node.start_time_ns, node.end_time_ns))
         intervals.sort()
+        own_ns = 0
         for step, ns in self._split(node.start_time_ns, node.end_time_ns, intervals):
             if ns > 0:
+                own_ns += ns
                 self._charge(step, charge_chain, category, name, charge_root, main, ns)
-        return _State(chain, scope, root, ctx, backward, state.in_op or tag == EventType.TorchOp)
+        open_ops = state.open_ops
+        if tag == EventType.TorchOp:
+            self._op_stat(node, main, own_ns, state.open_ops, (self._chain(chain), root))
+            open_ops = open_ops | {node.name}
+        return _State(chain, scope, root, ctx, backward, state.in_op or tag == EventType.TorchOp, open_ops)
+
+    def _op_stat(self, node: Any, main: bool, self_ns: int, open_ops: FrozenSet[str], caller: Tuple[int, int]) -> None:
+        """One op call for the operator table: only calls that start inside a recorded step."""
+        if self._step_of(node.start_time_ns) < 0:
+            return
+        duration = node.duration_time_ns
+        total = 0 if node.name in open_ops else duration  # an op nested in one of the same name is already in its total
+        self.op_table.add(node.name, "cpu", main, self_ns, total, caller, duration)
 
     def _allocation(self, node: Any, state: _State) -> None:
         fields = node.extra_fields
@@ -281,6 +335,8 @@ class Collector:
                 category = state.ctx or ("launch_overhead" if "Launch" in name else "compute")
             if step >= 0:
                 self._charge(step, state.chain, category, name, state.root, main, node.duration_time_ns)
+                ns = node.duration_time_ns
+                self.op_table.add(name, "cpu", main, ns, ns, (self._chain(state.chain), state.root), ns)
             return
         if state.chain or state.root >= 0:
             self._gpu_activity(node, (state.chain, state.root))
@@ -292,7 +348,11 @@ class Collector:
         if owner is None:
             owner = (launch[0], launch[1]) if launch else ((), -1)
         step = self._step_of(launch[2] if launch else node.start_time_ns)
-        self.gpu.append(GpuActivity(step, self._chain(owner[0]), owner[1], node.name, node.start_time_ns, node.duration_time_ns))
+        chain = self._chain(owner[0])
+        self.gpu.append(GpuActivity(step, chain, owner[1], node.name, node.start_time_ns, node.duration_time_ns))
+        if step >= 0:
+            ns = node.duration_time_ns
+            self.op_table.add(node.name, "cuda", True, ns, ns, (chain, owner[1]), ns)
 
 
 def _is_runtime(name: str) -> bool:

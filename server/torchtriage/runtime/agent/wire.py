@@ -97,7 +97,27 @@ class Sample(NamedTuple):
     line: int
 
 
-Record = TypeVar("Record", Step, Site, Charge, Root, Alloc, Sync, GpuActivity, Sample)
+class OpStat(NamedTuple):
+    """One operator name's calls and time over the recorded steps, for the operator table.
+
+    ``device`` "cpu": a host op or runtime call (``aten::mm``, ``cudaLaunchKernel``);
+    "cuda": a GPU kernel or memcpy (self = total = its device time).  ``main``: on the
+    main (stepping) thread (GPU rows: always true).  ``total_ns`` counts a call nested
+    inside another of the same name once.  ``chain``/``root`` name the caller with the
+    most of its time.
+    """
+
+    name: str
+    device: str
+    main: bool
+    calls: int
+    self_ns: int
+    total_ns: int
+    chain: int
+    root: int
+
+
+Record = TypeVar("Record", Step, Site, Charge, Root, Alloc, Sync, GpuActivity, Sample, OpStat)
 
 # agent.json key -> record type
 RECORDS: Dict[str, Type[Any]] = {
@@ -110,6 +130,7 @@ RECORDS: Dict[str, Type[Any]] = {
     "gpu": GpuActivity,
     "samples": Sample,
     "worker_samples": Sample,
+    "ops": OpStat,
 }
 
 

@@ -1,8 +1,9 @@
 """report.json document -> one self-contained HTML page (inline CSS and SVG, no network).
 
 The verdict, its evidence and fixes come first; then the step-time breakdown,
-the hot lines as bars with their source and static codes, memory over steps,
-and the tables (syncs, static and runtime findings, trace files).
+the hot lines as bars with their source and static codes, the operator table,
+memory over steps, the tables (syncs, static and runtime findings) and the run
+folder's files as links.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..model import OK_STATUSES
+from .sections import base_dir, files_html, loc, operators_html, where
 from .svg import Bar, bar_chart, color, line_chart, stacked_bar
 
 TEMPLATE_PATH = Path(__file__).with_name("template.html")
@@ -33,15 +35,6 @@ KIND_TITLES = MappingProxyType(
 MIB = 2**20
 
 
-def _where(path: str | None, line: int | None) -> str:
-    return f"{Path(path).name}:{line}" if path and line else (Path(path).name if path else "")
-
-
-def _loc(path: str | None, line: int | None) -> str:
-    """A file:line label whose tooltip is the full path."""
-    return f"<code title='{escape(path or '')}'>{escape(_where(path, line))}</code>"
-
-
 def _verdict_html(v: dict[str, Any], primary: bool) -> str:
     kind = v["kind"]
     title = KIND_TITLES.get(kind, kind)
@@ -50,7 +43,7 @@ def _verdict_html(v: dict[str, Any], primary: bool) -> str:
         f"{share * 100:.0f}% of memory added in the window" if kind == "memory_growth" else f"{share * 100:.0f}% of step time"
     )
     evidence = "".join(
-        f"<li>{escape(e['text'])}{' &mdash; ' + _loc(e['path'], e['line']) if e.get('path') and _where(e['path'], e['line']) not in e['text'] else ''}</li>" for e in v["evidence"]
+        f"<li>{escape(e['text'])}{' &mdash; ' + loc(e['path'], e['line']) if e.get('path') and where(e['path'], e['line']) not in e['text'] else ''}</li>" for e in v["evidence"]
     )
     recs = "".join(
         f"<li><strong>{escape(r['action'])}</strong><div class='why'>{escape(r['why'])}</div>"
@@ -94,23 +87,48 @@ def _breakdown(r: dict[str, Any]) -> str:
         return "<h2>Where a step goes</h2><p class='empty'>No step time recorded.</p>"
     steps = r["step_times_ms"]
     chart = stacked_bar(parts)
-    step_chart = line_chart([("step time", "#2e86ab", steps)], [str(i) for i in range(len(steps))], "ms", height=160)
+    step_chart = line_chart([("step time", "#2e86ab", steps)], [str(i) for i in range(len(steps))], "ms", height=190, y_title="step time")
     return f"<h2>Where a step goes ({r['step_time_ms']:.2f} ms mean)</h2>{chart}<h2>Step times</h2>{step_chart}"
 
 
 def _hotlines(r: dict[str, Any]) -> str:
     bars = [
         Bar(
-            label=_where(h["path"], h["line"]),
+            label=where(h["path"], h["line"]),
             value=h["share"],
             value_text=f"{h['self_ms_per_step']:.2f} ms \u00b7 {h['share'] * 100:.0f}%",
             category=h["category"],
             note=h["source"],
             badges=tuple(h["static_codes"]),
+            title=h["path"],
         )
         for h in r["hotspots"][:10]
     ]
     return "<h2>Hot lines (time per step)</h2>" + bar_chart(bars)
+
+
+def _mib(n: float) -> str:
+    """Bytes as MiB: two decimals, three below 0.1 MiB, "<0.001" below that."""
+    mib = n / MIB
+    if mib == 0 or abs(mib) >= 0.1:
+        return f"{mib:,.2f}"
+    return f"{mib:.3f}" if abs(mib) >= 0.001 else "&lt;0.001"
+
+
+def _mib_cell(n: int) -> str:
+    return f"<td class='num' title='{n:,} bytes'>{_mib(n)}</td>"
+
+
+MEMORY_CAPTION = (
+    "Live allocated memory: the bytes held by tensors that PyTorch's allocator has handed out (its "
+    "<em>allocated</em> memory, not the cache it keeps <em>reserved</em>). <strong>peak</strong> is the highest value "
+    "reached during each step, <strong>end</strong> what was still allocated when the step finished."
+)
+ALLOCATED_HELP = (
+    "Sum of every allocation this line made over the recorded steps. Memory freed and allocated again counts each "
+    "time, so this is not live memory and can exceed the peak."
+)
+RETAINED_HELP = "Bytes this line allocated during the recorded steps that were still held (not freed) at the end of them."
 
 
 def _memory(r: dict[str, Any]) -> str:
@@ -121,24 +139,32 @@ def _memory(r: dict[str, Any]) -> str:
         return out + "<p class='empty'>No memory events recorded.</p>"
     out += line_chart(
         [
-            ("peak allocated", color("memory"), [s["peak_bytes"] / MIB for s in steps]),
+            ("peak during the step", color("memory"), [s["peak_bytes"] / MIB for s in steps]),
             ("allocated at step end", color("compute"), [s["end_bytes"] / MIB for s in steps]),
         ],
         [str(s["step"]) for s in steps],
         "MiB",
         zero_based=False,
+        y_title="live allocated memory",
     )
+    out += f"<p class='caption'>{MEMORY_CAPTION}</p>"
     out += (
-        f"<p>Peak {m['peak_bytes'] / MIB:.1f} MiB; growth {m['growth_bytes_per_step'] / MIB:+.3f} MiB per step "
+        f"<p>Peak {_mib(m['peak_bytes'])} MiB live; growth {m['growth_bytes_per_step'] / MIB:+.3f} MiB per step at step end "
         f"(R&sup2; {m['fit_r2']:.2f}) &mdash; {'<strong>steady growth</strong>' if m['steady_growth'] else 'no steady growth'}.</p>"
     )
     rows = "".join(
-        f"<tr><td>{_loc(t['path'], t['line'])}</td><td><code>{escape(t['source'])}</code></td>"
-        f"<td>{t['allocated_bytes'] / MIB:.2f}</td><td>{t['retained_bytes'] / MIB:.2f}</td></tr>"
+        f"<tr><td>{loc(t['path'], t['line'])}</td><td><code>{escape(t['source'])}</code></td>"
+        f"{_mib_cell(t['allocated_bytes'])}{_mib_cell(t['retained_bytes'])}</tr>"
         for t in m["top_lines"][:5]
     )
     if rows:
-        out += f"<table class='memlines'><tr><th>line</th><th>source</th><th>allocated MiB</th><th>retained MiB</th></tr>{rows}</table>"
+        out += (
+            "<table class='memlines'><tr><th>line</th><th>source</th>"
+            f"<th class='num' title='{escape(ALLOCATED_HELP)}'>allocated over the window (MiB)</th>"
+            f"<th class='num' title='{escape(RETAINED_HELP)}'>still held at the end (MiB)</th></tr>{rows}</table>"
+            f"<p class='caption'><strong>allocated over the window</strong>: {escape(ALLOCATED_HELP)} "
+            f"<strong>still held at the end</strong> (retained): {escape(RETAINED_HELP)}</p>"
+        )
     if m.get("snapshot"):
         out += f"<p>Memory snapshot: <code>{escape(m['snapshot'])}</code> (open at pytorch.org/memory_viz)</p>"
     return out
@@ -148,19 +174,19 @@ def _tables(r: dict[str, Any]) -> str:
     out = ""
     if r["sync_points"]:
         rows = "".join(
-            f"<tr><td>{_loc(s['path'], s['line'])}</td><td><code>{escape(s['source'])}</code></td><td>{escape(s['kind'])}</td>"
+            f"<tr><td>{loc(s['path'], s['line'])}</td><td><code>{escape(s['source'])}</code></td><td>{escape(s['kind'])}</td>"
             f"<td>{s['per_step']:g}</td><td>{s['stall_ms_per_step']:.3f}</td></tr>"
             for s in r["sync_points"]
         )
         out += f"<h2>Sync points</h2><table class='syncs'><tr><th>line</th><th>source</th><th>kind</th><th>per step</th><th>blocked ms/step</th></tr>{rows}</table>"
     if r["runtime_findings"] or r["static_findings"]:
         rows = "".join(
-            f"<tr><td><span class='code rcode'>{escape(f['code'])}</span></td><td>{_loc(f['path'], f['line'])}</td>"
+            f"<tr><td><span class='code rcode'>{escape(f['code'])}</span></td><td>{loc(f['path'], f['line'])}</td>"
             f"<td>{f['share'] * 100:.1f}%</td><td>{escape(f['message'])}</td></tr>"
             for f in r["runtime_findings"]
         )
         rows += "".join(
-            f"<tr><td><span class='code'>{escape(f['code'])}</span></td><td>{_loc(f['path'], f['line'])}</td>"
+            f"<tr><td><span class='code'>{escape(f['code'])}</span></td><td>{loc(f['path'], f['line'])}</td>"
             f"<td>{f['line_share'] * 100:.1f}%" + (f" (category {f['category_share'] * 100:.0f}%)" if f["category_share"] else "")
             + f"</td><td>{escape(f['message'])}</td></tr>"
             for f in r["static_findings"]
@@ -170,15 +196,16 @@ def _tables(r: dict[str, Any]) -> str:
 
 
 def _footer(r: dict[str, Any]) -> str:
-    t = r["trace"]
-    files = [*t["chrome_traces"], t["profile"], t["memory_snapshot"]]
-    listed = "".join(f"<div><code>{escape(f)}</code></div>" for f in files if f)
     warnings = "".join(f"<div>warning: {escape(w)}</div>" for w in r["warnings"])
-    return f"<footer>{warnings}{listed}<div>{escape(r['generated_by'])} &middot; report schema {escape(r['schema_version'])}</div></footer>"
+    return f"<footer>{warnings}<div>{escape(r['generated_by'])} &middot; report schema {escape(r['schema_version'])}</div></footer>"
 
 
-def render_html(report: dict[str, Any]) -> str:
-    """The whole page for one report.json document."""
+def render_html(report: dict[str, Any], run_dir: Path | None = None) -> str:
+    """The whole page for one report.json document.
+
+    ``run_dir`` is the folder report.html goes into (links to the run's files are
+    relative to it); by default it is inferred from the paths in the report.
+    """
     body = "".join(
         [
             _header(report),
@@ -186,8 +213,10 @@ def render_html(report: dict[str, Any]) -> str:
             "".join(_verdict_html(v, primary=False) for v in report["secondary"]),
             _breakdown(report),
             _hotlines(report),
+            operators_html(report),
             _memory(report),
             _tables(report),
+            files_html(report, run_dir if run_dir is not None else base_dir(report)),
             _footer(report),
         ]
     )
