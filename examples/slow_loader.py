@@ -1,7 +1,8 @@
 """A loader-bound training script: per-sample Python work in ``__getitem__``, default loader knobs.
 
 Hazards the linter reports: TT302 (no ``num_workers``), TT303 (no ``pin_memory``
-although batches go to the GPU), TT301 (blocking ``.to(device)``).
+although batches go to the GPU), TT306 (per-element comprehensions over each
+sample in ``__getitem__``), TT301 (blocking ``.to(device)``).
 At runtime the step waits on ``DataLoader.__next__``: the model is idle most of the time.
 Tuned counterpart: ``tuned/slow_loader.py``.
 

@@ -275,3 +275,48 @@ def test_asserts_in_test_modules_are_not_step_hazards() -> None:
     """).lstrip("\n")
     assert [f.code for f in analyze_source(source, "tests/test_data_loader.py") if f.code == "TT103"] == []
     assert [f.code for f in analyze_source(source, "train.py") if f.code == "TT103"] == ["TT103"]
+
+
+# --- TT306 on timm / pytorch-examples / yolov5 / UNet data code (read 2026-11-23) --------
+
+
+def test_tt306_collate_filling_a_batch_tensor_sample_by_sample_is_not_per_element() -> None:
+    """timm ``fast_collate``: ``tensor[i + j * batch_size] += ...`` mentions ``batch_size`` in a
+    subscript target; that is a read, so ``range(batch_size)`` stays ``len(batch)``: per sample."""
+    source = """
+        import numpy as np
+        import torch
+
+        def fast_collate(batch):
+            batch_size = len(batch)
+            targets = torch.tensor([b[1] for b in batch], dtype=torch.int64)
+            tensor = torch.zeros((batch_size, *batch[0][0].shape), dtype=torch.uint8)
+            for i in range(batch_size):
+                for j in range(2):
+                    tensor[i + j * batch_size] += torch.from_numpy(batch[i][0][j])
+            for i in range(batch_size):
+                tensor[i].copy_(batch[i][0])
+            return tensor, targets
+    """
+    assert findings(source, "TT306") == []
+    per_label = source.replace("for i in range(batch_size):\n                tensor[i]", "for i in range(len(targets)):\n                tensor[i]")
+    assert [f.span.line for f in findings(per_label, "TT306")] == [11]  # the labels tensor's length is a size
+
+
+def test_tt306_shuffled_schedule_of_indices_is_not_per_element() -> None:
+    """timm ``NaFlexMapDatasetWrapper.__iter__`` helper: ``perm = torch.randperm(n).tolist()`` then
+    ``[schedule[i] for i in perm]`` walks indices of a Python list, not a tensor's elements."""
+    source = """
+        import torch
+        from torch.utils.data import IterableDataset
+
+        class Batches(IterableDataset):
+            def __iter__(self):
+                for batch in self._epoch_batches():
+                    yield batch
+
+            def _epoch_batches(self):
+                perm = torch.randperm(self.num_batches).tolist()
+                return [self.schedule[i] for i in perm]
+    """
+    assert findings(source, "TT306") == []

@@ -31,6 +31,10 @@ def test_invalid_case_is_flagged(rule, case):
     assert findings, f"{rule.code} found nothing in:\n{case.code}"
     if case.lines:
         assert sorted(f.span.line for f in findings) == sorted(case.lines), findings
+    if case.findings:
+        spans = [(f"{s.line}:{s.column}-{s.end_line}:{s.end_column}", f.message) for s, f in sorted(
+            ((f.span, f) for f in findings), key=lambda pair: pair[0])]
+        assert spans == list(case.findings)
     for finding in findings:
         assert finding.message and finding.name == rule.name
 

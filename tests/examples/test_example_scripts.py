@@ -22,7 +22,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 # script -> codes the linter must report on it (when the rule exists)
 EXPECTED = {
-    "slow_loader.py": {"TT301", "TT302", "TT303", "TT503", "TT504"},
+    "slow_loader.py": {"TT301", "TT302", "TT303", "TT306", "TT503", "TT504"},
     "sync_every_step.py": {"TT101", "TT102", "TT103"},
     "graph_leak.py": {"TT201"},
     "device_moves.py": {"TT301", "TT303", "TT305", "TT503"},

@@ -38,12 +38,15 @@ class Invalid:
     empty, any line is accepted but at least one finding is required.
     ``fixed``: when given, the source after applying this rule's fixes.
     ``device``: the device assumption to analyse under.
+    ``findings``: when given, every finding exactly, in source order, as
+    ``("line:column-end_line:end_column", message)`` (1-based, end exclusive).
     """
 
     source: str
     lines: tuple[int, ...] = ()
     fixed: str | None = None
     device: str = "auto"
+    findings: tuple[tuple[str, str], ...] = ()
 
     @property
     def code(self) -> str:

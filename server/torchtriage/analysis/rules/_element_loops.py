@@ -1,0 +1,132 @@
+"""Which loops of data code run once per element (or row, or pixel) of an array.
+
+A ``for`` loop or a comprehension walks elements when its iterable is an
+array or a list of an array's elements (see :mod:`._arrays`), or when it is a
+``range`` whose bound is an array's size; a ``range`` of unknown bound counts
+when its index picks single elements of an array in the body (``img[0, y, x]``,
+``pixels[x, y]``, ``t[i]``).  ``zip`` walks elements only when all its parts
+do (``zip(tensor, mean, std)`` is three channels).  Nested loops give one
+answer, for the outermost that walks.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Iterator
+
+from ._arrays import ARRAY, COUNT, ELEMENTS, INDEX_SOURCES, SIZE, Arrays
+from ._spans import loop_header
+
+if TYPE_CHECKING:
+    from ..context import ModuleContext
+
+_UNWRAP = frozenset({"enumerate", "reversed", "sorted", "iter"})
+_TO_LIST = frozenset({"tolist", "numpy"})
+_PIXEL_CALLS = frozenset({"getpixel", "putpixel"})
+# range(stop), range(start, stop), torch.arange(...), torch.randperm(n), np.random.permutation(n)
+_STOP_ARGUMENT = frozenset({"range", "torch.arange", "numpy.arange", "torch.randperm", "numpy.random.permutation"})
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+# (the loop or comprehension, the node to report, its iterable, its target)
+ElementLoop = tuple[ast.AST, ast.AST, ast.expr, ast.AST]
+
+
+def _names(node: ast.AST | None) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} if node is not None else set()
+
+
+def walk_body(nodes: list[ast.AST]) -> Iterator[ast.AST]:
+    """Nodes under ``nodes``, not entering nested function or class definitions."""
+    stack = list(reversed(nodes))
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed([c for c in ast.iter_child_nodes(node) if not isinstance(c, _NESTED)]))
+
+
+def yields(loop: ast.For | ast.AsyncFor) -> bool:
+    """The loop of ``__iter__`` that produces the samples: one pass per sample is its job."""
+    return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in walk_body(list(loop.body)))
+
+
+class ElementLoops:
+    """Which loops run once per element (or row, or pixel) of an array."""
+
+    def __init__(self, ctx: "ModuleContext", arrays: Arrays) -> None:
+        self.ctx = ctx
+        self.arrays = arrays
+        arrays.walks = lambda generator, comprehension: self.walks(generator.iter, generator.target, [comprehension])
+
+    def walks(self, iterable: ast.expr, target: ast.AST | None, body: list[ast.AST]) -> bool:
+        """Whether ``for target in iterable: body`` visits an array's elements, rows or pixels."""
+        while isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.args:
+            name = iterable.func.id
+            if name in _UNWRAP and name not in self.ctx.aliases:
+                iterable = iterable.args[0]
+            elif name == "zip" and name not in self.ctx.aliases:  # as long as its shortest part
+                return all(self.walks(part, None, body) for part in iterable.args)
+            else:
+                break
+        stop = self._range_stop(iterable)
+        if stop is not None:
+            bound = self.arrays.bound(stop) if isinstance(stop, ast.expr) else None
+            if bound == SIZE:
+                return True
+            return bound != COUNT and self._indexes_array(_names(target), body)
+        return self.arrays.kind(iterable) in (ARRAY, ELEMENTS)
+
+    def _range_stop(self, iterable: ast.expr, depth: int = 0) -> ast.expr | bool | None:
+        """For a range of indices (``range(n)``, ``torch.randperm(n).tolist()``): its stop, or True
+        when it cannot be read; None when ``iterable`` is not a range of indices."""
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute):
+            if iterable.func.attr in _TO_LIST and not iterable.args:
+                return self._range_stop(iterable.func.value, depth)
+        if isinstance(iterable, ast.Name) and depth < 3:  # perm = torch.randperm(n).tolist()
+            value = self.arrays.value_of(iterable)
+            return self._range_stop(value, depth + 1) if value is not None else None
+        if not isinstance(iterable, ast.Call):
+            return None
+        qualname = self.ctx.qualname(iterable.func) or ""
+        if qualname == "list" and len(iterable.args) == 1:
+            return self._range_stop(iterable.args[0], depth)
+        if qualname in _STOP_ARGUMENT and iterable.args and not isinstance(iterable.args[0], ast.Starred):
+            positional = iterable.args
+            return positional[1] if qualname.endswith("range") and len(positional) > 1 else positional[0]
+        return True if qualname in INDEX_SOURCES else None
+
+    def _indexes_array(self, names: set[str], body: list[ast.AST]) -> bool:
+        """Whether the loop's index reads or writes single elements of an array in its body."""
+        if not names:
+            return False
+        for node in walk_body(body):
+            if isinstance(node, ast.Subscript) and _names(node.slice) & names:
+                multi = isinstance(node.slice, ast.Tuple) and len(node.slice.elts) > 1
+                if multi or self.arrays.kind(node.value) == ARRAY:
+                    return True
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _PIXEL_CALLS:
+                if any(_names(arg) & names for arg in node.args):
+                    return True
+        return False
+
+    def find(self, nodes: list[ast.AST], skip: set[int]) -> Iterator[ElementLoop]:
+        """The outermost loops and comprehensions under ``nodes`` that walk elements (ids in
+        ``skip`` are passed over, and found ones are added to it)."""
+        stack = list(reversed(nodes))
+        while stack:
+            node = stack.pop()
+            if id(node) in skip:
+                continue
+            found: ElementLoop | None = None
+            if isinstance(node, (ast.For, ast.AsyncFor)) and not yields(node):
+                if self.walks(node.iter, node.target, list(node.body)):
+                    found = (node, loop_header(node), node.iter, node.target)
+            elif isinstance(node, _COMPREHENSIONS):
+                generator = next((g for g in node.generators if self.walks(g.iter, g.target, [node])), None)
+                if generator is not None:
+                    found = (node, node, generator.iter, generator.target)
+            if found is None:
+                stack.extend(reversed([c for c in ast.iter_child_nodes(node) if not isinstance(c, _NESTED)]))
+                continue
+            skip.add(id(node))
+            yield found
