@@ -2,16 +2,19 @@
 
 The agent charges work to *chains* of user sites (see ``agent/collect.py``).
 Here the innermost ``scope`` sites (a user function whose line the event tree
-cannot name) are resolved with the frame samples: samples taken inside the
-same interval and function first, then all samples of that function, and
-only then the function's own line (with a note in ``LineCost.detail``).
+cannot name) are resolved with the frame samples (``sampling.LineResolver``):
+samples taken inside the same interval and function first, then all samples
+of that function, leaving out the part of each line's samples that calls the
+tree timed exactly already explain (a ``time.sleep`` line is sampled all
+through its sleep), and only then the function's own line (with a note in
+``LineCost.detail``).  Each line is charged what was measured on it: the
+charges of one step add up to at most that step's main-thread time.
 """
 
 from __future__ import annotations
 
-import bisect
 import collections
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
 from .agent.wire import WIRE_VERSION, Alloc, Charge, GpuActivity, OpStat, Root, Sample, Site, Step, Sync, read_records
 from .model import (
@@ -25,44 +28,12 @@ from .model import (
     StepTiming,
     SyncPoint,
 )
+from .sampling import LineResolver
 
 TOP_NAMES = 5
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "  # as agent/collect.py strips it from charge names
-UNSAMPLED = "line estimated: no frame sample fell in this function"
+UNSAMPLED = "line estimated: no frame sample fell in this function outside calls timed exactly"
 WORKER_SAMPLED = "runs in DataLoader workers: time is the main thread's wait, split by where the workers were sampled"
-
-Weights = list[tuple[int, float]]  # (line, weight) summing to 1
-
-
-class LineResolver:
-    """Resolves ``scope`` sites to lines with the frame samples."""
-
-    def __init__(self, samples: Iterable[Sample], roots: list[Root]) -> None:
-        ordered = sorted((int(s.time_ns), str(s.path), str(s.function), int(s.line)) for s in samples)
-        self.times = [s[0] for s in ordered]
-        self.samples = ordered
-        self.roots = roots
-        self.by_function: dict[tuple[str, str], collections.Counter[int]] = collections.defaultdict(collections.Counter)
-        for _, path, function, line in ordered:
-            self.by_function[(path, function)][line] += 1
-        self.unresolved_us = 0.0
-
-    def weights(self, site: Site, root: int) -> tuple[Weights, bool]:
-        """Lines for work charged to ``site`` (inside pending root ``root``), and whether sampled."""
-        if site.kind == "line":
-            return [(site.line, 1.0)], True
-        key = (site.path, site.function)
-        counts: collections.Counter[int] = collections.Counter()
-        if 0 <= root < len(self.roots):
-            start, end = self.roots[root].start_ns, self.roots[root].end_ns
-            lo, hi = bisect.bisect_left(self.times, start), bisect.bisect_right(self.times, end)
-            counts.update(line for _, p, f, line in self.samples[lo:hi] if (p, f) == key)
-        if not counts:
-            counts = self.by_function.get(key, collections.Counter())
-        if not counts:
-            return [(site.line, 1.0)], False
-        total = sum(counts.values())
-        return [(line, n / total) for line, n in sorted(counts.items())], True
 
 
 class _LineTotals:
@@ -118,14 +89,38 @@ class Attribution:
         self.gpu = read_records(raw.get("gpu", []), GpuActivity)
         self.syncs = read_records(raw.get("syncs", []), Sync)
         self.allocs = read_records(raw.get("allocs", []), Alloc)
-        self.resolver = LineResolver(read_records(raw.get("samples", []), Sample), read_records(raw.get("roots", []), Root))
+        interval = (raw.get("meta") or {}).get("sample_interval_s")
+        self.resolver = LineResolver(read_records(raw.get("samples", []), Sample), read_records(raw.get("roots", []), Root), interval)
+        self.resolver.discount(*self._timed_by_site())
+        self.root_us: dict[int, float] = collections.defaultdict(float)
+        for charge in self.charges:
+            if charge.root >= 0 and charge.main:
+                self.root_us[charge.root] += charge.ns / 1000.0
         self.lines = _LineTotals()
         self.category_us: dict[str, float] = collections.defaultdict(float)
+        self.step_category_us: dict[int, dict[str, float]] = collections.defaultdict(lambda: collections.defaultdict(float))
+        self.ops_by_category: dict[str, int] = collections.defaultdict(int)
         self.profiler_us = 0.0
         # (charged name, "cpu" | "cuda") -> user line -> us: where each op's own time went, for the operator table
         self.op_lines: dict[tuple[str, str], collections.Counter[tuple[str, int, str]]] = collections.defaultdict(collections.Counter)
 
-    def resolve(self, chain_id: int, root: int) -> tuple[list[tuple[list[tuple[str, int, str]], float]], bool]:
+    def _timed_by_site(self) -> tuple[dict[tuple[str, str, int], float], dict[tuple[str, str], float]]:
+        """Main-thread time by innermost site: (path, function, line) for calls the tree
+        timed exactly, (path, function) for what a function's scope (its own time) got."""
+        exact: dict[tuple[str, str, int], float] = collections.defaultdict(float)
+        own: dict[tuple[str, str], float] = collections.defaultdict(float)
+        for charge in self.charges:
+            chain = self.chains[charge.chain] if charge.main and 0 <= charge.chain < len(self.chains) else []
+            if not chain:
+                continue
+            site = self.sites[chain[-1]]
+            if site.kind == "line":
+                exact[(site.path, site.function, site.line)] += charge.ns / 1000.0
+            else:
+                own[(site.path, site.function)] += charge.ns / 1000.0
+        return exact, own
+
+    def resolve(self, chain_id: int, root: int, self_us: float = 0.0) -> tuple[list[tuple[list[tuple[str, int, str]], float]], bool]:
         """A chain as alternatives of concrete (path, line, function) lists, with weights."""
         sites = [self.sites[i] for i in self.chains[chain_id]] if 0 <= chain_id < len(self.chains) else []
         if not sites:
@@ -137,18 +132,23 @@ class Attribution:
             sampled = sampled and ok
             prefix.append((site.path, max(weights, key=lambda w: w[1])[0], site.function))
         last = sites[-1]
-        weights, ok = self.resolver.weights(last, root)
+        weights, ok = self.resolver.weights(last, root, self_us)
         return [(prefix + [(last.path, line, last.function)], w) for line, w in weights], sampled and ok
 
     def run(self) -> None:
         for charge in self.charges:
             us = charge.ns / 1000.0
             if charge.category == "profiler":
-                self.profiler_us += us if charge.main else 0.0
+                if charge.main:
+                    self.profiler_us += us
+                    self.step_category_us[charge.step]["profiler"] += us
                 continue
             if charge.main:
                 self.category_us[charge.category] += us
-            alternatives, sampled = self.resolve(charge.chain, charge.root)
+                self.step_category_us[charge.step][charge.category] += us
+                if "::" in charge.name:
+                    self.ops_by_category[charge.category] += charge.count
+            alternatives, sampled = self.resolve(charge.chain, charge.root, self.root_us.get(charge.root, 0.0))
             if not sampled:
                 self.resolver.unresolved_us += us
             for chain, weight in alternatives:
@@ -256,6 +256,12 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
     total = sum(s.duration_us for s in steps)
     category_us = {c: round(attribution.category_us.get(c, 0.0), 3) for c in CATEGORIES}
     category_us["idle"] = round(max(0.0, total - sum(category_us.values()) - attribution.profiler_us), 3)
+    per_step = []
+    for position, step in enumerate(steps):
+        raw_times = attribution.step_category_us.get(position, {})
+        times = {c: round(raw_times.get(c, 0.0), 3) for c in CATEGORIES}
+        times["idle"] = round(max(0.0, step.duration_us - sum(times.values()) - raw_times.get("profiler", 0.0)), 3)
+        per_step.append(times)
     workers = meta.get("loader_workers")
     worker_samples = read_records(raw.get("worker_samples", []), Sample)
     sampled = attribution.charge_worker_lines(worker_samples, raw_steps[0].start_ns, raw_steps[-1].end_ns) if raw_steps else 0
@@ -301,4 +307,6 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
         warnings=list(raw.get("warnings", [])),
         extra=info,
         ops=attribution.ops(),
+        step_category_us=per_step,
+        ops_by_category=dict(attribution.ops_by_category),
     )

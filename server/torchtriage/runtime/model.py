@@ -133,6 +133,12 @@ class ProfileData:
     warnings: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     ops: list[OpCost] = field(default_factory=list)  # per operator name, largest self time first
+    # Per recorded step (same order as ``steps``): category -> main-thread time in that
+    # step, ``idle`` the rest of the step; empty for profiles written before it existed.
+    step_category_us: list[dict[str, float]] = field(default_factory=list)
+    # Op events (nested ones included) per category over the recorded steps: tells the
+    # model's ops from the Dataset's when the loader runs in the training process.
+    ops_by_category: dict[str, int] = field(default_factory=dict)
 
     @property
     def steps_profiled(self) -> int:
