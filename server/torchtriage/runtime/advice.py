@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from .model import ProfileData, SyncPoint
+from .stability import loader_pattern
 from .verdicts import Evidence, Hotspot, MemoryTrend, Recommendation
 
 
@@ -80,6 +81,9 @@ def _data_loading(ctx: AdviceContext) -> tuple[list[Evidence], list[Recommendati
     ev = [_share_evidence(ctx, "data_loading", "Waiting for the next batch")]
     if workers is not None:
         ev.append(Evidence(f"DataLoader num_workers={workers}: " + ("batches are built in the training process" if workers == 0 else "the workers cannot keep up")))
+    pattern = loader_pattern(ctx.profile)
+    if pattern is not None:
+        ev.append(Evidence(pattern.text()))
     ev += _line_evidence(ctx, "data_loading", "Loading work at")
     recs = []
     if not workers:

@@ -31,7 +31,14 @@ tests/runtime/test_diag_*.py):
    ``.item()``) get lower bars than fixes that change the model.
 5. Else compute (with the optimizer) when it is at least ``COMPUTE_BAR``;
    else ``none``.  Other categories above their ``MENTION_BARS`` are listed
-   as secondary bottlenecks with their own advice.
+   as secondary bottlenecks with their own advice, when they also reach the
+   bar in most recorded steps taken one by one (``stability``); those only the
+   mean supports are withheld with the reason ("too noisy to call").
+
+Launch overhead counts only the model's ops: with ``num_workers=0`` the
+Dataset's indexing and per-sample tensors are top-level ops on the main thread
+too (2,000 a step in examples/slow_loader.py against ~30 of the model's), and
+their dispatch cost is loading time that ``torch.compile`` cannot remove.
 """
 
 from __future__ import annotations
@@ -42,9 +49,10 @@ from ..findings import Finding
 from .advice import AdviceContext, advise
 from .crosslink import link_evidence, line_codes, runtime_findings, static_links
 from .model import CATEGORIES, OK_STATUSES, LineCost, ProfileData
-from .verdicts import Diagnosis, Evidence, Hotspot, MemoryTrend, Recommendation, StaticLink, Verdict
+from .stability import holds, loader_pattern, spread, step_range_ms, steps_at_bar
+from .verdicts import Diagnosis, Evidence, Hotspot, MemoryTrend, Recommendation, StaticLink, Verdict, Withheld
 
-__all__ = ["Diagnosis", "Evidence", "Hotspot", "MemoryTrend", "Recommendation", "StaticLink", "Verdict", "diagnose"]
+__all__ = ["Diagnosis", "Evidence", "Hotspot", "MemoryTrend", "Recommendation", "StaticLink", "Verdict", "Withheld", "diagnose"]
 
 # -- thresholds (shares of the mean step) -------------------------------------
 # Checked in this order; the first category at or above its bar is the verdict.
@@ -93,31 +101,58 @@ KINDS = (
 def category_shares(profile: ProfileData) -> dict[str, float]:
     """Category -> share of step time (with derived launch overhead); sums to 1 or is empty."""
     total = sum(s.duration_us for s in profile.steps)
-    times = {c: max(0.0, float(profile.category_us.get(c, 0.0))) for c in CATEGORIES}
+    return shares_of(profile, profile.category_us, total, len(profile.steps))
+
+
+def step_shares(profile: ProfileData) -> list[dict[str, float]]:
+    """The same shares for each recorded step alone (empty when the profile has no per-step times)."""
+    if len(profile.step_category_us) != len(profile.steps):
+        return []
+    return [shares_of(profile, times, step.duration_us, 1) for step, times in zip(profile.steps, profile.step_category_us)]
+
+
+def shares_of(profile: ProfileData, category_us: dict[str, float], total: float, n: int) -> dict[str, float]:
+    """Shares of ``total`` (the time of ``n`` steps) for the category times ``category_us``."""
+    times = {c: max(0.0, float(category_us.get(c, 0.0))) for c in CATEGORIES}
     if total <= 0:
         return {}
-    _derive_launch_overhead(profile, times)
+    _derive_launch_overhead(profile, times, n)
     accounted = sum(v for c, v in times.items() if c != "idle")
     times["idle"] = max(times["idle"], total - accounted)
     denominator = max(total, sum(times.values()))
     return {c: times[c] / denominator for c in CATEGORIES}
 
 
-def _derive_launch_overhead(profile: ProfileData, times: dict[str, float]) -> None:
+def model_ops_per_step(profile: ProfileData) -> float:
+    """Top-level ops per step outside data loading.
+
+    With ``num_workers=0`` the Dataset's ops (indexing, per-sample tensors) run on the
+    main thread and are counted as top-level ops, often far more of them than the
+    model has; their dispatch cost is loading time, not launch overhead to compile away.
+    Their part is taken out in proportion to the op events seen per category.
+    """
+    counts = profile.ops_by_category
+    total = sum(counts.values())
+    if total <= 0:
+        return profile.ops_per_step
+    return profile.ops_per_step * (total - counts.get("data_loading", 0)) / total
+
+
+def _derive_launch_overhead(profile: ProfileData, times: dict[str, float], n: int) -> None:
     """Move the fixed per-op / per-launch cost into launch_overhead (see module doc)."""
     if times["launch_overhead"] > 0:
         return  # attribution measured it
-    n = len(profile.steps)
     if profile.device == "cuda" and profile.kernels_per_step > 0:
         excess = profile.kernels_per_step * n * CUDA_LAUNCH_US - times["compute"]
         moved = min(max(0.0, excess), times["idle"])
         times["idle"] -= moved
     else:
-        ops = profile.ops_per_step * n
+        ops_per_step = model_ops_per_step(profile)
+        ops = ops_per_step * n
         per_op = (times["compute"] + times["optimizer"] + times["python_overhead"]) / ops if ops else 0.0
         moved = min(ops * CPU_OP_OVERHEAD_US, times["compute"])
         times["compute"] -= moved
-        if profile.ops_per_step >= MANY_OPS and per_op <= SHORT_OP_US:
+        if ops_per_step >= MANY_OPS and per_op <= SHORT_OP_US:
             moved += times["python_overhead"]
             times["python_overhead"] = 0.0
     times["launch_overhead"] = moved
@@ -203,13 +238,47 @@ def choose_kind(shares: dict[str, float], memory: MemoryTrend) -> tuple[str, flo
     return "none", 0.0
 
 
-def _secondary_kinds(shares: dict[str, float], primary: str) -> list[tuple[str, float]]:
-    """Other categories worth acting on, in investigation order."""
-    found = []
+def _secondary_kinds(
+    shares: dict[str, float], primary: str, per_step: list[dict[str, float]], profile: ProfileData
+) -> tuple[list[tuple[str, float]], list[Withheld]]:
+    """Other categories worth acting on, in investigation order, and those too noisy to call.
+
+    A category qualifies when its share of the mean step reaches its bar *and* it reaches
+    the bar in most recorded steps (``stability.holds``); one that only the mean supports
+    is withheld with the reason."""
+    found, withheld = [], []
+    lo, hi = step_range_ms(profile)
+    pattern = loader_pattern(profile)
     for category, bar in MENTION_BARS.items():
-        if category != primary and shares.get(category, 0.0) >= bar:
-            found.append((category, shares[category]))
-    return found
+        share = shares.get(category, 0.0)
+        if category == primary or share < bar:
+            continue
+        if holds(per_step, category, bar):
+            found.append((category, share))
+            continue
+        k, n = steps_at_bar(per_step, category, bar), len(per_step)
+        reason = (
+            f"{category.replace('_', ' ')} averages {share * 100:.0f}% of the step but reaches its {bar * 100:.0f}% bar "
+            f"in only {k} of {n} steps (step times vary {lo:.0f}\u2013{hi:.0f} ms): too noisy to call"
+            + ("; the spread is the loader's prefetch rhythm" if pattern else "")
+        )
+        withheld.append(Withheld(category, share, k, n, reason))
+    return found, withheld
+
+
+def _primary_note(kind: str, per_step: list[dict[str, float]], profile: ProfileData) -> list[Evidence]:
+    """A verdict carried by the mean although most steps do not reach its bar."""
+    bars = dict(VERDICT_BARS, compute=COMPUTE_BAR)
+    if kind not in bars or holds(per_step, kind, bars[kind]) or loader_pattern(profile) is not None:
+        return []
+    lo, hi = step_range_ms(profile)
+    k = steps_at_bar(per_step, kind, bars[kind])
+    return [
+        Evidence(
+            f"Only {k} of {len(per_step)} steps reach the {bars[kind] * 100:.0f}% bar (step times vary {lo:.0f}\u2013{hi:.0f} ms): "
+            "the slow steps carry the verdict; profile more steps (--active) to confirm it"
+        )
+    ]
 
 
 def diagnose(profile: ProfileData, static_findings: Sequence[Finding] = ()) -> Diagnosis:
@@ -220,6 +289,7 @@ def diagnose(profile: ProfileData, static_findings: Sequence[Finding] = ()) -> D
     # A run that failed keeps what it recorded: breakdown and hot lines of the steps
     # it did record are shown, but no verdict is drawn from a cut-short window.
     shares = category_shares(profile) if measured else {}
+    per_step = step_shares(profile) if measured else []
     spots = line_codes(hotspots(profile), findings, profile.cwd) if measured else []
     memory = memory_trend(profile)
     syncs = sorted(profile.sync_points, key=lambda s: (-s.stall_us, s.path, s.line))
@@ -234,7 +304,10 @@ def diagnose(profile: ProfileData, static_findings: Sequence[Finding] = ()) -> D
         return Verdict(kind, share, evidence, recommendations)
 
     kind, share = choose_kind(shares, memory) if ok else ("none", 0.0)
-    secondary = [verdict(k, s) for k, s in _secondary_kinds(shares, kind)] if ok else []
+    secondary_kinds, withheld = _secondary_kinds(shares, kind, per_step, profile) if ok else ([], [])
+    secondary = [verdict(k, s) for k, s in secondary_kinds]
+    bottleneck = verdict(kind, share)
+    bottleneck.evidence += _primary_note(kind, per_step, profile) if ok else []
     if kind == "memory_growth" and ok:
         # the time bottleneck still matters: keep it as the first secondary verdict
         time_kind, time_share = choose_kind(shares, MemoryTrend(0, 0.0, 0.0, False))
@@ -244,11 +317,13 @@ def diagnose(profile: ProfileData, static_findings: Sequence[Finding] = ()) -> D
         step_us=profile.mean_step_us,
         steps=profile.steps_profiled,
         breakdown=shares,
-        bottleneck=verdict(kind, share),
+        bottleneck=bottleneck,
         secondary=secondary,
         hotspots=spots,
         memory=memory,
         sync_points=syncs,
         static_links=links,
         runtime_findings=runtime_findings(profile, findings, shares, spots, syncs, memory),
+        breakdown_spread=spread(per_step),
+        withheld=withheld,
     )

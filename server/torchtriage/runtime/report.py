@@ -155,6 +155,11 @@ def build_report(profile: ProfileData, diagnosis: Diagnosis, run_dir: Path | Non
         "breakdown_ms": {c: _ms(diagnosis.breakdown.get(c, 0.0) * step_us) for c in CATEGORIES},
         "bottleneck": _verdict(diagnosis.bottleneck),
         "secondary": [_verdict(v) for v in diagnosis.secondary],
+        "withheld_verdicts": [
+            {"kind": w.kind, "share": _share(w.share), "steps_at_bar": w.steps_at_bar, "steps": w.steps, "reason": w.reason}
+            for w in diagnosis.withheld
+        ],
+        "breakdown_spread": {c: {k: _share(v) for k, v in q.items()} for c, q in diagnosis.breakdown_spread.items()},
         "hotspots": [
             {
                 "path": h.path,

@@ -41,6 +41,17 @@ class Verdict:
     recommendations: list[Recommendation] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Withheld:
+    """A secondary verdict the mean supports but the steps do not: too noisy to call."""
+
+    kind: str
+    share: float  # its share of the mean step
+    steps_at_bar: int  # steps in which it reached its bar
+    steps: int
+    reason: str
+
+
 @dataclass
 class Hotspot:
     """One source line with all the time charged to it per step."""
@@ -111,3 +122,5 @@ class Diagnosis:
     sync_points: list[SyncPoint]
     static_links: list[StaticLink] = field(default_factory=list)
     runtime_findings: list[Finding] = field(default_factory=list)
+    breakdown_spread: dict[str, dict[str, float]] = field(default_factory=dict)  # category -> min/q1/median/q3/max per-step share
+    withheld: list[Withheld] = field(default_factory=list)  # secondary verdicts too noisy to call
