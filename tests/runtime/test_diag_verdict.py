@@ -198,7 +198,7 @@ def test_recommendations_depend_on_device_and_workers() -> None:
     assert "num_workers=8" in cpu_text  # half the physical cores
     assert "pin_memory" in cuda_text and "pin_memory" not in cpu_text
     some = diagnose(make_profile({"data_loading": 0.6, "compute": 0.4}, loader_workers=4, extra={"physical_cores": 16}))
-    assert "Raise num_workers above 4" in some.bottleneck.recommendations[0].action
+    assert "Raise num_workers from 4 to 8" in some.bottleneck.recommendations[0].action
 
 
 def test_compute_advice_is_autocast_on_cuda_and_threads_on_cpu() -> None:

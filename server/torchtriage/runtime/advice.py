@@ -8,11 +8,11 @@ the order guides recommend them.  The figures quoted come from the field notes
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
+from .machine import WorkerPlan, host_physical_cores
 from .model import ProfileData, SyncPoint
 from .stability import loader_pattern
 from .verdicts import Evidence, Hotspot, MemoryTrend, Recommendation
@@ -41,7 +41,7 @@ class AdviceContext:
 
     def physical_cores(self) -> int:
         extra: dict[str, Any] = self.profile.extra
-        cores = extra.get("physical_cores") or extra.get("cpu_count") or os.cpu_count() or 2
+        cores = extra.get("physical_cores") or extra.get("cpu_count") or host_physical_cores()
         return max(1, int(cores))
 
 
@@ -76,8 +76,7 @@ def _share_evidence(ctx: AdviceContext, category: str, what: str) -> Evidence:
 
 def _data_loading(ctx: AdviceContext) -> tuple[list[Evidence], list[Recommendation]]:
     workers = ctx.profile.loader_workers
-    cores = ctx.physical_cores()
-    start = max(2, cores // 2)
+    plan = WorkerPlan(ctx.physical_cores(), workers)
     ev = [_share_evidence(ctx, "data_loading", "Waiting for the next batch")]
     if workers is not None:
         ev.append(Evidence(f"DataLoader num_workers={workers}: " + ("batches are built in the training process" if workers == 0 else "the workers cannot keep up")))
@@ -85,22 +84,39 @@ def _data_loading(ctx: AdviceContext) -> tuple[list[Evidence], list[Recommendati
     if pattern is not None:
         ev.append(Evidence(pattern.text()))
     ev += _line_evidence(ctx, "data_loading", "Loading work at")
+    hot = ctx.lines_of("data_loading", 1)
+    at = f" at {where(hot[0].path, hot[0].line)}" if hot else ""
+    cheaper = Recommendation(
+        f"Make the per-sample work cheaper{at}: vectorise it, cache or pre-decode the samples",
+        "Cache preprocessed tensors, batch the transform over the whole batch"
+        + (" or run it on the GPU after the copy" if ctx.cuda else "")
+        + ", and avoid per-sample Python loops and file opens in __getitem__.",
+    )
     recs = []
     if not workers:
         recs.append(
             Recommendation(
-                f"Set num_workers={start} (about half of the {cores} cores) and sweep upwards",
+                f"Set num_workers={plan.start} (about half of the {plan.cores} physical cores)"
+                + (f" and sweep up to {plan.cap}" if plan.cap > plan.start else ", leaving one core to the training process"),
                 "Workers build batches in parallel with the step instead of before it; loader-bound runs "
                 "commonly leave the accelerator idle 30-50% of every step with 0 or 1 workers.",
-                f"DataLoader(ds, batch_size=..., num_workers={start}, persistent_workers=True, prefetch_factor=4)",
+                f"DataLoader(ds, batch_size=..., num_workers={plan.start}, persistent_workers=True, prefetch_factor=4)",
+            )
+        )
+    elif plan.at_cap:
+        recs.append(
+            Recommendation(
+                cheaper.action,
+                f"num_workers={workers} already uses what {plan.cores} physical cores allow (one core stays with the training "
+                "process): more workers would only compete for the same cores. " + cheaper.why,
             )
         )
     else:
         recs.append(
             Recommendation(
-                f"Raise num_workers above {workers} (try {max(workers * 2, start)}) and prefetch_factor to 4",
+                f"Raise num_workers from {workers} to {plan.target} (at most {plan.cap} on {plan.cores} physical cores) and prefetch_factor to 4",
                 "The loader is still on the critical path with the current workers.",
-                f"DataLoader(ds, num_workers={max(workers * 2, start)}, persistent_workers=True, prefetch_factor=4)",
+                f"DataLoader(ds, num_workers={plan.target}, persistent_workers=True, prefetch_factor=4)",
             )
         )
     if ctx.cuda:
@@ -114,19 +130,14 @@ def _data_loading(ctx: AdviceContext) -> tuple[list[Evidence], list[Recommendati
     else:
         recs.append(
             Recommendation(
-                "Leave cores for the math: torch.set_num_threads(cores - num_workers)",
-                "On CPU the loader workers and the intra-op threads share the same cores.",
+                f"Leave cores for the math: torch.set_num_threads({plan.threads})",
+                f"On CPU the loader workers and the intra-op threads share the same {plan.cores} physical cores: with "
+                f"{plan.target} worker{'s' if plan.target != 1 else ''}, {plan.threads} thread{'s' if plan.threads != 1 else ''} for the math.",
+                f"torch.set_num_threads({plan.threads})",
             )
         )
-    hot = ctx.lines_of("data_loading", 1)
-    recs.append(
-        Recommendation(
-            "Make the per-sample work cheaper" + (f" at {where(hot[0].path, hot[0].line)}" if hot else ""),
-            "Cache preprocessed tensors, batch the transform over the whole batch"
-            + (" or run it on the GPU after the copy" if ctx.cuda else "")
-            + ", and avoid per-sample Python loops and file opens in __getitem__.",
-        )
-    )
+    if not plan.at_cap:
+        recs.append(cheaper)
     return ev, recs
 
 

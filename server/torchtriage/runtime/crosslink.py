@@ -92,7 +92,11 @@ def _line_times(profile: ProfileData) -> dict[tuple[str, int], float]:
 
 
 def static_links(profile: ProfileData, findings: Iterable[Finding], shares: dict[str, float]) -> list[StaticLink]:
-    """Each finding with its runtime cost, most expensive first."""
+    """Each finding with its runtime cost, most expensive first.
+
+    A CUDA-only rule (``requires_cuda``: a blocking host-to-device copy, no pinned
+    memory...) on a CPU run costs nothing here: it gets no time and no category share,
+    and ``applies_on_this_device`` False, so no report reads it as part of the step."""
     times = _line_times(profile)
     total = sum(s.duration_us for s in profile.steps)
     n = max(1, profile.steps_profiled)
@@ -100,7 +104,8 @@ def static_links(profile: ProfileData, findings: Iterable[Finding], shares: dict
     for f in findings:
         path = normalize_path(f.path, profile.cwd)
         end = max(f.span.line, f.span.end_line)
-        us = sum(times.get((path, line), 0.0) for line in range(f.span.line, end + 1))
+        applies = not (profile.device != "cuda" and _cuda_only(f.code))
+        us = sum(times.get((path, line), 0.0) for line in range(f.span.line, end + 1)) if applies else 0.0
         category = rule_category(f.code)
         links.append(
             StaticLink(
@@ -113,10 +118,11 @@ def static_links(profile: ProfileData, findings: Iterable[Finding], shares: dict
                 category=category,
                 self_us_per_step=us / n,
                 line_share=min(1.0, us / total) if total > 0 else 0.0,
-                category_share=shares.get(category, 0.0),
+                category_share=shares.get(category, 0.0) if applies else 0.0,
+                applies_on_this_device=applies,
             )
         )
-    links.sort(key=lambda k: (-k.line_share, -k.category_share, k.path, k.line, k.code))
+    links.sort(key=lambda k: (not k.applies_on_this_device, -k.line_share, -k.category_share, k.path, k.line, k.code))
     return links
 
 
@@ -223,7 +229,7 @@ def link_evidence(links: list[StaticLink], kind: str, device: str = "cuda", limi
     (code, line); CUDA-only rules are left out of a CPU run, where they cost nothing.
     """
     category = "memory" if kind == "memory_growth" else kind
-    relevant = [k for k in links if k.category == category and not (device == "cpu" and _cuda_only(k.code))]
+    relevant = [k for k in links if k.category == category and k.applies_on_this_device and not (device == "cpu" and _cuda_only(k.code))]
     relevant.sort(key=lambda k: (k.line_share < MEANINGFUL_LINE_SHARE, -k.line_share, k.path, k.line, k.code))
     out: list[Evidence] = []
     seen: set[tuple[str, str, int]] = set()

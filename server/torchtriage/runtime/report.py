@@ -218,6 +218,7 @@ def build_report(profile: ProfileData, diagnosis: Diagnosis, run_dir: Path | Non
                 "self_ms_per_step": _ms(k.self_us_per_step),
                 "line_share": _share(k.line_share),
                 "category_share": _share(k.category_share),
+                "applies_on_this_device": k.applies_on_this_device,
             }
             for k in diagnosis.static_links
         ],

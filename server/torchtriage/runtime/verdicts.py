@@ -102,6 +102,8 @@ class StaticLink:
     self_us_per_step: float  # time charged to the lines the span covers
     line_share: float
     category_share: float  # share of the rule's category in the step (0 if not a runtime category)
+    # False for a CUDA-only rule on a CPU run: it would matter on a GPU, it costs nothing here
+    applies_on_this_device: bool = True
 
     @property
     def hot(self) -> bool:
