@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import re
+from io import StringIO
 from pathlib import Path
 
 import jsonschema
 from hypothesis import given
 from hypothesis import strategies as st
+from rich.console import Console
 
 from torchtriage.findings import Finding, Severity, Span
 from torchtriage.runtime.diagnosis import diagnose
 from torchtriage.runtime.machine import WorkerPlan, host_physical_cores
 from torchtriage.runtime.model import LineCost, ProfileData, StepTiming
 from torchtriage.runtime.report import build_report, load_schema
+from torchtriage.runtime.summary import render_summary
 
 STEP_US = 10_000.0
 
@@ -102,9 +105,14 @@ def test_cuda_only_findings_keep_their_cost_on_a_cuda_run() -> None:
     assert tt301.applies_on_this_device and tt301.line_share > 0
 
 
-def test_report_flags_cuda_only_findings(tmp_path: Path) -> None:
+def test_report_and_summary_put_cuda_only_findings_in_a_separate_note(tmp_path: Path) -> None:
     p = _loading_profile("cpu")
     report = build_report(p, diagnose(p, _cuda_findings()))
     jsonschema.Draft202012Validator(load_schema()).validate(report)
     flags = {k["code"]: k["applies_on_this_device"] for k in report["static_findings"]}
     assert flags == {"TT301": False, "TT303": False, "TT302": True}
+    buffer = StringIO()
+    Console(width=200, file=buffer, color_system=None).print(render_summary(report))
+    out = buffer.getvalue()
+    note = next(line for line in out.splitlines() if "On a GPU these would also matter" in line)
+    assert "TT301 at train.py:12" in note and "TT303 at train.py:8" in note and "TT302" not in note

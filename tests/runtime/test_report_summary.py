@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from io import StringIO
 from pathlib import Path
 
 from rich.console import Console
@@ -43,3 +44,63 @@ def test_summary_of_a_failed_run_says_so() -> None:
     out = text_of(render_summary(make_report(status="raised")))
     assert "Run raised: boom" in out
     assert "no clear bottleneck" in out
+
+
+def _bracketed_report(module: str = "slow_loader") -> dict:
+    lines = [
+        LineCost(f"/w/{module}.py", 33, "data_loading", 61_000.0 * 5),
+        LineCost(f"/w/{module}.py", 34, "data_loading", 12_345.0 * 5),
+        LineCost("/w/train.py", 57, "compute", 2_500.0 * 5),
+    ]
+    p = ProfileData(
+        "/w/train.py", [], "/w", "cpu", "cpu", "2.13", "3.11", "optimizer",
+        steps=[StepTiming(i, i * 100_000.0, (i + 1) * 100_000.0) for i in range(5)],
+        category_us={"data_loading": 0.8 * 500_000, "compute": 0.2 * 500_000},
+        lines=lines,
+    )
+    report = build_report(p, diagnose(p))
+    sources = {33: "row = self.data[index].tolist()  # Python-level per-sample work", 34: "x = batch[bold]", 57: "loss = criterion(model(x), y)"}
+    for h in report["hotspots"]:
+        h["source"] = sources[h["line"]]
+    return report
+
+
+def _render(report: dict, width: int) -> str:
+    buffer = StringIO()  # not a terminal: what a pipe gets
+    Console(width=width, file=buffer).print(render_summary(report))
+    return buffer.getvalue()
+
+
+def test_top_lines_at_80_columns_keep_every_number_and_escape_the_source() -> None:
+    out = _render(_bracketed_report(), 80)
+    table = out[out.index("Top 3 lines"):]
+    assert "ms/step" in table and "share" in table and "source" in table
+    for ms, share in (("61.00", "61%"), ("12.35", "12%"), ("2.50", "2%")):
+        assert ms in table and share in table
+    assert "row = self.data[index].tol\u2026" in table and "batch[bold]" in table  # not markup; cut with an ellipsis
+    assert all(len(line) <= 80 for line in table.splitlines())
+
+
+def test_narrow_consoles_put_the_source_under_its_numbers() -> None:
+    out = _render(_bracketed_report("some_rather_long_module_name"), 64)
+    table = out[out.index("Top 3 lines"):]
+    rows = table.splitlines()
+    at = next(i for i, line in enumerate(rows) if "61.00" in line)
+    assert "61%" in rows[at] and rows[at + 1].lstrip().startswith("row = self.data[index].tolist()")
+    assert all(len(line) <= 64 for line in rows)
+
+
+def test_the_run_folder_lists_every_artefact_it_holds(tmp_path: Path) -> None:
+    for name in ("report.html", "report.json", "trace.json", "profile.json", "agent.json", "output.log"):
+        (tmp_path / name).write_text("{}")
+    (tmp_path / "tb").mkdir()
+    out = text_of(render_summary(make_report(), tmp_path))
+    for name in ("report.html", "report.json", "trace.json", "tb/", "profile.json", "agent.json", "output.log"):
+        assert f"  {name}" in out, name
+    assert f"tensorboard --logdir {tmp_path / 'tb'}" in out.replace("\n", "")
+
+
+def test_withheld_verdicts_are_named_in_the_summary() -> None:
+    report = make_report()
+    report["withheld_verdicts"] = [{"kind": "launch_overhead", "share": 0.2, "steps_at_bar": 1, "steps": 5, "reason": "launch overhead averages 20% of the step but reaches its 10% bar in only 1 of 5 steps: too noisy to call"}]
+    assert "Not called: launch overhead averages 20%" in text_of(render_summary(report))

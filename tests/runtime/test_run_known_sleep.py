@@ -2,10 +2,12 @@
 
 known_sleep.py logs every sleep (time.time_ns, the profiler's clock), so the time
 really slept during the recorded steps is known however loaded the machine is.
+The same runs check what ``torchtriage profile`` prints through a pipe.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -85,3 +87,19 @@ def test_with_workers_the_sleep_line_gets_at_most_what_the_workers_slept(two_wor
     assert _line_ms(profile, SLEEP) <= slept * 1.2 + 1.0
     assert sum(c.self_us for c in profile.lines if c.device == "cpu") <= sum(s.duration_us for s in profile.steps) * 1.001
 
+
+def test_piped_summary_shows_numbers_escaped_source_and_every_artefact(in_process) -> None:
+    proc, run, _ = in_process
+    out = proc.stdout
+    report = json.loads((run / "report.json").read_text())
+    assert "self.data[i]" in out  # rich markup would eat "[i]"
+    table = out[out.index("Top ") :]
+    for spot in report["hotspots"][:5]:
+        assert f"{spot['self_ms_per_step']:.2f}" in table
+        assert f"{spot['share'] * 100:.0f}%" in table
+    assert "ms/step" in table and "share" in table
+    for name in ("report.html", "report.json", "trace.json", "tb/", "profile.json", "agent.json", "output.log"):
+        assert name in out, name
+    # laid out for the 80 columns a pipe gets (the run folder path and evidence may be longer)
+    top = table[: table.index("Try first")] if "Try first" in table else table
+    assert all(len(line) <= 80 for line in top.splitlines())

@@ -95,6 +95,7 @@ def run_profile(args: argparse.Namespace) -> int:
 
 def _print_result(profile: "ProfileData", report: Optional[dict[str, Any]], run_dir: Path, quiet: bool) -> None:
     from rich.console import Console
+    from rich.markup import escape
 
     from ..runtime.model import OK_STATUSES
 
@@ -102,11 +103,11 @@ def _print_result(profile: "ProfileData", report: Optional[dict[str, Any]], run_
     status = profile.status
     if status.status not in OK_STATUSES:
         err = Console(stderr=True)
-        err.print(f"[bold red]torchtriage:[/] {status.status}: {status.message}", highlight=False)
+        err.print(f"[bold red]torchtriage:[/] {escape(status.status)}: {escape(status.message)}", highlight=False)
         if status.traceback:
             err.print(status.traceback.rstrip(), markup=False, highlight=False)
     for warning in profile.warnings:
-        Console(stderr=True).print(f"[yellow]warning:[/] {warning}", highlight=False)
+        Console(stderr=True).print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     if report is not None and profile.steps:
         try:
             from ..runtime.summary import render_summary
@@ -122,11 +123,14 @@ def _print_result(profile: "ProfileData", report: Optional[dict[str, Any]], run_
 
 def _fallback_summary(console: Any, profile: "ProfileData") -> None:
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=f"{profile.steps_profiled} steps, {profile.mean_step_us / 1000:.2f} ms mean", title_justify="left")
-    for column in ("line", "category", "self ms/step", "ops"):
-        table.add_column(column)
+    table.add_column("self ms/step", justify="right", no_wrap=True)
+    table.add_column("line", no_wrap=True)
+    table.add_column("category", no_wrap=True)
+    table.add_column("ops", overflow="ellipsis")
     n = max(1, profile.steps_profiled)
     for cost in profile.lines[:8]:
-        table.add_row(f"{Path(cost.path).name}:{cost.line}", cost.category, f"{cost.self_us / n / 1000:.2f}", ", ".join(cost.top_names[:3]))
+        table.add_row(f"{cost.self_us / n / 1000:.2f}", Text(f"{Path(cost.path).name}:{cost.line}"), cost.category, Text(", ".join(cost.top_names[:3])))
     console.print(table)

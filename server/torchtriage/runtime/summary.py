@@ -10,7 +10,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -42,7 +42,7 @@ def _where(path: str, line: int) -> str:
     return f"{Path(path).name}:{line}"
 
 
-def _verdict_line(report: dict[str, Any]) -> Text:
+def _verdict_lines(report: dict[str, Any]) -> list[Text]:
     b = report["bottleneck"]
     kind = b["kind"]
     text = Text("Bottleneck: ", style="bold")
@@ -52,8 +52,11 @@ def _verdict_line(report: dict[str, Any]) -> Text:
         text.append(f"  (+{growth:.2f} MiB per step)")
     elif kind != "none":
         text.append(f"  ({b['share'] * 100:.0f}% of step time)")
-    text.append(f"   step {report['step_time_ms']:.2f} ms mean over {report['steps_profiled']} steps on {report['device']}")
-    return text
+    times = report.get("step_times_ms") or [0.0]
+    steps = Text(f"  step {report['step_time_ms']:.2f} ms mean over {report['steps_profiled']} steps on {report['device']}")
+    if len(times) > 1 and max(times) > 1.5 * min(times):
+        steps.append(f" (they vary {min(times):.0f}\u2013{max(times):.0f} ms)")
+    return [text, steps]
 
 
 def _breakdown(report: dict[str, Any]) -> Table:
@@ -75,26 +78,111 @@ def _breakdown(report: dict[str, Any]) -> Table:
     return table
 
 
-def _hot_lines(report: dict[str, Any]) -> Table:
-    table = Table(title=f"Top {TOP_LINES} lines", title_justify="left", show_edge=False, box=None, pad_edge=False)
-    spots = report["hotspots"][:TOP_LINES]
-    label_w = max([10] + [len(_where(h["path"], h["line"])) for h in spots])
-    table.add_column("line", no_wrap=True, min_width=label_w)
-    table.add_column("ms/step", justify="right", no_wrap=True, min_width=7)
-    table.add_column("share", justify="right", no_wrap=True, min_width=5)
-    table.add_column("category", no_wrap=True, min_width=15)
-    table.add_column("static", no_wrap=True)
-    table.add_column("source", overflow="ellipsis", no_wrap=True, ratio=1, min_width=8)
-    for h in spots:
-        table.add_row(
-            _where(h["path"], h["line"]),
-            f"{h['self_ms_per_step']:.2f}",
-            f"{h['share'] * 100:.0f}%",
-            Text(h["category"].replace("_", " "), style=STYLES.get(h["category"], "white")),
-            Text(",".join(h["static_codes"]), style="bold red"),
-            h.get("source", ""),
-        )
-    return table
+NUMBER_W = 8  # "12345.67"
+SHARE_W = 5  # " 100%"
+CATEGORY_W = 15  # "python overhead"
+GAP = "  "
+MIN_SOURCE_W = 24  # narrower than this, the source goes on its own line under the numbers
+
+
+class HotLines:
+    """The top lines as a renderable that lays itself out for the console's width.
+
+    Numbers come first and are never cut; the source text is the one thing that is
+    truncated (with an ellipsis).  When the numbers leave too little room for the
+    source, each entry takes two lines, the source indented under its numbers.
+    Every piece is a ``Text``: source lines such as ``self.data[index]`` are not markup."""
+
+    def __init__(self, report: dict[str, Any]) -> None:
+        self.spots = report["hotspots"][:TOP_LINES]
+        hidden = {k["code"] for k in report["static_findings"] if not k.get("applies_on_this_device", True)}
+        self.codes = [",".join(c for c in h["static_codes"] if c not in hidden) for h in self.spots]
+        self.label_w = max([len("line")] + [len(_where(h["path"], h["line"])) for h in self.spots])
+        self.static_w = max([0] + [len(c) for c in self.codes])
+        if self.static_w:
+            self.static_w = max(self.static_w, len("static"))
+
+    def _fixed(self) -> list[tuple[str, int, str]]:
+        columns = [("ms/step", NUMBER_W, "right"), ("share", SHARE_W, "right"), ("line", self.label_w, "left"), ("category", CATEGORY_W, "left")]
+        if self.static_w:
+            columns.append(("static", self.static_w, "left"))
+        return columns
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        columns = self._fixed()
+        fixed = sum(w for _, w, _ in columns) + len(GAP) * len(columns)
+        inline = width - fixed >= MIN_SOURCE_W
+        yield Text(f"Top {len(self.spots)} lines", style="bold")
+        header = Text(no_wrap=True, overflow="ellipsis")
+        for name, w, align in columns:
+            header.append((name.rjust(w) if align == "right" else name.ljust(w)) + GAP)
+        if inline:
+            header.append("source")
+        header.stylize("bold")
+        header.truncate(width, overflow="ellipsis")
+        yield header
+        for h, codes in zip(self.spots, self.codes):
+            row = Text(no_wrap=True, overflow="ellipsis")
+            row.append(f"{h['self_ms_per_step']:.2f}".rjust(NUMBER_W) + GAP)
+            row.append(f"{h['share'] * 100:.0f}%".rjust(SHARE_W) + GAP)
+            row.append(_where(h["path"], h["line"]).ljust(self.label_w) + GAP)
+            row.append(h["category"].replace("_", " ").ljust(CATEGORY_W), style=STYLES.get(h["category"], "white"))
+            row.append(GAP)
+            if self.static_w:
+                row.append(codes.ljust(self.static_w), style="bold red")
+                row.append(GAP)
+            source = Text(h.get("source", "") or "", no_wrap=True, overflow="ellipsis")
+            if inline:
+                row.append_text(source)
+                row.truncate(width, overflow="ellipsis")
+                yield row
+            else:
+                row.rstrip()
+                yield row
+                if source.plain:
+                    indent = " " * (NUMBER_W + len(GAP))
+                    source = Text(indent) + source
+                    source.truncate(width, overflow="ellipsis")
+                    yield source
+
+
+def _artefacts(run_dir: Path) -> list[RenderableType]:
+    """Every file the run folder holds, with what to open it with."""
+    lines: list[RenderableType] = [Text(f"\nRun folder: {run_dir}", style="bold")]
+    present = [(name, what) for name, what in ARTEFACTS if (run_dir / name.rstrip("/")).exists()]
+    width = max([0] + [len(name) for name, _ in present])
+    for name, what in present:
+        line = Text(f"  {name.ljust(width)}  ", style="dim")
+        line.append(what.format(path=run_dir / name.rstrip("/")), style="dim")
+        lines.append(line)
+    return lines
+
+
+ARTEFACTS = (
+    ("report.html", "the report: open it in a browser"),
+    ("report.json", "the report as data (a stable schema)"),
+    ("trace.json", "Chrome trace: open it at ui.perfetto.dev"),
+    ("tb/", "TensorBoard logdir: tensorboard --logdir {path}"),
+    ("profile.json", "attributed data the report is built from"),
+    ("agent.json", "raw records from the profiled process"),
+    ("output.log", "the script's own output"),
+)
+
+
+def _side_notes(report: dict[str, Any]) -> list[RenderableType]:
+    """Verdicts too noisy to call, and CUDA-only findings that cost nothing on this device."""
+    parts: list[RenderableType] = []
+    for w in report.get("withheld_verdicts", [])[:3]:
+        parts.append(Text(f"  Not called: {w['reason']}", style="dim"))
+    elsewhere = [k for k in report["static_findings"] if not k.get("applies_on_this_device", True)]
+    seen: dict[str, list[str]] = {}
+    for k in elsewhere:
+        seen.setdefault(k["code"], []).append(_where(k["path"], k["line"]))
+    if seen:
+        listed = "; ".join(f"{code} at {', '.join(dict.fromkeys(places))}" for code, places in seen.items())
+        parts.append(Text(f"  On a GPU these would also matter (no cost on this {report['device']} run): {listed}", style="dim"))
+    return parts
 
 
 def render_summary(report: dict[str, Any], run_dir: Path | str | None = None) -> RenderableType:
@@ -103,13 +191,13 @@ def render_summary(report: dict[str, Any], run_dir: Path | str | None = None) ->
     status = report["status"]
     if status["status"] not in ("completed", "stopped_after_window"):
         parts.append(Text(f"Run {status['status']}: {status['message']}", style="bold red"))
-    parts.append(_verdict_line(report))
+    parts += _verdict_lines(report)
     for e in report["bottleneck"]["evidence"][:3]:
         parts.append(Text(f"  \u2022 {e['text']}"))
     if report["steps_profiled"]:
         parts += [Text(""), _breakdown(report)]
     if report["hotspots"]:
-        parts += [Text(""), _hot_lines(report)]
+        parts += [Text(""), HotLines(report)]
     recs = report["bottleneck"]["recommendations"][:3]
     if recs:
         parts.append(Text("\nTry first:", style="bold"))
@@ -117,7 +205,9 @@ def render_summary(report: dict[str, Any], run_dir: Path | str | None = None) ->
     extra = [f for f in report["runtime_findings"] if f["severity"] == "warning"]
     for f in extra[:3]:
         parts.append(Text(f"  {f['code']} {_where(f['path'], f['line'])}: {f['message']}", style="magenta"))
+    notes = _side_notes(report)
+    if notes:
+        parts += [Text("")] + notes
     if run_dir is not None:
-        folder = Path(run_dir)
-        parts.append(Text(f"\nRun folder: {folder}  (report.html, report.json)", style="dim"))
+        parts += _artefacts(Path(run_dir))
     return Group(*parts)
