@@ -74,11 +74,23 @@ def _render(report: dict, width: int) -> str:
 def test_top_lines_at_80_columns_keep_every_number_and_escape_the_source() -> None:
     out = _render(_bracketed_report(), 80)
     table = out[out.index("Top 3 lines"):]
-    assert "ms/step" in table and "share" in table and "source" in table
+    assert "ms/step" in table and "share" in table
     for ms, share in (("61.00", "61%"), ("12.35", "12%"), ("2.50", "2%")):
         assert ms in table and share in table
-    assert "row = self.data[index].tol\u2026" in table and "batch[bold]" in table  # not markup; cut with an ellipsis
-    assert all(len(line) <= 80 for line in table.splitlines())
+    rows = table.splitlines()
+    at = next(i for i, line in enumerate(rows) if "61.00" in line)
+    assert "61%" in rows[at] and "slow_loader.py:33" in rows[at]
+    assert rows[at + 1].strip() == "row = self.data[index].tolist()  # Python-level per-sample work"  # not markup
+    assert "batch[bold]" in table
+    assert all(len(line) <= 80 for line in rows)
+
+
+def test_wide_consoles_keep_the_source_on_the_row_and_cut_it_with_an_ellipsis() -> None:
+    out = _render(_bracketed_report(), 96)
+    table = out[out.index("Top 3 lines"):]
+    assert "source" in table.splitlines()[1]
+    row = next(line for line in table.splitlines() if "61.00" in line)
+    assert "61%" in row and "row = self.data[index].tolist()" in row and row.endswith("\u2026") and len(row) == 96
 
 
 def test_narrow_consoles_put_the_source_under_its_numbers() -> None:

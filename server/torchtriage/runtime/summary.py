@@ -82,7 +82,7 @@ NUMBER_W = 8  # "12345.67"
 SHARE_W = 5  # " 100%"
 CATEGORY_W = 15  # "python overhead"
 GAP = "  "
-MIN_SOURCE_W = 24  # narrower than this, the source goes on its own line under the numbers
+MIN_SOURCE_W = 40  # narrower than this, the source goes on its own line under the numbers
 
 
 class HotLines:
@@ -119,6 +119,7 @@ class HotLines:
             header.append((name.rjust(w) if align == "right" else name.ljust(w)) + GAP)
         if inline:
             header.append("source")
+        header.rstrip()
         header.stylize("bold")
         header.truncate(width, overflow="ellipsis")
         yield header
