@@ -31,7 +31,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from lsp_client import RESOLVING, Session, line_change, percentile, summary
+from lsp_client import RESOLVING, Session, line_change, summary
 
 MODEL_BLOCK = '''
 class Block{i}(nn.Module):

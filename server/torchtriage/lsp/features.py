@@ -34,7 +34,7 @@ def _track_edits(server: "TorchTriageServer", uri: str, changes: Any) -> None:
         apply_line_map(target, LineMap.for_change(change, old))
         if isinstance(change, types.TextDocumentContentChangeWholeDocument):
             old = change.text
-    target.text = server.workspace.get_text_document(uri).source
+    target.text = server.texts.source(uri)
 
 
 def register_features(server: "TorchTriageServer", guarded: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
@@ -55,22 +55,20 @@ def register_features(server: "TorchTriageServer", guarded: Callable[[Callable[.
 
     @feature(types.INITIALIZED)
     async def initialized(params: types.InitializedParams) -> None:
-        watch = server._capability("workspace", "did_change_watched_files", "dynamic_registration")
-        if watch:
+        if server.support.watched_files_registration:
             options = types.DidChangeWatchedFilesRegistrationOptions(
                 watchers=[types.FileSystemWatcher(glob_pattern=PYPROJECT_GLOB)]
             )
             registration = types.Registration(
                 id="torchtriage-pyproject", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options
             )
-            await server.client_register_capability_async(types.RegistrationParams(registrations=[registration]))
+            await server.channel.register(registration)
 
     @feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(params: types.DidChangeConfigurationParams) -> None:
         settings = params.settings
-        if settings is None and server._capability("workspace", "configuration"):
-            items = [types.ConfigurationItem(section="torchtriage")]
-            settings = (await server.workspace_configuration_async(types.ConfigurationParams(items=items)))[0]
+        if settings is None and server.support.configuration:
+            settings = await server.channel.configuration("torchtriage")
         server.config.update_client(settings)
         server.engine.refresh_all()
 
@@ -192,7 +190,7 @@ def register_features(server: "TorchTriageServer", guarded: Callable[[Callable[.
         target = state.targets.get(uri) if state else None
         if target is None:
             return []
-        return inlay_hints(target.annotations, server.positions(target.text), params.range)
+        return inlay_hints(target.annotations, server.texts.positions(target.text), params.range)
 
     # --- commands ---------------------------------------------------------------
 
