@@ -5,54 +5,14 @@ from __future__ import annotations
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import DATA, apply_workspace_edit, codes, wait_for
+from lsp_helpers import apply_workspace_edit, cell_uri, change_cell, codes, open_notebook, wait_for
 
-NOTEBOOK = (DATA / "example.ipynb").as_uri()
 CELLS = [
     'import torch\nfrom torch.utils.data import DataLoader\ndevice = torch.device("cuda")\n'
     "loader = DataLoader(ds, batch_size=8, num_workers=2, pin_memory=True)\n",
     "%matplotlib inline\nfor x, y in loader:\n    x = x.to(device)\n    loss = model(x).sum()\n    loss.backward()\n",
     "print('done')\n",
 ]
-
-
-def cell_uri(index: int) -> str:
-    return f"vscode-notebook-cell:{DATA / 'example.ipynb'}#cell{index}"
-
-
-def open_notebook(client: LanguageClient, cells: list[str]) -> None:
-    client.notebook_document_did_open(
-        types.DidOpenNotebookDocumentParams(
-            notebook_document=types.NotebookDocument(
-                uri=NOTEBOOK,
-                notebook_type="jupyter-notebook",
-                version=1,
-                cells=[types.NotebookCell(kind=types.NotebookCellKind.Code, document=cell_uri(i)) for i in range(len(cells))],
-            ),
-            cell_text_documents=[
-                types.TextDocumentItem(uri=cell_uri(i), language_id="python", version=1, text=text)
-                for i, text in enumerate(cells)
-            ],
-        )
-    )
-
-
-def change_cell(client: LanguageClient, index: int, text: str, version: int) -> None:
-    client.notebook_document_did_change(
-        types.DidChangeNotebookDocumentParams(
-            notebook_document=types.VersionedNotebookDocumentIdentifier(uri=NOTEBOOK, version=version),
-            change=types.NotebookDocumentChangeEvent(
-                cells=types.NotebookDocumentCellChanges(
-                    text_content=[
-                        types.NotebookDocumentCellContentChanges(
-                            document=types.VersionedTextDocumentIdentifier(uri=cell_uri(index), version=version),
-                            changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
-                        )
-                    ]
-                )
-            ),
-        )
-    )
 
 
 async def test_finding_in_cell_two_depends_on_cell_one(client: LanguageClient):

@@ -80,7 +80,7 @@ def register_language_features(
     hovers: Hover,
     lenses: CodeLenses,
 ) -> None:
-    """Pulled diagnostics, code actions, hover, code lenses and inlay hints."""
+    """Pulled diagnostics, code actions (and their resolve), hover, code lenses and inlay hints."""
 
     @on.feature(
         types.TEXT_DOCUMENT_DIAGNOSTIC,
@@ -94,10 +94,14 @@ def register_language_features(
 
     @on.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND]),
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=True),
     )
     async def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
         return await actions.actions(params)
+
+    @on.feature(types.CODE_ACTION_RESOLVE)
+    async def resolve_code_action(params: types.CodeAction) -> types.CodeAction:
+        return await actions.resolve(params)
 
     @on.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(params: types.HoverParams) -> types.Hover | None:

@@ -18,7 +18,9 @@ Notification (server -> client) ``torchtriage/profileReport``::
    "summary": {"bottleneck": str, "share": float (0-1), "stepTimeMs": float}}
 
 Code action kinds: ``quickfix`` (one per fix, one noqa suppression per finding) and
-``source.fixAll.torchtriage``.  Diagnostics: source ``torchtriage`` (static, code
+``source.fixAll.torchtriage`` (resolved lazily through ``codeAction/resolve`` for a
+client that declares ``resolveSupport`` for ``edit`` and ``dataSupport``; with its
+edit otherwise).  Diagnostics: source ``torchtriage`` (static, code
 TTnnn) and ``torchtriage-profile`` (Information, from the last profile).
 
 Options (``initializationOptions`` or ``workspace/didChangeConfiguration``, either
