@@ -13,6 +13,10 @@ they change for another reason than its own edit.
 
 A document that stops parsing gets its TT000 syntax diagnostic plus the last
 good findings (moved with the edits, without their fixes) for the rest.
+
+Each document keeps an incremental analyzer (a text document's
+``IncrementalAnalyzer``, a notebook's ``NotebookAnalyzer`` over its joined
+cells), so an edit re-parses only the top-level statements it touched.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from lsprotocol import types
 
 from ..analysis import analyze_source
 from ..analysis.engine import IncrementalAnalyzer
-from ..analysis.notebooks import analyze_cells
+from ..analysis.notebooks import NotebookAnalyzer, analyze_cells
 from ..config import Settings
 from ..findings import SYNTAX_ERROR_CODE, Finding, Severity
 from .background import Spawn
@@ -50,20 +54,34 @@ _SEVERITY = {
     Severity.INFO: types.DiagnosticSeverity.Information,
 }
 
+Analyzer = IncrementalAnalyzer | NotebookAnalyzer
+
+
+def new_analyzer(path: str, notebook: bool) -> Analyzer:
+    """The incremental analyzer a document keeps between its versions."""
+    return NotebookAnalyzer(path) if notebook else IncrementalAnalyzer(path)
+
+
 def analyse_snapshot(
-    snapshot: Snapshot, path: str, settings: Settings, notebook: bool, analyzer: IncrementalAnalyzer | None = None
+    snapshot: Snapshot, path: str, settings: Settings, notebook: bool, analyzer: Analyzer | None = None
 ) -> dict[str, list[Finding]]:
     """Run the core on a snapshot: one module, or all cells together (worker thread).
 
-    ``analyzer``: the document's incremental analyzer (for ``path``), for a text document.
+    ``analyzer``: the document's incremental analyzer (for ``path``, of the document's kind);
+    without one the snapshot is analysed from scratch.
     """
     if not notebook:
         uri, _, text = snapshot[0]
-        if analyzer is not None:
+        if isinstance(analyzer, IncrementalAnalyzer):
             return {uri: analyzer.analyze(text, settings)}
         return {uri: analyze_source(text, path, settings)}
     result: dict[str, list[Finding]] = {uri: [] for uri, _, _ in snapshot}
-    for finding in analyze_cells([text for _, _, text in snapshot], path, settings):
+    cells = [text for _, _, text in snapshot]
+    if isinstance(analyzer, NotebookAnalyzer):
+        found = analyzer.analyze(cells, settings)
+    else:
+        found = analyze_cells(cells, path, settings)
+    for finding in found:
         if finding.cell is not None and finding.cell.cell < len(snapshot):
             result[snapshot[finding.cell.cell][0]].append(finding)
     return result
@@ -160,8 +178,8 @@ class DiagnosticsEngine:
         snapshot = self.texts.snapshot(state)
         settings = self.settings.for_path(state.path)
         path = str(state.path) if state.path else state.uri
-        if not state.notebook and (state.analyzer is None or state.analyzer.path != path):
-            state.analyzer = IncrementalAnalyzer(path)
+        if state.analyzer is None or state.analyzer.path != path:
+            state.analyzer = new_analyzer(path, state.notebook)
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(
             self.executor, analyse_snapshot, snapshot, path, settings, state.notebook, state.analyzer
