@@ -165,7 +165,8 @@ def notebook_cells(blocks: int = 15) -> list[str]:
     """About 600 lines in 20 code cells: imports, model blocks, data, training loop, eval."""
     cells = [NOTEBOOK_IMPORTS]
     for i in range(blocks):
-        cells.append(f"# Block {i}: a residual MLP, pre-norm, GELU, dropout.\n" + MODEL_BLOCK.format(i=i).strip("\n") + "\n\n\n" + BLOCK_CHECK.format(i=i))
+        heading = f"# Block {i}: a residual MLP, pre-norm, GELU, dropout.\n"
+        cells.append(heading + MODEL_BLOCK.format(i=i).strip("\n") + "\n\n\n" + BLOCK_CHECK.format(i=i))
     return cells + [NOTEBOOK_DATA, NOTEBOOK_TRAIN, NOTEBOOK_EVAL, NOTEBOOK_TAIL]
 
 
