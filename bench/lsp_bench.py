@@ -1,12 +1,20 @@
-"""Language-server latency: first open and one-line edits -> publishDiagnostics.
+"""Language-server latency: first open, one-line edits -> publishDiagnostics, code actions.
 
 Starts the real server (``python -m torchtriage lsp``) over stdio, opens a
-generated 1,000-line training file, then makes one-line edits (incremental
-didChange) and measures, for each, the time from sending the didChange to
-receiving the publishDiagnostics that carries its version.  Edits are spaced
-out (as a person types a line, then pauses), so each one is measured alone.
+generated 1,000-line training file (or, with ``--notebook``, a generated
+20-cell, ~600-line notebook), then makes one-line edits (incremental
+didChange; in the notebook, inside the training cell) and measures, for each,
+the time from sending the didChange to receiving the publishDiagnostics that
+carries its version.  Edits are spaced out (as a person types a line, then
+pauses), so each one is measured alone.  After each edit's diagnostics the
+bench asks for the code actions on the line with a safe fix (as an editor does
+when the cursor rests there) and times that request; when the fix-all action
+comes back without its edit, the ``codeAction/resolve`` that computes it is
+timed too.  ``--client eager`` declares no ``resolveSupport`` (every edit
+computed up front); the default client declares it, as VS Code does.
 
-    python bench/lsp_bench.py [--edits 60] [--debounce-ms N] [--out bench/RESULTS-lsp.md]
+    python bench/lsp_bench.py [--notebook] [--edits 60] [--client resolve|eager]
+                              [--debounce-ms N] [--out bench/RESULTS-lsp.md]
 """
 
 from __future__ import annotations
@@ -22,7 +30,8 @@ import time
 from pathlib import Path
 
 from lsprotocol import types
-from pygls.lsp.client import LanguageClient
+
+from lsp_client import RESOLVING, Session, line_change, summary
 
 MODEL_BLOCK = '''
 class Block{i}(nn.Module):
@@ -97,77 +106,172 @@ def training_file(lines: int = 1000) -> str:
     return head + body + "\n" * max(missing, 0) + TRAIN
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+# --- the notebook ---------------------------------------------------------------
+
+NOTEBOOK_IMPORTS = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+%matplotlib inline
+"""
+
+BLOCK_CHECK = '''def count_block{i}(block: nn.Module) -> int:
+    """Trainable parameters of block {i}."""
+    return sum(p.numel() for p in block.parameters() if p.requires_grad)
 
 
-async def run(edits: int, debounce_ms: float | None) -> dict[str, object]:
+block{i} = Block{i}(64, 256)
+init_block{i}(block{i})
+out = block{i}(torch.randn(2, 64))
+assert out.shape == (2, 64)
+print("block {i}:", count_block{i}(block{i}), "parameters")
+with torch.no_grad():
+    reference = block{i}.fc2(block{i}.fc1(torch.zeros(1, 64)))
+print("block {i} at zero:", reference.abs().max())
+'''
+
+NOTEBOOK_DATA = """device = torch.device("cuda")
+data = TensorDataset(torch.randn(4096, 64), torch.randn(4096, 64))
+loader = DataLoader(data, batch_size=64, shuffle=True)
+model = nn.Sequential(*[Block0(64, 256) for _ in range(4)]).to(device)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+"""
+
+NOTEBOOK_TRAIN = """total = 0.0
+for epoch in range(2):
+    for step, (x, y) in enumerate(loader):
+        x, y = x.to(device), y.to(device)
+        loss = F.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+        if step % 100 == 0:
+            print(f"epoch {epoch} step {step} loss {loss.item():.4f}")
+"""
+
+NOTEBOOK_EVAL = """model.eval()
+with torch.no_grad():
+    x, y = next(iter(loader))
+    error = F.mse_loss(model(x.to(device)), y.to(device))
+print(f"eval loss {error.item():.4f}")
+"""
+
+NOTEBOOK_TAIL = "!nvidia-smi\nprint('total', total)\n"
+NOTEBOOK_EDITS = tuple(edit[4:] for edit in EDITS)  # the loop is top-level here, so one level less
+
+
+def notebook_cells(blocks: int = 15) -> list[str]:
+    """About 600 lines in 20 code cells: imports, model blocks, data, training loop, eval."""
+    cells = [NOTEBOOK_IMPORTS]
+    for i in range(blocks):
+        heading = f"# Block {i}: a residual MLP, pre-norm, GELU, dropout.\n"
+        cells.append(heading + MODEL_BLOCK.format(i=i).strip("\n") + "\n\n\n" + BLOCK_CHECK.format(i=i))
+    return cells + [NOTEBOOK_DATA, NOTEBOOK_TRAIN, NOTEBOOK_EVAL, NOTEBOOK_TAIL]
+
+
+def cell_uri(notebook: Path, index: int) -> str:
+    return f"vscode-notebook-cell:{notebook}#cell{index}"
+
+
+async def run(edits: int, debounce_ms: float | None, capabilities: types.ClientCapabilities) -> dict[str, object]:
+    """The file mode: open the 1,000-line file, then edits, each followed by a code-action request."""
     text = training_file()
     folder = Path(tempfile.mkdtemp(prefix="lsp-bench-"))
     path = folder / "train_big.py"
     path.write_text(text)
     uri = path.as_uri()
-    client = LanguageClient("lsp-bench", "1")
-    published: dict[int | None, float] = {}
-    arrived = asyncio.Event()
-
-    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    def on_publish(params: types.PublishDiagnosticsParams) -> None:
-        published[params.version] = time.perf_counter()
-        published["count"] = len(params.diagnostics)  # type: ignore[index]
-        arrived.set()
-
-    await client.start_io(sys.executable, "-m", "torchtriage", "lsp")
-    options = {} if debounce_ms is None else {"debounceMs": debounce_ms}
-    await client.initialize_async(
-        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=folder.as_uri(), initialization_options=options)
-    )
-    client.initialized(types.InitializedParams())
-
-    async def wait_version(version: int, sent: float) -> float:
-        while version not in published:
-            arrived.clear()
-            await asyncio.wait_for(arrived.wait(), 30)
-        return (published[version] - sent) * 1000
-
+    session = Session(capabilities)
+    await session.start(folder, {} if debounce_ms is None else {"debounceMs": debounce_ms})
     sent = time.perf_counter()
-    client.text_document_did_open(
+    session.client.text_document_did_open(
         types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
     )
-    first_open = await wait_version(1, sent)
-    target_line = text.splitlines().index("            total += loss.item()")
-    latencies = []
+    first_open = await session.wait_published(uri, 1, sent)
+    lines = text.splitlines()
+    target_line = lines.index("            total += loss.item()")
+    fix_line = lines.index("            x, y = x.to(device), y.to(device)")
+    latencies, actions, resolves = [], [], []
     for n in range(edits):
         version = n + 2
-        new_line = EDITS[n % len(EDITS)].format(n=n)
-        change = types.TextDocumentContentChangePartial(
-            range=types.Range(
-                start=types.Position(line=target_line, character=0),
-                end=types.Position(line=target_line + 1, character=0),
-            ),
-            text=new_line + "\n",
-        )
+        change = line_change(target_line, EDITS[n % len(EDITS)].format(n=n))
         sent = time.perf_counter()
-        client.text_document_did_change(
+        session.client.text_document_did_change(
             types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version), content_changes=[change]
             )
         )
-        latencies.append(await wait_version(version, sent))
+        latencies.append(await session.wait_published(uri, version, sent))
+        await asyncio.sleep(0.05)  # the cursor rests: the editor asks for code actions
+        action, resolve = await session.code_actions(uri, fix_line)
+        actions.append(action)
+        if resolve is not None:
+            resolves.append(resolve)
         await asyncio.sleep(0.2)  # a pause between edits
-    await client.shutdown_async(None)
-    client.exit(None)
-    await client.stop()
-    return {
-        "lines": len(text.splitlines()),
-        "findings": published.get("count"),  # type: ignore[call-overload]
-        "first_open_ms": first_open,
-        "edit_p50_ms": statistics.median(latencies),
-        "edit_p95_ms": percentile(latencies, 0.95),
-        "edit_max_ms": max(latencies),
-        "edits": edits,
-    }
+    await session.stop()
+    result = {"lines": len(lines), "findings": session.counts.get(uri), "first_open_ms": first_open}
+    return result | summary(latencies, actions, resolves)
+
+
+async def run_notebook(edits: int, debounce_ms: float | None, capabilities: types.ClientCapabilities) -> dict[str, object]:
+    """The notebook mode: open the 20-cell notebook, then edits in the training cell, each
+    followed by a code-action request on that cell."""
+    cells = notebook_cells()
+    folder = Path(tempfile.mkdtemp(prefix="lsp-bench-"))
+    notebook = folder / "train_big.ipynb"
+    uris = [cell_uri(notebook, i) for i in range(len(cells))]
+    train = cells.index(NOTEBOOK_TRAIN)
+    session = Session(capabilities)
+    await session.start(folder, {} if debounce_ms is None else {"debounceMs": debounce_ms})
+    sent = time.perf_counter()
+    session.client.notebook_document_did_open(
+        types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(
+                uri=notebook.as_uri(),
+                notebook_type="jupyter-notebook",
+                version=1,
+                cells=[types.NotebookCell(kind=types.NotebookCellKind.Code, document=uri) for uri in uris],
+            ),
+            cell_text_documents=[
+                types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text) for uri, text in zip(uris, cells)
+            ],
+        )
+    )
+    first_open = await session.wait_published(uris[-1], 1, sent)
+    lines = cells[train].splitlines()
+    target_line = lines.index("        total += loss.item()")
+    fix_line = lines.index("        x, y = x.to(device), y.to(device)")
+    latencies, actions, resolves = [], [], []
+    for n in range(edits):
+        version = n + 2
+        change = line_change(target_line, NOTEBOOK_EDITS[n % len(NOTEBOOK_EDITS)].format(n=n))
+        sent = time.perf_counter()
+        session.client.notebook_document_did_change(
+            types.DidChangeNotebookDocumentParams(
+                notebook_document=types.VersionedNotebookDocumentIdentifier(uri=notebook.as_uri(), version=version),
+                change=types.NotebookDocumentChangeEvent(
+                    cells=types.NotebookDocumentCellChanges(
+                        text_content=[
+                            types.NotebookDocumentCellContentChanges(
+                                document=types.VersionedTextDocumentIdentifier(uri=uris[train], version=version),
+                                changes=[change],
+                            )
+                        ]
+                    )
+                ),
+            )
+        )
+        latencies.append(await session.wait_published(uris[train], version, sent))
+        await asyncio.sleep(0.05)
+        action, resolve = await session.code_actions(uris[train], fix_line)
+        actions.append(action)
+        if resolve is not None:
+            resolves.append(resolve)
+        await asyncio.sleep(0.2)
+    await session.stop()
+    total_lines = sum(len(cell.splitlines()) for cell in cells)
+    result = {"cells": len(cells), "lines": total_lines, "findings": sum(session.counts.get(u, 0) for u in uris)}
+    return result | {"first_open_ms": first_open} | summary(latencies, actions, resolves)
 
 
 def core_analysis(repeats: int = 15) -> dict[str, float]:
@@ -191,26 +295,80 @@ def core_analysis(repeats: int = 15) -> dict[str, float]:
     return {"core_full_ms": statistics.median(full), "core_edit_ms": statistics.median(edit)}
 
 
+def core_notebook(repeats: int = 15) -> dict[str, float]:
+    """Medians in this process: a fresh analysis of the notebook's cells, and (where the core has
+    one) an incremental one after each bench edit in the training cell."""
+    from torchtriage.analysis.notebooks import analyze_cells
+
+    try:
+        from torchtriage.analysis.notebooks import NotebookAnalyzer
+    except ImportError:  # before notebooks were analysed incrementally
+        NotebookAnalyzer = None  # type: ignore[assignment,misc]  # noqa: N806
+    cells = notebook_cells()
+    train = cells.index(NOTEBOOK_TRAIN)
+    line = "        total += loss.item()\n"
+    full, edit = [], []
+    analyzer = NotebookAnalyzer("/tmp/train_big.ipynb") if NotebookAnalyzer else None
+    if analyzer is not None:
+        analyzer.analyze(cells)
+    for n in range(repeats):
+        started = time.perf_counter()
+        analyze_cells(cells, "/tmp/train_big.ipynb")
+        full.append((time.perf_counter() - started) * 1000)
+        if analyzer is not None:
+            edited = list(cells)
+            edited[train] = cells[train].replace(line, NOTEBOOK_EDITS[n % len(NOTEBOOK_EDITS)].format(n=n) + "\n")
+            started = time.perf_counter()
+            analyzer.analyze(edited)
+            edit.append((time.perf_counter() - started) * 1000)
+    return {"core_full_ms": statistics.median(full), "core_edit_ms": statistics.median(edit) if edit else float("nan")}
+
+
+def _stamp(mode: str) -> str:
+    return f"| {time.strftime('%Y-%m-%d %H:%M')} | {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} | {mode} |"
+
+
+def _ms(value: object) -> str:
+    return "-" if value is None or value != value else f"{value:.0f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--notebook", action="store_true", help="a 20-cell notebook instead of the 1,000-line file")
     parser.add_argument("--edits", type=int, default=60)
+    parser.add_argument("--client", choices=("resolve", "eager"), default="resolve", help="declare codeAction resolveSupport or not")
     parser.add_argument("--debounce-ms", type=float, help="fixed debounce (default: the server's adaptive one)")
-    parser.add_argument("--out", type=Path, help="append a Markdown row here")
+    parser.add_argument("--out", type=Path, help="append the Markdown rows here")
     args = parser.parse_args()
-    result = asyncio.run(run(args.edits, args.debounce_ms))
-    result.update(core_analysis())
+    capabilities = RESOLVING if args.client == "resolve" else types.ClientCapabilities()
     mode = "idle: none, busy: 20 ms" if args.debounce_ms is None else f"{args.debounce_ms:g} ms"
-    row = (
-        f"| {time.strftime('%Y-%m-%d %H:%M')} | {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} | {mode} | "
-        f"{result['lines']} | {result['findings']} | {result['first_open_ms']:.0f} | {result['edit_p50_ms']:.0f} | "
-        f"{result['edit_p95_ms']:.0f} | {result['edit_max_ms']:.0f} | {result['core_full_ms']:.0f} | "
-        f"{result['core_edit_ms']:.0f} | {result['edit_p50_ms'] - result['core_edit_ms']:.0f} | {result['edits']} |"
+    if args.notebook:
+        result = asyncio.run(run_notebook(args.edits, args.debounce_ms, capabilities))
+        result.update(core_notebook())
+        edits_row = (
+            f"{_stamp(mode)} {result['cells']} | {result['lines']} | {result['findings']} | {result['first_open_ms']:.0f} | "
+            f"{result['edit_p50_ms']:.0f} | {result['edit_p95_ms']:.0f} | {result['edit_max_ms']:.0f} | "
+            f"{result['core_full_ms']:.0f} | {_ms(result['core_edit_ms'])} | {result['edits']} |"
+        )
+    else:
+        result = asyncio.run(run(args.edits, args.debounce_ms, capabilities))
+        result.update(core_analysis())
+        edits_row = (
+            f"{_stamp(mode)} {result['lines']} | {result['findings']} | {result['first_open_ms']:.0f} | "
+            f"{result['edit_p50_ms']:.0f} | {result['edit_p95_ms']:.0f} | {result['edit_max_ms']:.0f} | "
+            f"{result['core_full_ms']:.0f} | {result['core_edit_ms']:.0f} | "
+            f"{result['edit_p50_ms'] - result['core_edit_ms']:.0f} | {result['edits']} |"
+        )
+    actions_row = (
+        f"{_stamp('notebook' if args.notebook else 'file')} {args.client} | {result['action_p50_ms']:.0f} | "
+        f"{result['action_p95_ms']:.0f} | {_ms(result['resolve_p50_ms'])} | {_ms(result['resolve_p95_ms'])} | {result['edits']} |"
     )
     print(result)
-    print(row)
+    print(edits_row)
+    print(actions_row)
     if args.out:
         with args.out.open("a", encoding="utf-8") as handle:
-            handle.write(row + "\n")
+            handle.write(edits_row + "\n" + actions_row + "\n")
 
 
 if __name__ == "__main__":

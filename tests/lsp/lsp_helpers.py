@@ -26,6 +26,23 @@ CAPABILITIES = types.ClientCapabilities(
 )
 
 
+# A client that resolves code-action edits lazily (as VS Code does).
+RESOLVING = types.ClientCapabilities(
+    window=CAPABILITIES.window,
+    text_document=types.TextDocumentClientCapabilities(
+        publish_diagnostics=CAPABILITIES.text_document.publish_diagnostics,
+        code_action=types.CodeActionClientCapabilities(
+            code_action_literal_support=types.ClientCodeActionLiteralOptions(
+                code_action_kind=types.ClientCodeActionKindOptions(value_set=["quickfix", "source.fixAll"])
+            ),
+            data_support=True,
+            resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"]),
+        ),
+    ),
+    workspace=CAPABILITIES.workspace,
+)
+
+
 def make_client() -> LanguageClient:
     """pytest-lsp's client, also recording publish versions and profile reports."""
     client = _Client(converter_factory=default_converter)
@@ -59,10 +76,16 @@ def make_client() -> LanguageClient:
     return client
 
 
-async def start(lsp_client: LanguageClient, options: Any = None, root: Path | None = None) -> None:
-    await lsp_client.initialize_session(
+async def start(
+    lsp_client: LanguageClient,
+    options: Any = None,
+    root: Path | None = None,
+    capabilities: types.ClientCapabilities = CAPABILITIES,
+) -> types.InitializeResult:
+    """Initialize the session; the server's answer."""
+    return await lsp_client.initialize_session(
         types.InitializeParams(
-            capabilities=CAPABILITIES,
+            capabilities=capabilities,
             root_uri=(root or DATA).as_uri(),
             initialization_options=options,
         )
@@ -150,3 +173,60 @@ def apply_workspace_edit(text: str, uri: str, edit: types.WorkspaceEdit) -> str:
         assert changed_uri == uri
         edits.extend(plain)
     return apply_text_edits(text, edits)
+
+
+# --- notebooks -------------------------------------------------------------------
+
+NOTEBOOK = (DATA / "example.ipynb").as_uri()
+
+
+def cell_uri(index: int) -> str:
+    return f"vscode-notebook-cell:{DATA / 'example.ipynb'}#cell{index}"
+
+
+def open_notebook(client: LanguageClient, cells: list[str]) -> None:
+    client.notebook_document_did_open(
+        types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(
+                uri=NOTEBOOK,
+                notebook_type="jupyter-notebook",
+                version=1,
+                cells=[types.NotebookCell(kind=types.NotebookCellKind.Code, document=cell_uri(i)) for i in range(len(cells))],
+            ),
+            cell_text_documents=[
+                types.TextDocumentItem(uri=cell_uri(i), language_id="python", version=1, text=text)
+                for i, text in enumerate(cells)
+            ],
+        )
+    )
+
+
+def change_cell(client: LanguageClient, index: int, text: str, version: int) -> None:
+    """Replace one cell's whole text."""
+    _change_cell(client, index, version, types.TextDocumentContentChangeWholeDocument(text=text))
+
+
+def edit_cell(
+    client: LanguageClient, index: int, version: int, start: tuple[int, int], end: tuple[int, int], text: str
+) -> None:
+    """A partial edit inside one cell (0-based cell lines and columns)."""
+    where = types.Range(start=types.Position(*start), end=types.Position(*end))
+    _change_cell(client, index, version, types.TextDocumentContentChangePartial(range=where, text=text))
+
+
+def _change_cell(client: LanguageClient, index: int, version: int, change: types.TextDocumentContentChangeEvent) -> None:
+    client.notebook_document_did_change(
+        types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(uri=NOTEBOOK, version=version),
+            change=types.NotebookDocumentChangeEvent(
+                cells=types.NotebookDocumentCellChanges(
+                    text_content=[
+                        types.NotebookDocumentCellContentChanges(
+                            document=types.VersionedTextDocumentIdentifier(uri=cell_uri(index), version=version),
+                            changes=[change],
+                        )
+                    ]
+                )
+            ),
+        )
+    )

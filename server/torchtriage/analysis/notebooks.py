@@ -8,6 +8,11 @@ so a host can apply them to the cell's text directly.
 
 A cell that does not parse gets its own TT000 finding and is left out of the
 virtual module (as blank lines), so one broken cell does not hide the others.
+
+:class:`NotebookAnalyzer` keeps one notebook's virtual module between versions
+(an :class:`~torchtriage.analysis.engine.IncrementalAnalyzer` over it), so an
+edit inside one cell re-parses only the top-level statements it touched; the
+language server keeps one per open notebook.
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ from typing import Any, Sequence
 from ..config import Settings
 from ..findings import SYNTAX_ERROR_CODE, CellLocation, Edit, Finding, Fix, Span
 from .autofix import MAX_ROUNDS
-from .engine import analyze_source, has_file_noqa
+from .engine import IncrementalAnalyzer, has_file_noqa
 from .parsing import parse_source
 from .fixes import apply_edits, select_fixes
+from .incremental import ParsedModule
 from .ipython_magics import neutralise_cell
 from .text import split_lines
 
@@ -202,28 +208,61 @@ def analyze_cells(
     cells: Sequence[str], path: str, settings: Settings | None = None, numbers: Sequence[int] | None = None
 ) -> list[Finding]:
     """Findings for code cells, with cell-local spans; ``numbers`` are the cells' notebook indexes."""
-    numbers = list(numbers) if numbers is not None else list(range(len(cells)))
-    module = build_virtual_module(cells)
-    if has_file_noqa(module.source):
-        return []
-    results: list[Finding] = []
-    if isinstance(parse_source(module.source, path, top_level_await=True), Finding):
-        errors = _cell_syntax_errors(cells, path)
-        for position, error in errors.items():
-            where = CellLocation(numbers[position], error.span.line, error.span.end_line)
-            results.append(error.with_changes(cell=where))
-        blanked = ["\n" * module.line_counts[i] if i in errors else cell for i, cell in enumerate(cells)]
-        module = build_virtual_module(blanked)
-    for finding in analyze_source(module.source, path, settings, top_level_await=True):
-        position, span = module.span_to_cell(finding.span)
-        results.append(
-            finding.with_changes(
-                span=span,
-                cell=CellLocation(numbers[position], span.line, span.end_line),
-                fix=_fix_to_cell(module, finding.fix, position),
+    return NotebookAnalyzer(path).analyze(cells, settings, numbers)
+
+
+class NotebookAnalyzer:
+    """Analyses successive versions of one notebook's code cells, re-parsing only the
+    top-level statements each edit touched: one :class:`IncrementalAnalyzer` over the
+    virtual module the cells are joined into.
+
+    Gives exactly what :func:`analyze_cells` gives for the same cells.  Not thread-safe:
+    one notebook's versions must be analysed one at a time.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._module = IncrementalAnalyzer(path, top_level_await=True)
+        self._last: ParsedModule | None = None
+        # Lines of the virtual module the last analysis parsed (0: none changed; None: it did not parse).
+        self.reparsed_lines: int | None = None
+
+    def analyze(
+        self, cells: Sequence[str], settings: Settings | None = None, numbers: Sequence[int] | None = None
+    ) -> list[Finding]:
+        """Findings for this version of the cells, with cell-local spans, sorted by cell and position."""
+        numbers = list(numbers) if numbers is not None else list(range(len(cells)))
+        module = build_virtual_module(cells)
+        if has_file_noqa(module.source):
+            return []
+        results: list[Finding] = []
+        if isinstance(self._parse(module.source), Finding):
+            errors = _cell_syntax_errors(cells, self.path)
+            for position, error in errors.items():
+                where = CellLocation(numbers[position], error.span.line, error.span.end_line)
+                results.append(error.with_changes(cell=where))
+            blanked = ["\n" * module.line_counts[i] if i in errors else cell for i, cell in enumerate(cells)]
+            module = build_virtual_module(blanked)
+            self._parse(module.source)
+        for finding in self._module.analyze(module.source, settings):  # (parsed above: reused)
+            position, span = module.span_to_cell(finding.span)
+            results.append(
+                finding.with_changes(
+                    span=span,
+                    cell=CellLocation(numbers[position], span.line, span.end_line),
+                    fix=_fix_to_cell(module, finding.fix, position),
+                )
             )
-        )
-    return sorted(results, key=lambda f: (f.cell.cell if f.cell else 0, f.span.line, f.span.column, f.code))
+        return sorted(results, key=lambda f: (f.cell.cell if f.cell else 0, f.span.line, f.span.column, f.code))
+
+    def _parse(self, source: str) -> ParsedModule | Finding:
+        parsed = self._module.parse(source)
+        if isinstance(parsed, Finding):
+            self.reparsed_lines = None
+        else:
+            self.reparsed_lines = 0 if parsed is self._last else parsed.reparsed_lines
+            self._last = parsed
+        return parsed
 
 
 def _fix_to_cell(module: VirtualModule, fix: Fix | None, position: int) -> Fix | None:

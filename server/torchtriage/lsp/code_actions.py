@@ -2,43 +2,42 @@
 
 Edits are versioned (``TextDocumentEdit`` with the version the findings were
 computed on), so a client never applies them to newer text.
+
+Quick fixes and suppressions always come with their edits (each is one
+finding's own edit: cheap).  Fix-all is costly for a file (a full analysis
+plus a re-analysis per fix round), so for a client that resolves edits lazily
+(``textDocument.codeAction.resolveSupport.properties`` has ``"edit"`` and
+``dataSupport`` is set, as VS Code does) it comes without its edit and
+with ``data = {"uri", "version"}``; ``codeAction/resolve`` computes the edit
+only when the user picks it.  Any other client gets it eagerly, as before
+(then it is left out when nothing would change; a resolved one gets an empty
+edit instead).
 """
 
 from __future__ import annotations
 
-import difflib
 import re
-from typing import TYPE_CHECKING, Iterable
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
-from ..analysis import fix_source
 from ..analysis.engine import noqa_codes
-from ..analysis.fixes import select_fixes
-from ..analysis.text import split_lines
 from ..findings import Applicability, Edit, Finding, Span
-from .diagnostics import to_diagnostic
-from .documents import DocumentState, TargetState
+from .capabilities import ClientSupport
+from .diagnostics import DiagnosticsEngine, to_diagnostic
+from .documents import DocumentState, DocumentStore, TargetState
+from .edits import text_edits, workspace_edit
+from .fix_all import FixAll
 from .positions import Positions
-
-if TYPE_CHECKING:
-    from .server import TorchTriageServer
+from .texts import EditorTexts
 
 FIX_ALL_KIND = "source.fixAll.torchtriage"
+FIX_ALL_TITLE = "torchtriage: fix all safely fixable findings"
 _NOQA_LIST = re.compile(r"(#\s*noqa:\s*[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*)", re.I)
 
 
 def _wanted(only: list[str] | None, kind: str) -> bool:
     return only is None or any(kind == k or kind.startswith(k + ".") for k in only)
-
-
-def text_edits(edits: Iterable[Edit], positions: Positions) -> list[types.TextEdit]:
-    return [types.TextEdit(range=positions.to_range(e.span), new_text=e.content) for e in edits]
-
-
-def workspace_edit(target: TargetState, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
-    document = types.OptionalVersionedTextDocumentIdentifier(uri=target.uri, version=target.version)
-    return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=document, edits=edits)])
 
 
 def noqa_edit(finding: Finding, lines: list[str]) -> Edit | None:
@@ -55,53 +54,52 @@ def noqa_edit(finding: Finding, lines: list[str]) -> Edit | None:
     return Edit(Span(finding.span.line, end, finding.span.line, len(line) + 1), f"  # noqa: {finding.code}")
 
 
-def minimal_edits(old: str, new: str) -> list[Edit]:
-    """Whole-line edits turning ``old`` into ``new`` (one per changed block)."""
-    a, b = split_lines(old, keepends=True), split_lines(new, keepends=True)
-    edits = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag != "equal":
-            edits.append(Edit(Span(i1 + 1, 1, i2 + 1, 1), "".join(b[j1:j2])))
-    return edits
-
-
 class CodeActions:
-    """Builds code actions from the findings published on a target."""
+    """Builds code actions from the findings published on a target, and resolves lazy fix-all."""
 
-    def __init__(self, server: "TorchTriageServer") -> None:
-        self.server = server
-
-    def fix_all_edits(self, state: DocumentState, target: TargetState) -> list[Edit]:
-        """Safe fixes for the whole text: ``fix_source`` for files, one round per cell."""
-        if state.notebook:
-            fixes = select_fixes([f for f in target.findings if f.fix], unsafe=False)
-            return [edit for fix in fixes for edit in fix.edits]
-        settings = self.server.config.for_path(state.path)
-        path = str(state.path) if state.path else state.uri
-        result = fix_source(target.text, path, settings)
-        return minimal_edits(target.text, result.source) if result.changed else []
+    def __init__(
+        self, store: DocumentStore, engine: DiagnosticsEngine, texts: EditorTexts, support: ClientSupport, fix_all: FixAll
+    ) -> None:
+        self.store = store
+        self.engine = engine
+        self.texts = texts
+        self.support = support
+        self.fixer = fix_all
 
     async def actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        """``textDocument/codeAction``: quick fixes and suppressions in the range, then fix-all."""
         uri = params.text_document.uri
-        state = self.server.store.get(uri)
+        state = self.store.get(uri)
         if state is None:
             return []
-        await self.server.engine.current(state)
+        await self.engine.current(state)
         target = state.targets.get(uri)
         if target is None:
             return []
         only = params.context.only
-        positions = self.server.positions(target.text)
-        wanted = positions.to_span(params.range)
-        lines = positions.lines
+        positions = self.texts.positions(target.text)
+        actions = self._quick_fixes(target, positions, positions.to_span(params.range), only)
+        fixable = any(f.fix and f.fix.applicability is Applicability.SAFE for f in target.findings)
+        if fixable and (only is not None and _wanted(only, FIX_ALL_KIND) or only is None):
+            fix_all = self._fix_all(state, target, positions)
+            if fix_all is not None:
+                actions.append(fix_all)
+        return actions
+
+    def _quick_fixes(
+        self, target: TargetState, positions: Positions, wanted: Span, only: list[str] | None
+    ) -> list[types.CodeAction]:
+        """A fix and a ``# noqa`` per finding in the range (cheap: always with their edits)."""
         actions: list[types.CodeAction] = []
+        if not _wanted(only, types.CodeActionKind.QuickFix):
+            return actions
         for finding in target.findings:
             if finding.span.line > wanted.end_line or finding.span.end_line < wanted.line:
                 continue
             if finding.code == "TT000":
                 continue
             diagnostic = to_diagnostic(finding, positions)
-            if finding.fix is not None and _wanted(only, types.CodeActionKind.QuickFix):
+            if finding.fix is not None:
                 actions.append(
                     types.CodeAction(
                         title=f"{finding.fix.title} ({finding.code})",
@@ -111,8 +109,8 @@ class CodeActions:
                         edit=workspace_edit(target, text_edits(finding.fix.edits, positions)),
                     )
                 )
-            edit = noqa_edit(finding, lines)
-            if edit is not None and _wanted(only, types.CodeActionKind.QuickFix):
+            edit = noqa_edit(finding, positions.lines)
+            if edit is not None:
                 actions.append(
                     types.CodeAction(
                         title=f"Suppress with `# noqa: {finding.code}`",
@@ -121,15 +119,35 @@ class CodeActions:
                         edit=workspace_edit(target, text_edits([edit], positions)),
                     )
                 )
-        fixable = any(f.fix and f.fix.applicability is Applicability.SAFE for f in target.findings)
-        if fixable and (only is not None and _wanted(only, FIX_ALL_KIND) or only is None):
-            edits = self.fix_all_edits(state, target)
-            if edits:
-                actions.append(
-                    types.CodeAction(
-                        title="torchtriage: fix all safely fixable findings",
-                        kind=FIX_ALL_KIND,
-                        edit=workspace_edit(target, text_edits(edits, positions)),
-                    )
-                )
         return actions
+
+    def _fix_all(self, state: DocumentState, target: TargetState, positions: Positions) -> types.CodeAction | None:
+        """Fix-all: without its edit (``data`` says which text) for a client that resolves edits,
+        else with it (None when nothing would change)."""
+        if self.support.resolves_code_action_edits:
+            return types.CodeAction(
+                title=FIX_ALL_TITLE, kind=FIX_ALL_KIND, data={"uri": target.uri, "version": target.version}
+            )
+        edit = self.fixer.workspace_edit(state, target, positions)
+        return types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL_KIND, edit=edit) if edit is not None else None
+
+    async def resolve(self, action: types.CodeAction) -> types.CodeAction:
+        """``codeAction/resolve``: fill in a lazily offered fix-all's edit; other actions come back as they are.
+
+        The edit is for the text the action was offered on: if the document has changed
+        since, the request fails with ContentModified (the client asks for actions again).
+        """
+        data = action.data
+        if action.kind != FIX_ALL_KIND or action.edit is not None or not isinstance(data, dict):
+            return action
+        uri, version = data.get("uri"), data.get("version")
+        state = self.store.get(uri) if isinstance(uri, str) else None
+        if state is None:
+            raise JsonRpcInvalidParams(f"{uri} is not open")
+        await self.engine.current(state)
+        target = state.targets.get(uri)
+        if target is None or target.version != version:
+            raise JsonRpcContentModified(f"{uri} has changed since this action was offered")
+        edit = self.fixer.workspace_edit(state, target, self.texts.positions(target.text))
+        action.edit = edit if edit is not None else workspace_edit(target, [])
+        return action

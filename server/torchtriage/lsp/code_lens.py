@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from concurrent.futures import Executor
 
 from lsprotocol import types
 
 from ..analysis import parse_source
 from ..analysis.context import ModuleContext
-from ..findings import Finding
 from ..analysis.notebooks import build_virtual_module
-
-if TYPE_CHECKING:
-    from .documents import DocumentState
-    from .server import TorchTriageServer
+from ..findings import Finding
+from .diagnostics import DiagnosticsEngine
+from .documents import DocumentState, DocumentStore
+from .texts import EditorTexts
 
 PROFILE_TITLE = "▶ Profile this script"
 
@@ -27,7 +26,7 @@ def step_loop_lines(source: str) -> list[int]:
     return [region.header_line for region in ModuleContext(source=source, tree=tree).hot.step_loops]
 
 
-def _loops_per_target(state: "DocumentState", texts: list[tuple[str, str]]) -> dict[str, list[int]]:
+def _loops_per_target(state: DocumentState, texts: list[tuple[str, str]]) -> dict[str, list[int]]:
     if not state.notebook:
         uri, text = texts[0]
         return {uri: step_loop_lines(text)}
@@ -40,23 +39,28 @@ def _loops_per_target(state: "DocumentState", texts: list[tuple[str, str]]) -> d
 
 
 class CodeLenses:
-    def __init__(self, server: "TorchTriageServer") -> None:
-        self.server = server
+    """A "Profile this script" lens on each step-loop header, and the last profile's verdict beside it."""
+
+    def __init__(self, store: DocumentStore, engine: DiagnosticsEngine, texts: EditorTexts, executor: Executor) -> None:
+        self.store = store
+        self.engine = engine
+        self.texts = texts
+        self.executor = executor
 
     async def lenses(self, params: types.CodeLensParams) -> list[types.CodeLens]:
         uri = params.text_document.uri
-        state = self.server.store.get(uri)
+        state = self.store.get(uri)
         if state is None:
             return []
-        await self.server.engine.current(state)
+        await self.engine.current(state)
         if uri not in state.targets:
             return []
         generation = state.generation
-        texts = [(target_uri, text) for target_uri, _, text in self.server.engine.snapshot(state)]
+        texts = [(target_uri, text) for target_uri, _, text in self.texts.snapshot(state)]
         if not texts:
             return []
         loop = asyncio.get_running_loop()
-        loops = await loop.run_in_executor(self.server.executor, _loops_per_target, state, texts)
+        loops = await loop.run_in_executor(self.executor, _loops_per_target, state, texts)
         if generation == state.generation:
             for target_uri, lines in loops.items():
                 if target_uri in state.targets:

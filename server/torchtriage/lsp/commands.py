@@ -20,18 +20,21 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
 
-from .annotations import annotations_from_report, summary_from_report
-from .code_lens import step_loop_lines
-from .documents import DocumentState, LineMap, shift_annotations
 from ..analysis.notebooks import build_virtual_module
-
-if TYPE_CHECKING:
-    from .server import TorchTriageServer
+from .annotations import annotations_from_report, summary_from_report
+from .capabilities import ClientSupport
+from .client import ClientChannel
+from .code_lens import step_loop_lines
+from .diagnostics import DiagnosticsEngine
+from .documents import DocumentState, DocumentStore, LineMap, shift_annotations
+from .fix_all import FixAll
+from .settings import SettingsManager
+from .texts import EditorTexts
 
 log = logging.getLogger(__name__)
 
@@ -71,14 +74,31 @@ def _progress_text(line: str) -> tuple[str | None, int | None]:
 
 
 class Commands:
-    def __init__(self, server: "TorchTriageServer") -> None:
-        self.server = server
+    """The ``workspace/executeCommand`` commands, over the document state and the client channel."""
+
+    def __init__(
+        self,
+        store: DocumentStore,
+        engine: DiagnosticsEngine,
+        settings: SettingsManager,
+        texts: EditorTexts,
+        client: ClientChannel,
+        support: ClientSupport,
+        fix_all: FixAll,
+    ) -> None:
+        self.store = store
+        self.engine = engine
+        self.settings = settings
+        self.texts = texts
+        self.client = client
+        self.support = support
+        self.fixer = fix_all
 
     # --- torchtriage.profile ----------------------------------------------------------
 
     def _script_for(self, state: DocumentState, folder: Path) -> tuple[Path, Any]:
         """The script to run and a mapper from its lines back to targets."""
-        snapshot = self.server.engine.snapshot(state)
+        snapshot = self.texts.snapshot(state)
         if not state.notebook and state.path is not None and state.path.exists():
             path = state.path.resolve()
 
@@ -102,24 +122,24 @@ class Commands:
 
     async def profile(self, arguments: list[Any] | None, token: types.ProgressToken | None) -> dict[str, Any]:
         uri = _uri_argument(arguments)
-        state = self.server.store.get(uri)
+        state = self.store.get(uri)
         if state is None:
             raise JsonRpcInvalidParams(f"{uri} is not open")
         out = Path(tempfile.mkdtemp(prefix="torchtriage-profile-"))
         script, mapper = self._script_for(state, out)
         ran_text = script.read_text(encoding="utf-8", errors="replace")
         if not state.notebook and state.uri in state.targets and state.targets[state.uri].text != ran_text:
-            self.server.show(
+            self.client.show(
                 f"torchtriage: profiling the saved {script.name}; unsaved edits are not in this run "
                 "(its hot lines are placed on the matching lines of the editor's text)",
                 types.MessageType.Info,
             )
         command = [sys.executable, "-m", "torchtriage", "profile", "--progress", "json", "--out", str(out / "run")]
-        if self.server.config.interpreter:
-            command += ["--python", self.server.config.interpreter]
+        if self.settings.interpreter:
+            command += ["--python", self.settings.interpreter]
         command.append(str(script))
-        progress = self.server.work_done_progress
-        if token is None and self.server.supports_progress():
+        progress = self.client.progress
+        if token is None and self.support.work_done_progress:
             token = str(uuid.uuid4())
             await progress.create_async(token)
         run = _Run(token)
@@ -141,7 +161,7 @@ class Commands:
         if not report_path.is_file():
             run.end(progress, "failed")
             detail = "\n".join(run.tail[-8:])
-            self.server.show(f"torchtriage profile failed (exit {code}): {detail}", types.MessageType.Error)
+            self.client.show(f"torchtriage profile failed (exit {code}): {detail}", types.MessageType.Error)
             raise ProfileFailed(f"profile exited with {code} and no report: {detail}")
         payload = self._load(state, report_path, mapper, script, ran_text)
         run.end(progress, f"{payload['summary']['bottleneck']} bound")
@@ -161,7 +181,7 @@ class Commands:
             if not state.notebook and target.text != ran_text:  # edited since: keep lines that still match
                 target.annotations = shift_annotations(target.annotations, LineMap.for_texts(ran_text, target.text))
         state.profile = summary_from_report(report, report_path)
-        self.server.engine.publish(state)
+        self.engine.publish(state)
         summary = state.profile
         payload = {
             "uri": state.uri,
@@ -169,25 +189,25 @@ class Commands:
             "htmlPath": summary.html_path,
             "summary": {"bottleneck": summary.bottleneck, "share": summary.share, "stepTimeMs": summary.step_time_ms},
         }
-        self.server.protocol.notify(PROFILE_REPORT, payload)
-        if self.server.supports_lens_refresh():
-            self.server.workspace_code_lens_refresh(None)
-        if self.server.supports_inlay_refresh():
-            self.server.workspace_inlay_hint_refresh(None)
+        self.client.notify(PROFILE_REPORT, payload)
+        if self.support.code_lens_refresh:
+            self.client.refresh_code_lenses()
+        if self.support.inlay_hint_refresh:
+            self.client.refresh_inlay_hints()
         return payload
 
     # --- the small ones ----------------------------------------------------------------
 
     def clear_profile(self, arguments: list[Any] | None) -> None:
-        state = self.server.store.get(_uri_argument(arguments))
+        state = self.store.get(_uri_argument(arguments))
         if state is None:
             return
         state.profile = None
         for target in state.targets.values():
             target.annotations = []
-        self.server.engine.publish(state)
-        if self.server.supports_inlay_refresh():
-            self.server.workspace_inlay_hint_refresh(None)
+        self.engine.publish(state)
+        if self.support.inlay_hint_refresh:
+            self.client.refresh_inlay_hints()
 
     async def show_report(self, arguments: list[Any] | None) -> bool:
         path = arguments[0] if arguments else None
@@ -195,30 +215,21 @@ class Commands:
             raise JsonRpcInvalidParams("expected the report path as the first argument")
         html = Path(path).with_name("report.html")
         target = html if html.exists() else Path(path)
-        result = await self.server.window_show_document_async(
-            types.ShowDocumentParams(uri=target.as_uri(), external=target.suffix == ".html")
-        )
-        return bool(result and result.success)
+        return await self.client.show_document(target.as_uri(), external=target.suffix == ".html")
 
     async def fix_all(self, arguments: list[Any] | None) -> bool:
         uri = _uri_argument(arguments)
-        state = self.server.store.get(uri)
+        state = self.store.get(uri)
         if state is None:
             raise JsonRpcInvalidParams(f"{uri} is not open")
-        await self.server.engine.current(state)
+        await self.engine.current(state)
         target = state.targets.get(uri)
         if target is None:
             return False
-        from .code_actions import text_edits, workspace_edit
-
-        edits = self.server.actions.fix_all_edits(state, target)
-        if not edits:
+        edit = self.fixer.workspace_edit(state, target, self.texts.positions(target.text))
+        if edit is None:
             return False
-        edit = workspace_edit(target, text_edits(edits, self.server.positions(target.text)))
-        result = await self.server.workspace_apply_edit_async(
-            types.ApplyWorkspaceEditParams(edit=edit, label="torchtriage: fix all")
-        )
-        return bool(result.applied)
+        return await self.client.apply_edit(edit, label="torchtriage: fix all")
 
 
 @dataclass

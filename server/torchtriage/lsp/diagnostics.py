@@ -13,6 +13,10 @@ they change for another reason than its own edit.
 
 A document that stops parsing gets its TT000 syntax diagnostic plus the last
 good findings (moved with the edits, without their fixes) for the rest.
+
+Each document keeps an incremental analyzer (a text document's
+``IncrementalAnalyzer``, a notebook's ``NotebookAnalyzer`` over its joined
+cells), so an edit re-parses only the top-level statements it touched.
 """
 
 from __future__ import annotations
@@ -22,20 +26,21 @@ import logging
 from concurrent.futures import Executor
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from ..analysis import analyze_source
 from ..analysis.engine import IncrementalAnalyzer
-from ..analysis.notebooks import analyze_cells
+from ..analysis.notebooks import NotebookAnalyzer, analyze_cells
 from ..config import Settings
 from ..findings import SYNTAX_ERROR_CODE, Finding, Severity
+from .background import Spawn
+from .capabilities import ClientSupport
+from .client import ClientChannel
 from .documents import Annotation, DocumentState, DocumentStore
 from .positions import Positions
-
-if TYPE_CHECKING:
-    from .server import TorchTriageServer
+from .settings import SettingsManager
+from .texts import EditorTexts, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -49,23 +54,34 @@ _SEVERITY = {
     Severity.INFO: types.DiagnosticSeverity.Information,
 }
 
-Snapshot = list[tuple[str, int | None, str]]  # (target uri, version, text) in cell order
+Analyzer = IncrementalAnalyzer | NotebookAnalyzer
+
+
+def new_analyzer(path: str, notebook: bool) -> Analyzer:
+    """The incremental analyzer a document keeps between its versions."""
+    return NotebookAnalyzer(path) if notebook else IncrementalAnalyzer(path)
 
 
 def analyse_snapshot(
-    snapshot: Snapshot, path: str, settings: Settings, notebook: bool, analyzer: IncrementalAnalyzer | None = None
+    snapshot: Snapshot, path: str, settings: Settings, notebook: bool, analyzer: Analyzer | None = None
 ) -> dict[str, list[Finding]]:
     """Run the core on a snapshot: one module, or all cells together (worker thread).
 
-    ``analyzer``: the document's incremental analyzer (for ``path``), for a text document.
+    ``analyzer``: the document's incremental analyzer (for ``path``, of the document's kind);
+    without one the snapshot is analysed from scratch.
     """
     if not notebook:
         uri, _, text = snapshot[0]
-        if analyzer is not None:
+        if isinstance(analyzer, IncrementalAnalyzer):
             return {uri: analyzer.analyze(text, settings)}
         return {uri: analyze_source(text, path, settings)}
     result: dict[str, list[Finding]] = {uri: [] for uri, _, _ in snapshot}
-    for finding in analyze_cells([text for _, _, text in snapshot], path, settings):
+    cells = [text for _, _, text in snapshot]
+    if isinstance(analyzer, NotebookAnalyzer):
+        found = analyzer.analyze(cells, settings)
+    else:
+        found = analyze_cells(cells, path, settings)
+    for finding in found:
         if finding.cell is not None and finding.cell.cell < len(snapshot):
             result[snapshot[finding.cell.cell][0]].append(finding)
     return result
@@ -99,10 +115,23 @@ def annotation_diagnostic(annotation: Annotation, positions: Positions) -> types
 class DiagnosticsEngine:
     """Schedules analyses, keeps results on the DocumentState, publishes them."""
 
-    def __init__(self, server: "TorchTriageServer", store: DocumentStore, executor: Executor) -> None:
-        self.server = server
+    def __init__(
+        self,
+        store: DocumentStore,
+        settings: SettingsManager,
+        texts: EditorTexts,
+        client: ClientChannel,
+        support: ClientSupport,
+        executor: Executor,
+        spawn: Spawn,
+    ) -> None:
         self.store = store
+        self.settings = settings
+        self.texts = texts
+        self.client = client
+        self.support = support
         self.executor = executor
+        self.spawn = spawn
         self._running: dict[str, asyncio.Future[object]] = {}
 
     # --- scheduling -------------------------------------------------------------
@@ -114,7 +143,7 @@ class DiagnosticsEngine:
         waits for the previous one and skips generations that are no longer
         the newest), so a long fixed debounce would only add latency.
         """
-        configured = self.server.config.debounce_ms
+        configured = self.settings.debounce_ms
         if configured is not None:
             return configured / 1000
         running = self._running.get(state.uri)
@@ -128,7 +157,7 @@ class DiagnosticsEngine:
         if state.timer is not None:
             state.timer.cancel()
         loop = asyncio.get_running_loop()
-        state.timer = loop.call_later(delay, lambda: self.server.spawn(self._run(state, generation)))
+        state.timer = loop.call_later(delay, lambda: self.spawn(self._run(state, generation)))
 
     async def current(self, state: DocumentState) -> None:
         """Wait until the published results match the document's current text."""
@@ -138,20 +167,6 @@ class DiagnosticsEngine:
             await self._run(state, state.generation)
         await state.done.wait()
 
-    def snapshot(self, state: DocumentState) -> Snapshot:
-        workspace = self.server.workspace
-        if not state.notebook:
-            document = workspace.get_text_document(state.uri)
-            return [(state.uri, document.version, document.source)]
-        notebook = workspace.get_notebook_document(notebook_uri=state.uri)
-        cells: Snapshot = []
-        for cell in notebook.cells if notebook else []:
-            document = workspace.text_documents.get(cell.document)
-            if cell.kind == types.NotebookCellKind.Code and document is not None:
-                if document.language_id in (None, "python"):
-                    cells.append((cell.document, document.version, document.source))
-        return cells
-
     async def _run(self, state: DocumentState, generation: int) -> None:
         previous = self._running.get(state.uri)
         if previous is not None and not previous.done():
@@ -160,11 +175,11 @@ class DiagnosticsEngine:
             return  # a newer change will run its own analysis
         if self.store.get(state.uri) is not state:
             return  # closed meanwhile
-        snapshot = self.snapshot(state)
-        settings = self.server.config.for_path(state.path)
+        snapshot = self.texts.snapshot(state)
+        settings = self.settings.for_path(state.path)
         path = str(state.path) if state.path else state.uri
-        if not state.notebook and (state.analyzer is None or state.analyzer.path != path):
-            state.analyzer = IncrementalAnalyzer(path)
+        if state.analyzer is None or state.analyzer.path != path:
+            state.analyzer = new_analyzer(path, state.notebook)
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(
             self.executor, analyse_snapshot, snapshot, path, settings, state.notebook, state.analyzer
@@ -207,7 +222,7 @@ class DiagnosticsEngine:
         if state is None or uri not in state.targets:
             return []
         target = state.targets[uri]
-        positions = self.server.positions(target.text)
+        positions = self.texts.positions(target.text)
         result = [to_diagnostic(f, positions) for f in target.findings]
         result.extend(annotation_diagnostic(a, positions) for a in target.annotations if a.message)
         return result
@@ -215,21 +230,17 @@ class DiagnosticsEngine:
     def publish(self, state: DocumentState, refresh: bool = True) -> None:
         """Push the state's diagnostics; to a client that pulls them, only ask it to pull again
         (``refresh``: when the change did not come from its own edit, e.g. settings or a profile)."""
-        if self.server.pulls_diagnostics():
-            if refresh and self.server.supports_diagnostic_refresh():
-                self.server.workspace_diagnostic_refresh(None)
+        if self.support.pulls_diagnostics:
+            if refresh and self.support.diagnostic_refresh:
+                self.client.refresh_diagnostics()
             return
         for target in state.targets.values():
-            self.server.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(
-                    uri=target.uri, diagnostics=self.diagnostics_for(target.uri), version=target.version
-                )
-            )
+            self.client.publish_diagnostics(target.uri, self.diagnostics_for(target.uri), target.version)
 
     def clear_target(self, uri: str) -> None:
-        if self.server.pulls_diagnostics():
+        if self.support.pulls_diagnostics:
             return  # nothing was pushed
-        self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        self.client.publish_diagnostics(uri, [])
 
     def refresh_all(self) -> None:
         """Settings changed: re-analyse every open document."""

@@ -18,6 +18,7 @@ from typing import Callable, Iterable, TypeVar
 from lsprotocol import types
 
 from ..analysis.engine import IncrementalAnalyzer
+from ..analysis.notebooks import NotebookAnalyzer
 from ..analysis.text import split_lines
 from ..findings import Finding, Span
 
@@ -82,7 +83,7 @@ class DocumentState:
     done: asyncio.Event = field(default_factory=asyncio.Event)  # set when analysed == generation
     refresh_pending: bool = False  # the next analysis was not asked for by an edit: tell pulling clients
     # Re-parses only what each edit touched; used by one analysis at a time (see DiagnosticsEngine._run).
-    analyzer: IncrementalAnalyzer | None = field(default=None, repr=False)
+    analyzer: IncrementalAnalyzer | NotebookAnalyzer | None = field(default=None, repr=False)
 
     def target(self, uri: str) -> TargetState:
         return self.targets.setdefault(uri, TargetState(uri))

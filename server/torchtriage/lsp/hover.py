@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lsprotocol import types
 
 from ..analysis import rule_by_code
-
-if TYPE_CHECKING:
-    from .server import TorchTriageServer
+from .documents import DocumentStore
+from .texts import EditorTexts
 
 
 def _contains(span_line: int, span_col: int, end_line: int, end_col: int, line: int, col: int) -> bool:
@@ -17,16 +14,19 @@ def _contains(span_line: int, span_col: int, end_line: int, end_col: int, line: 
 
 
 class Hover:
-    def __init__(self, server: "TorchTriageServer") -> None:
-        self.server = server
+    """Markdown for the findings and profile annotation under the cursor."""
+
+    def __init__(self, store: DocumentStore, texts: EditorTexts) -> None:
+        self.store = store
+        self.texts = texts
 
     def hover(self, params: types.HoverParams) -> types.Hover | None:
         uri = params.text_document.uri
-        state = self.server.store.get(uri)
+        state = self.store.get(uri)
         target = state.targets.get(uri) if state else None
         if target is None:
             return None
-        positions = self.server.positions(target.text)
+        positions = self.texts.positions(target.text)
         line, col = params.position.line + 1, positions.to_column(params.position)
         parts: list[str] = []
         for finding in target.findings:

@@ -18,7 +18,9 @@ Notification (server -> client) ``torchtriage/profileReport``::
    "summary": {"bottleneck": str, "share": float (0-1), "stepTimeMs": float}}
 
 Code action kinds: ``quickfix`` (one per fix, one noqa suppression per finding) and
-``source.fixAll.torchtriage``.  Diagnostics: source ``torchtriage`` (static, code
+``source.fixAll.torchtriage`` (resolved lazily through ``codeAction/resolve`` for a
+client that declares ``resolveSupport`` for ``edit`` and ``dataSupport``; with its
+edit otherwise).  Diagnostics: source ``torchtriage`` (static, code
 TTnnn) and ``torchtriage-profile`` (Information, from the last profile).
 
 Options (``initializationOptions`` or ``workspace/didChangeConfiguration``, either
@@ -31,7 +33,6 @@ and ``interpreter`` (the Python that runs profiles).  A pyproject
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import functools
 import inspect
 import logging
@@ -41,18 +42,22 @@ from typing import Any, Callable
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from .. import __version__
+from .background import Background
+from .capabilities import ClientSupport
+from .client import ClientChannel
 from .code_actions import FIX_ALL_KIND, CodeActions
 from .code_lens import CodeLenses
 from .commands import Commands
 from .diagnostics import DiagnosticsEngine
 from .documents import DocumentStore
 from .features import register_features
+from .fix_all import FixAll
 from .hover import Hover
-from .positions import Positions
+from .protocol import TorchTriageProtocol
 from .settings import SettingsManager
+from .texts import EditorTexts
 
 log = logging.getLogger(__name__)
 
@@ -66,51 +71,8 @@ NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
 )
 
 
-class TorchTriageProtocol(LanguageServerProtocol):
-    """Keeps the client's work-done token and request id of ``workspace/executeCommand`` for the
-    command, and lets ``$/cancelRequest`` for that request cancel the command's task.
-
-    (pygls answers a cancelled ``executeCommand`` itself but leaves the command's own task
-    running, since its built-in handler delegates to the command under another id.)
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.command_token: contextvars.ContextVar[types.ProgressToken | None] = contextvars.ContextVar(
-            "command_token", default=None
-        )
-        self.command_request: contextvars.ContextVar[object] = contextvars.ContextVar("command_request", default=None)
-        self._cancellable: dict[object, asyncio.Task[Any]] = {}
-
-    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
-    def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams):  # type: ignore[no-untyped-def]
-        self.command_token.set(params.work_done_token)
-        request_id = getattr(self, "_ctx_msg_id", None)
-        self.command_request.set(request_id.get(None) if request_id is not None else None)
-        return (yield from super().lsp_workspace__execute_command(params))
-
-    def cancel_with_request(self, task: asyncio.Task[Any]) -> Callable[[], None]:
-        """Cancel ``task`` when the client cancels the current command request; returns the
-        function that forgets it again (call it when the task is done)."""
-        request_id = self.command_request.get()
-        if request_id is None:
-            return lambda: None
-        self._cancellable[request_id] = task
-
-        def forget() -> None:
-            self._cancellable.pop(request_id, None)
-
-        return forget
-
-    def _handle_cancel_notification(self, msg_id: Any) -> None:
-        super()._handle_cancel_notification(msg_id)
-        task = self._cancellable.pop(msg_id, None)
-        if task is not None and not task.done():
-            task.cancel()
-
-
 class TorchTriageServer(LanguageServer):
-    """State lives here; handlers are thin calls into the feature objects."""
+    """The composition root: builds each feature with the collaborators it uses."""
 
     protocol: TorchTriageProtocol
 
@@ -122,62 +84,21 @@ class TorchTriageServer(LanguageServer):
             notebook_document_sync=NOTEBOOK_SYNC,
             protocol_cls=TorchTriageProtocol,
         )
+        self.channel = ClientChannel(self)
+        self.support = ClientSupport(lambda: self.client_capabilities)
+        self.texts = EditorTexts(lambda: self.workspace)
+        self.background = Background(lambda message: self.channel.show(message, types.MessageType.Error))
         self.store = DocumentStore()
-        self.config = SettingsManager(warn=lambda message: self.show(message, types.MessageType.Warning))
+        self.config = SettingsManager(warn=lambda message: self.channel.show(message, types.MessageType.Warning))
         self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="torchtriage-analysis")
-        self.engine = DiagnosticsEngine(self, self.store, self.executor)
-        self.actions = CodeActions(self)
-        self.hovers = Hover(self)
-        self.lenses = CodeLenses(self)
-        self.runner = Commands(self)
-
-    # --- helpers shared by the features ---------------------------------------------
-
-    def positions(self, text: str) -> Positions:
-        try:
-            encoding = self.workspace.position_encoding or types.PositionEncodingKind.Utf16
-        except RuntimeError:  # not initialized yet
-            encoding = types.PositionEncodingKind.Utf16
-        return Positions(text, str(encoding))
-
-    def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
-        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
-
-    def _capability(self, *names: str) -> Any:
-        value: Any = self.client_capabilities
-        for name in names:
-            value = getattr(value, name, None)
-            if value is None:
-                return None
-        return value
-
-    def supports_progress(self) -> bool:
-        return bool(self._capability("window", "work_done_progress"))
-
-    def pulls_diagnostics(self) -> bool:
-        """The client asks for diagnostics itself (``textDocument/diagnostic``): then the server
-        does not also push them, or clients such as VS Code would show every one twice."""
-        return self._capability("text_document", "diagnostic") is not None
-
-    def supports_diagnostic_refresh(self) -> bool:
-        return bool(self._capability("workspace", "diagnostics", "refresh_support"))
-
-    def supports_lens_refresh(self) -> bool:
-        return bool(self._capability("workspace", "code_lens", "refresh_support"))
-
-    def supports_inlay_refresh(self) -> bool:
-        return bool(self._capability("workspace", "inlay_hint", "refresh_support"))
-
-    def spawn(self, coroutine: Any) -> "asyncio.Task[Any]":
-        """Run a coroutine in the background; its failure is logged, not lost."""
-        task = asyncio.ensure_future(coroutine)
-        task.add_done_callback(self._log_failure)
-        return task
-
-    def _log_failure(self, task: "asyncio.Future[Any]") -> None:
-        if not task.cancelled() and task.exception() is not None:
-            log.error("background task failed", exc_info=task.exception())
-            self.show(f"torchtriage: internal error: {task.exception()}", types.MessageType.Error)
+        self.engine = DiagnosticsEngine(
+            self.store, self.config, self.texts, self.channel, self.support, self.executor, self.background.spawn
+        )
+        self.fix_all = FixAll(self.config)
+        self.actions = CodeActions(self.store, self.engine, self.texts, self.support, self.fix_all)
+        self.hovers = Hover(self.store, self.texts)
+        self.lenses = CodeLenses(self.store, self.engine, self.texts, self.executor)
+        self.runner = Commands(self.store, self.engine, self.config, self.texts, self.channel, self.support, self.fix_all)
 
 
 def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
@@ -212,6 +133,7 @@ def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def build_server() -> TorchTriageServer:
+    """The server with every handler registered."""
     server = TorchTriageServer()
     register_features(server, guarded)
     return server
