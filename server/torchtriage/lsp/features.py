@@ -2,13 +2,13 @@
 
 One function per area registers that area's handlers with the collaborators
 they use: lifecycle and settings, language features, commands (document sync
-is in :mod:`.sync`).  :func:`register_features` wires them to the server.
+is in :mod:`.sync`).  ``server.build_server`` wires them to the server.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any
 
 from lsprotocol import types
 
@@ -22,13 +22,10 @@ from .diagnostics import DiagnosticsEngine, path_of
 from .documents import DocumentStore
 from .hover import Hover
 from .protocol import TorchTriageProtocol
-from .registrar import Handler, Registrar
+from .registrar import Registrar
 from .settings import SettingsManager
-from .sync import register_notebook_documents, register_text_documents
 from .texts import EditorTexts
 
-if TYPE_CHECKING:
-    from .server import TorchTriageServer
 
 PYPROJECT_GLOB = "**/pyproject.toml"
 
@@ -145,16 +142,4 @@ def register_commands(on: Registrar, runner: Commands, protocol: TorchTriageProt
         return await runner.fix_all(list(arguments))
 
 
-def register_features(server: "TorchTriageServer", guarded: Callable[[Handler], Handler]) -> None:
-    """Every handler, each group given the collaborators it uses."""
-    on = Registrar(server, guarded)
-    register_lifecycle(on, server.config, server.engine, server.channel, server.support)
-    register_text_documents(on, server.store, server.engine, server.config, server.texts)
-    register_notebook_documents(on, server.store, server.engine, server.texts)
-    register_language_features(
-        on, server.store, server.engine, server.texts, server.actions, server.hovers, server.lenses
-    )
-    register_commands(on, server.runner, server.protocol)
-
-
-__all__ = ["register_features"]
+__all__ = ["register_commands", "register_language_features", "register_lifecycle"]

@@ -52,11 +52,13 @@ from .code_lens import CodeLenses
 from .commands import Commands
 from .diagnostics import DiagnosticsEngine
 from .documents import DocumentStore
-from .features import register_features
+from .features import register_commands, register_language_features, register_lifecycle
 from .fix_all import FixAll
 from .hover import Hover
 from .protocol import TorchTriageProtocol
+from .registrar import Registrar
 from .settings import SettingsManager
+from .sync import register_notebook_documents, register_text_documents
 from .texts import EditorTexts
 
 log = logging.getLogger(__name__)
@@ -135,7 +137,13 @@ def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
 def build_server() -> TorchTriageServer:
     """The server with every handler registered."""
     server = TorchTriageServer()
-    register_features(server, guarded)
+    on = Registrar(server, guarded)
+    # Each handler group gets the collaborators it uses, never the server itself.
+    register_lifecycle(on, server.config, server.engine, server.channel, server.support)
+    register_text_documents(on, server.store, server.engine, server.config, server.texts)
+    register_notebook_documents(on, server.store, server.engine, server.texts)
+    register_language_features(on, server.store, server.engine, server.texts, server.actions, server.hovers, server.lenses)
+    register_commands(on, server.runner, server.protocol)
     return server
 
 
