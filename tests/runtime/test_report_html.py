@@ -8,9 +8,11 @@ import subprocess
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Sequence
 
 import pytest
 
+from torchtriage.findings import Finding, Severity, Span
 from torchtriage.runtime.model import LineCost, MemoryLine, MemoryStep, ProfileData, StepTiming, SyncPoint
 from torchtriage.runtime.report import write_reports
 
@@ -35,7 +37,7 @@ class Collect(HTMLParser):
         return [a for t, a in self.tags if t == tag and all(attrs[k] in (a.get(k.rstrip("_")) or "").split() for k in attrs)]
 
 
-def scenario(tmp: Path, script_name: str = "train.py") -> Path:
+def scenario(tmp: Path, script_name: str = "train.py", findings: Sequence[Finding] = ()) -> Path:
     script = tmp / script_name
     script.write_text("".join(f"line_{i} = {i}\n" for i in range(1, 61)), encoding="utf-8")
     n = 6
@@ -52,7 +54,7 @@ def scenario(tmp: Path, script_name: str = "train.py") -> Path:
         memory_lines=[MemoryLine(str(script), 33, 8 * MIB, 5 * MIB)],
         loader_workers=0,
     )
-    return write_reports(p, tmp / "run").html
+    return write_reports(p, tmp / "run", findings).html
 
 
 def test_page_has_verdict_charts_and_hot_lines(tmp_path: Path) -> None:
@@ -72,6 +74,20 @@ def test_page_has_verdict_charts_and_hot_lines(tmp_path: Path) -> None:
     text = " ".join(page.text)
     assert "train.py:12" in text and "line_12 = 12" in text  # location and snippet
     assert "num_workers" in text
+
+
+def test_cuda_only_findings_on_a_cpu_run_carry_no_cost(tmp_path: Path) -> None:
+    script = str(tmp_path / "train.py")
+    findings = [
+        Finding(script, Span(12, 1, 12, 20), "TT302", "dataloader-no-workers", Severity.WARNING, "loads in the training process"),
+        Finding(script, Span(12, 1, 12, 20), "TT303", "dataloader-no-pin-memory", Severity.WARNING, "copied from pageable memory"),
+    ]
+    page = Collect()
+    page.feed(scenario(tmp_path, findings=findings).read_text(encoding="utf-8"))
+    cost_table = " ".join(page.text).split("Findings and their cost", 1)[1].split("On a GPU these would also matter", 1)
+    assert "TT302" in cost_table[0] and "TT303" not in cost_table[0]  # TT303 is CUDA-only: no share on a CPU run
+    assert "TT303" in cost_table[1] and "copied from pageable memory" in cost_table[1]
+    assert page.having("ul", class_="gpu-only")
 
 
 def test_page_is_self_contained(tmp_path: Path) -> None:

@@ -179,7 +179,9 @@ def _tables(r: dict[str, Any]) -> str:
             for s in r["sync_points"]
         )
         out += f"<h2>Sync points</h2><table class='syncs'><tr><th>line</th><th>source</th><th>kind</th><th>per step</th><th>blocked ms/step</th></tr>{rows}</table>"
-    if r["runtime_findings"] or r["static_findings"]:
+    here = [f for f in r["static_findings"] if f.get("applies_on_this_device", True)]
+    elsewhere = [f for f in r["static_findings"] if not f.get("applies_on_this_device", True)]
+    if r["runtime_findings"] or here:
         rows = "".join(
             f"<tr><td><span class='code rcode'>{escape(f['code'])}</span></td><td>{loc(f['path'], f['line'])}</td>"
             f"<td>{f['share'] * 100:.1f}%</td><td>{escape(f['message'])}</td></tr>"
@@ -189,9 +191,19 @@ def _tables(r: dict[str, Any]) -> str:
             f"<tr><td><span class='code'>{escape(f['code'])}</span></td><td>{loc(f['path'], f['line'])}</td>"
             f"<td>{f['line_share'] * 100:.1f}%" + (f" (category {f['category_share'] * 100:.0f}%)" if f["category_share"] else "")
             + f"</td><td>{escape(f['message'])}</td></tr>"
-            for f in r["static_findings"]
+            for f in here
         )
         out += f"<h2>Findings and their cost</h2><table class='findings'><tr><th>code</th><th>line</th><th>share of step</th><th>message</th></tr>{rows}</table>"
+    if elsewhere:
+        # CUDA-only hazards on a CPU run cost nothing here: no share, only what they would mean on a GPU.
+        items = "".join(
+            f"<li><span class='code'>{escape(f['code'])}</span> {loc(f['path'], f['line'])}: {escape(f['message'])}</li>"
+            for f in elsewhere
+        )
+        out += (
+            "<h2>On a GPU these would also matter</h2><p class='note'>This run was on the CPU, where these CUDA-only "
+            f"findings cost nothing, so they carry no share of the step.</p><ul class='gpu-only'>{items}</ul>"
+        )
     return out
 
 
