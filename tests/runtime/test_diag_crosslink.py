@@ -89,6 +89,10 @@ def test_loader_bound_without_tt302_is_reported_on_the_top_loading_line(tmp_path
     assert "num_workers=4" in f.message
     with_rule = diagnose(p, [finding("TT302", "train.py", 5)])
     assert not [f for f in with_rule.runtime_findings if f.code == "TTR302"]
+    explained = diagnose(p, [finding("TT306", "data.py", 12)])  # the per-element loop on that very line
+    assert not [f for f in explained.runtime_findings if f.code == "TTR302"]
+    elsewhere = diagnose(p, [finding("TT306", "data.py", 30)])
+    assert [f for f in elsewhere.runtime_findings if f.code == "TTR302"]
 
 
 def test_loader_below_bound_is_not_a_runtime_finding(tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ Two directions:
   ======== ==================== ============================================
   TTR101   runtime-host-sync    a measured sync point (.item(), .cpu(), ...)
   TTR201   runtime-memory-kept  memory grows steadily; allocated here, kept
-  TTR302   runtime-loader-bound data loading >= 30% of the step, no TT302
+  TTR302   runtime-loader-bound data loading >= 30% of the step, no TT302 and no
+                                data-loading finding on its hottest line
   ======== ==================== ============================================
 """
 
@@ -181,7 +182,9 @@ def runtime_findings(
     data_share = breakdown.get("data_loading", 0.0)
     has_loader_rule = any(f.code.upper() == "TT302" for f in findings)
     loader_lines = [h for h in hotspots if h.category == "data_loading"]
-    if data_share >= LOADER_BOUND_SHARE and not has_loader_rule and loader_lines:
+    # A data-loading finding on the hottest loading line (TT306's per-element loop) already names the cause.
+    explained = bool(loader_lines) and _has(findings, "data_loading", loader_lines[0].path, loader_lines[0].line, cwd)
+    if data_share >= LOADER_BOUND_SHARE and not has_loader_rule and not explained and loader_lines:
         top = loader_lines[0]
         workers = profile.loader_workers
         out.append(
