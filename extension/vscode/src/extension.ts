@@ -35,13 +35,13 @@ export function activate(context: vscode.ExtensionContext): void {
     },
     window: {
       // report.html opened by the server goes to the webview rather than an external browser.
-      showDocument: async (params, next) => {
+      showDocument: async (params, token, next) => {
         const uri = vscode.Uri.parse(params.uri);
         if (uri.scheme === "file" && uri.fsPath.endsWith("report.html")) {
           await reportView.show(uri.fsPath);
           return { success: true };
         }
-        return next(params);
+        return next(params, token);
       },
     },
     // The server's inlay hints repeat the after-line labels this extension draws on .py files.

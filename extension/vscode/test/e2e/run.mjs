@@ -108,9 +108,9 @@ try {
   await ui.ready(page);
 
   await scenario(page, "script: squiggles and Problems entries, each once", async () => {
-    await ui.openFile(page, "slow_loader.py");
-    await ui.waitFor(page, ".part.editor .monaco-editor .squiggly-warning, .part.editor .monaco-editor .squiggly-error", 60_000);
     const expected = expectedFindings(path.join(trusted, "slow_loader.py"));
+    await ui.openFile(page, "slow_loader.py");
+    await ui.squiggleAt(page, expected.find((f) => f.severity === "warning").line);
     const rows = await ui.problems(page, expected.length);
     for (const finding of expected) {
       const count = rows.filter((r) => r.includes(finding.code)).length;
@@ -138,7 +138,7 @@ try {
     const expected = readFileSync(fixedCopy, "utf-8");
     if (expected === readFileSync(file, "utf-8")) throw new Error("device_moves.py has no safe fixes to apply");
     await ui.openFile(page, "device_moves.py");
-    await ui.waitFor(page, ".part.editor .monaco-editor .squiggly-warning, .part.editor .monaco-editor .squiggly-error", 60_000);
+    await ui.squiggleAt(page, expectedFindings(file).find((f) => f.severity === "warning").line);
     await page.keyboard.press("Control+End");
     await page.keyboard.type("\n");
     await page.keyboard.press("Control+s");
@@ -188,7 +188,8 @@ try {
   await ui.ready(page2);
   await scenario(page2, "untrusted workspace: lints, refuses to profile", async () => {
     await ui.openFile(page2, "slow_loader.py");
-    await ui.waitFor(page2, ".part.editor .monaco-editor .squiggly-warning, .part.editor .monaco-editor .squiggly-error", 60_000);
+    const first = expectedFindings(path.join(untrusted, "slow_loader.py")).find((f) => f.severity === "warning");
+    await ui.squiggleAt(page2, first.line);
     const lens = page2.locator(".part.editor .codelens-decoration a", { hasText: "Profile this script" }).first();
     await lens.waitFor({ timeout: 30_000 });
     await lens.click();

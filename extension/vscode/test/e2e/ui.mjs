@@ -5,6 +5,12 @@ export async function ready(page) {
   await page.locator(".explorer-folders-view .monaco-list-row").first().waitFor({ timeout: 90_000 });
 }
 
+/** Scrolls to a line (editors render only visible lines) and waits for a squiggle. */
+export async function squiggleAt(page, line, timeout = 60_000) {
+  await goTo(page, line, 1);
+  await waitFor(page, ".part.editor .monaco-editor .squiggly-warning, .part.editor .monaco-editor .squiggly-error", timeout);
+}
+
 export async function waitFor(page, selector, timeout = 30_000) {
   await page.locator(selector).first().waitFor({ timeout });
 }
@@ -19,7 +25,7 @@ export async function openFile(page, name) {
     await tab.waitFor({ timeout: 30_000 });
   }
   await page.waitForTimeout(300);
-  if (!name.endsWith(".ipynb")) await page.locator(".part.editor .monaco-editor .view-lines").first().click({ position: { x: 400, y: 5 } });
+  if (!name.endsWith(".ipynb")) await page.locator(".part.editor .monaco-editor textarea").first().focus();
 }
 
 export async function command(page, label) {
