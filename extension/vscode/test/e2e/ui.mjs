@@ -95,3 +95,10 @@ export async function afterLineLabels(page) {
     return labels;
   });
 }
+
+/** Hides the bottom panel and the secondary side bar (for a clean screenshot). */
+export async function hidePanels(page) {
+  if (await page.locator(".part.panel").first().isVisible().catch(() => false)) await page.keyboard.press("Control+j");
+  if (await page.locator(".part.auxiliarybar").first().isVisible().catch(() => false)) await page.keyboard.press("Control+Alt+b");
+  await page.waitForTimeout(500);
+}
