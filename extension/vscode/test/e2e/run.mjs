@@ -159,11 +159,14 @@ try {
     await verdict.waitFor({ timeout: 180_000 });
     const text = await verdict.innerText();
     if (!/bound \d+% · [\d.]+ ms\/step/.test(text)) throw new Error(`status bar verdict: ${text}`);
-    await page.locator(".tab", { hasText: "torchtriage report" }).first().waitFor({ timeout: 30_000 });
+    const reportTab = page.locator(".tab", { hasText: "torchtriage report" }).first();
+    await reportTab.waitFor({ timeout: 30_000 });
     const labels = await ui.afterLineLabels(page);
     if (!labels.some((l) => /^\d+% · [\d.]+ ms\/step · /.test(l))) throw new Error(`no hot-line labels: ${JSON.stringify(labels)}`);
     // The README screenshot: the editor alone, scrolled to the hot lines.
-    await ui.command(page, "View: Close Editor"); // the report webview (active after opening)
+    await reportTab.hover(); // close the report webview (keys typed into it do not reach the workbench)
+    await reportTab.locator(".tab-actions .action-label").first().click();
+    await reportTab.waitFor({ state: "detached", timeout: 10_000 });
     await ui.openFile(page, "slow_loader.py");
     await ui.hidePanels(page);
     await ui.goTo(page, 46, 1);
