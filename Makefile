@@ -81,3 +81,20 @@ test: install system-deps
 
 bench: install
 	$(PYTHON) bench/run_all.py
+
+# VS Code extension (extension/vscode): unit tests, the .vsix, then end-to-end tests of that .vsix in a
+# real code-server driven by Chromium. First use installs Node 24 and code-server (npm, into
+# extension/vscode/.e2e-tools), Chromium and libkrb5-dev (apt-get); later runs reuse them.
+# The e2e run starts the language server with $(PYTHON), which needs torchtriage (make install).
+.PHONY: vscode-deps vscode-package test-vscode
+vscode-deps:
+	@$(PYTHON) -m torchtriage --version >/dev/null 2>&1 || $(MAKE) install
+	extension/vscode/test/e2e/setup.sh
+	npm install --no-audit --no-fund --prefer-offline
+
+vscode-package: vscode-deps
+	npm run --silent package -w extension/vscode
+
+test-vscode: vscode-package
+	npm run --silent test:unit -w extension/vscode
+	TORCHTRIAGE_PYTHON=$(PYTHON) npm run --silent test:e2e -w extension/vscode

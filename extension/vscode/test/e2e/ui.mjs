@@ -1,0 +1,104 @@
+// Small Playwright helpers for the VS Code workbench (selectors scoped to .part.editor, see editors.md).
+
+export async function ready(page) {
+  await page.locator(".monaco-workbench").waitFor({ timeout: 90_000 });
+  await page.locator(".explorer-folders-view .monaco-list-row").first().waitFor({ timeout: 90_000 });
+}
+
+/** Scrolls to a line (editors render only visible lines) and waits for a squiggle. */
+export async function squiggleAt(page, line, timeout = 60_000) {
+  await goTo(page, line, 1);
+  await waitFor(page, ".part.editor .monaco-editor .squiggly-warning, .part.editor .monaco-editor .squiggly-error", timeout);
+}
+
+export async function waitFor(page, selector, timeout = 30_000) {
+  await page.locator(selector).first().waitFor({ timeout });
+}
+
+/** Opens a file by clicking it in the Explorer (Ctrl+P is unreliable in code-server). */
+export async function openFile(page, name) {
+  const tab = page.locator(".part.editor .tab", { hasText: name }).first();
+  if (await tab.count()) {
+    await tab.click();
+  } else {
+    await page.locator(".explorer-folders-view .monaco-list-row", { hasText: name }).first().click();
+    await tab.waitFor({ timeout: 30_000 });
+  }
+  await page.waitForTimeout(300);
+  if (!name.endsWith(".ipynb")) await page.locator(".part.editor .monaco-editor textarea").first().focus();
+}
+
+export async function command(page, label) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ timeout: 10_000 });
+  await input.fill(`>${label}`);
+  const row = page.locator(".quick-input-widget .monaco-list-row", { hasText: label }).first();
+  await row.waitFor({ timeout: 10_000 });
+  await page.keyboard.press("Enter");
+}
+
+export async function goTo(page, line, column) {
+  await page.keyboard.press("Control+g");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ timeout: 10_000 });
+  await input.fill(`:${line}:${column}`);
+  await page.keyboard.press("Enter");
+  await page.waitForTimeout(300);
+}
+
+export async function editorText(page) {
+  return (await page.locator(".part.editor .monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
+}
+
+export async function waitForText(page, text, timeout) {
+  const deadline = Date.now() + timeout;
+  while (Date.now() < deadline) {
+    if ((await editorText(page)).includes(text)) return;
+    await page.waitForTimeout(300);
+  }
+  throw new Error(`"${text}" never appeared in the editor`);
+}
+
+/** The Problems panel's entries (text of each row), once at least `atLeast` markers show. */
+export async function problems(page, atLeast) {
+  await command(page, "View: Focus Problems");
+  const rows = page.locator(".markers-panel .monaco-list-row");
+  const deadline = Date.now() + 30_000;
+  let texts = [];
+  while (Date.now() < deadline) {
+    texts = (await rows.allInnerTexts()).map((t) => t.replace(/\s+/g, " "));
+    if (texts.filter((t) => /TT\d{3}/.test(t)).length >= atLeast) break;
+    await page.waitForTimeout(500);
+  }
+  await page.waitForTimeout(1500); // duplicates, if any, would arrive now
+  texts = (await rows.allInnerTexts()).map((t) => t.replace(/\s+/g, " "));
+  return texts.filter((t) => /TT\d{3}/.test(t));
+}
+
+/** Texts of after-line decorations (rendered as CSS ::after content). */
+export async function afterLineLabels(page) {
+  return page.evaluate(() => {
+    const labels = [];
+    for (const sheet of Array.from(document.styleSheets)) {
+      let rules;
+      try {
+        rules = Array.from(sheet.cssRules);
+      } catch {
+        continue;
+      }
+      for (const rule of rules) {
+        const match = /content:\s*"([^"]*ms\/step[^"]*)"/.exec(rule.cssText);
+        if (match) labels.push(match[1].replace(/\\b7 ?/g, "·").replace(/\\00b7 ?/g, "·"));
+      }
+    }
+    return labels;
+  });
+}
+
+/** Hides the bottom panel and the secondary side bar (for a clean screenshot). */
+export async function hidePanels(page) {
+  if (await page.locator(".part.panel").first().isVisible().catch(() => false)) await page.keyboard.press("Control+j");
+  if (await page.locator(".part.auxiliarybar").first().isVisible().catch(() => false)) await page.keyboard.press("Control+Alt+b");
+  await page.waitForTimeout(500);
+}

@@ -1,0 +1,33 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { DEFAULT_SETTINGS, needsRestart, toServerOptions } from "../../src/pure/initOptions";
+
+test("defaults send nothing but the interpreter", () => {
+  assert.deepEqual(toServerOptions(DEFAULT_SETTINGS), {});
+  assert.deepEqual(toServerOptions(DEFAULT_SETTINGS, "/env/bin/python"), { interpreter: "/env/bin/python" });
+});
+
+test("settings map onto the server's [tool.torchtriage] keys", () => {
+  const options = toServerOptions(
+    { ...DEFAULT_SETTINGS, select: ["TT1", " TT302 ", ""], ignore: ["TT504"], severity: { tt101: "ERROR" }, device: "cuda" },
+    "/py",
+  );
+  assert.deepEqual(options, { select: ["TT1", "TT302"], ignore: ["TT504"], severity: { TT101: "error" }, device: "cuda", interpreter: "/py" });
+});
+
+test("only keys the server knows are sent", () => {
+  const options = toServerOptions({ ...DEFAULT_SETTINGS, enable: false, annotationsEnable: false, traceServer: "verbose" });
+  const allowed = new Set(["select", "ignore", "severity", "device", "interpreter"]);
+  for (const key of Object.keys(options)) assert.ok(allowed.has(key), key);
+});
+
+test("malformed values are dropped, not sent", () => {
+  const options = toServerOptions({ select: "TT1" as unknown as string[], severity: null as unknown as Record<string, string> });
+  assert.deepEqual(options, {});
+});
+
+test("interpreter or enable changes restart the server; others do not", () => {
+  assert.ok(needsRestart(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, interpreter: "/py" }));
+  assert.ok(needsRestart(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, enable: false }));
+  assert.ok(!needsRestart(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, select: ["TT1"] }));
+});
