@@ -78,6 +78,7 @@ demo: install
 test: install system-deps
 	PATH="$(SCRIPTS):$$PATH" lint-imports --no-cache  # the layering contracts in pyproject.toml ([tool.importlinter])
 	PATH="$(SCRIPTS):$$PATH" $(PYTHON) -m pytest -n 2 -q -p no:cacheprovider
+	$(MAKE) --no-print-directory test-vscode
 
 bench: install
 	$(PYTHON) bench/run_all.py
