@@ -181,7 +181,8 @@ NOTEBOOK = (DATA / "example.ipynb").as_uri()
 
 
 def cell_uri(index: int) -> str:
-    return f"vscode-notebook-cell:{DATA / 'example.ipynb'}#cell{index}"
+    """A cell URI as VS Code writes it: a base64 fragment with its padding percent-encoded."""
+    return f"vscode-notebook-cell:{DATA / 'example.ipynb'}#W{index}sZmlsZQ%3D%3D"
 
 
 def open_notebook(client: LanguageClient, cells: list[str]) -> None:

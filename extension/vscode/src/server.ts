@@ -137,12 +137,6 @@ export class ServerManager implements vscode.Disposable {
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: toServerOptions(this.settings, found.python),
       middleware: this.middleware,
-      // pygls keys documents by their decoded URI but looks notebook cells up by the URI as sent:
-      // send cell URIs decoded (VS Code's carry %3D in the fragment) so both agree.
-      uriConverters: {
-        code2Protocol: (uri) => (uri.scheme === "vscode-notebook-cell" ? uri.toString(true) : uri.toString()),
-        protocol2Code: (value) => vscode.Uri.parse(value),
-      },
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue }),
         closed: () => this.closed(),

@@ -8,6 +8,7 @@ negotiated column encoding (:class:`Positions`).
 from __future__ import annotations
 
 from typing import Callable
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.workspace import Workspace
@@ -45,7 +46,8 @@ class EditorTexts:
         notebook = workspace.get_notebook_document(notebook_uri=state.uri)
         cells: Snapshot = []
         for cell in notebook.cells if notebook else []:
-            document = workspace.text_documents.get(cell.document)
+            # pygls keys documents by the decoded URI; VS Code's cell URIs are percent-encoded (``%3D%3D``).
+            document = workspace.text_documents.get(unquote(cell.document))
             if cell.kind == types.NotebookCellKind.Code and document is not None:
                 if document.language_id in (None, "python"):
                     cells.append((cell.document, document.version, document.source))
