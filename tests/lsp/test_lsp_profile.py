@@ -14,7 +14,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import DATA, edit, open_text, wait_for
+from lsp_helpers import DATA, NOTEBOOK, cell_uri, edit, open_notebook, open_text, wait_for
 
 pytestmark = [
     pytest.mark.slow,
@@ -64,6 +64,10 @@ async def test_profile_reports_progress_hints_diagnostics_and_lens(client: Langu
 
     await wait_for(lambda: client.profile_reports, what="profileReport notification")
     assert client.profile_reports[0].reportPath == result["reportPath"]
+    # hotLines: the hot lines the editor marks, in the document's own numbering
+    hot_lines = {(h["uri"], h["line"]) for h in result["hotLines"]}
+    assert hot_lines == {(uri, h["line"]) for h in report["hotspots"][:10] if Path(h["path"]) == script}
+    assert all(0 < h["share"] <= 1 and h["msPerStep"] >= 0 and h["category"] and "ms/step" in h["label"] for h in result["hotLines"])
 
     # inlay hints on the hot lines of the report, in the script's own numbering
     hot = [h for h in report["hotspots"][:10] if Path(h["path"]) == script]
@@ -167,3 +171,35 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return True
+
+
+async def test_profile_settings_choose_steps_timeout_and_run_folder(client: LanguageClient, tmp_path: Path):
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"profileSteps": 2, "profileTimeout": 300, "runFolder": "runs"})
+    )
+    script = tmp_path / "tiny_train.py"
+    shutil.copy(DATA / "tiny_train.py", script)
+    open_text(client, script.as_uri(), script.read_text())
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="torchtriage.profile", arguments=[script.as_uri()])
+    )
+    report_path = Path(result["reportPath"])
+    assert report_path.is_relative_to(tmp_path / "runs")  # relative to the document's folder
+    assert json.loads(report_path.read_text())["steps_profiled"] == 2
+
+
+async def test_profile_this_cell_runs_the_cells_up_to_it(client: LanguageClient, tmp_path: Path):
+    source = (DATA / "tiny_train.py").read_text()
+    setup, loop = source.split("\nfor step", 1)
+    cells = [setup, "for step" + loop, "raise RuntimeError('the cell after the profiled one must not run')\n"]
+    open_notebook(client, cells)
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="torchtriage.profile", arguments=[{"uri": NOTEBOOK, "cell": cell_uri(1)}])
+    )
+    ran = (Path(result["reportPath"]).parent.parent / "notebook_script.py").read_text()
+    assert "for step" in ran and "must not run" not in ran
+    assert {h["uri"] for h in result["hotLines"]} <= {cell_uri(0), cell_uri(1)} and result["hotLines"]
+    with pytest.raises(JsonRpcException, match="no code cell"):
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="torchtriage.profile", arguments=[{"uri": NOTEBOOK, "cell": 7}])
+        )

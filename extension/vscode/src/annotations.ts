@@ -6,12 +6,12 @@
  * edits (pure/lineShift) and clear on request.
  *
  * Notebook runs are profiled as a joined temporary script, so report.json's paths
- * are not the cells' paths: for cells the server's own inlay hints and profile
- * diagnostics show the hot lines (those the server maps back to cells).
+ * are not the cells' paths: for cells the payload's `hotLines`, which the server
+ * has mapped back to cells, give the lines.
  */
 import { promises as fs } from "node:fs";
 import * as vscode from "vscode";
-import { HEAT_LEVELS, HotLine, Report, Summary, heatColor, hotLinesFor, verdictText } from "./pure/hotLines";
+import { HEAT_LEVELS, HotLine, PayloadHotLine, Report, Summary, heatColor, hotLinesFor, hotLinesFromPayload, verdictText } from "./pure/hotLines";
 import { LineChange, shiftLines } from "./pure/lineShift";
 
 export interface ProfileReportPayload {
@@ -19,6 +19,7 @@ export interface ProfileReportPayload {
   reportPath: string;
   htmlPath: string | null;
   summary: Summary;
+  hotLines?: PayloadHotLine[];
 }
 
 export interface LastProfile {
@@ -86,8 +87,15 @@ export class Annotations implements vscode.Disposable {
     }
     this.last = { payload, report };
     const uri = vscode.Uri.parse(payload.uri);
-    if (uri.scheme === "file") this.lines.set(uri.toString(), hotLinesFor(report, uri.fsPath));
-    this.log.info(`profile report ${payload.reportPath}: ${verdictText(payload.summary)}; ${this.lines.get(uri.toString())?.length ?? 0} hot lines drawn on ${uri.fsPath}`);
+    if (uri.scheme === "file" && uri.fsPath.endsWith(".py")) {
+      this.lines.set(uri.toString(), hotLinesFor(report, uri.fsPath));
+    } else {
+      // A notebook: its cells' hot lines, as the server mapped them from the joined script.
+      for (const key of [...this.lines.keys()]) if (vscode.Uri.parse(key).path === uri.path) this.lines.delete(key);
+      for (const [cell, lines] of hotLinesFromPayload(payload.hotLines)) this.lines.set(vscode.Uri.parse(cell).toString(), lines);
+    }
+    const drawn = [...this.lines.values()].reduce((n, lines) => n + lines.length, 0);
+    this.log.info(`profile report ${payload.reportPath}: ${verdictText(payload.summary)}; ${drawn} hot lines drawn`);
     this.status.text = `$(flame) ${verdictText(payload.summary).replace(/^torchtriage: /, "")}`;
     this.status.tooltip = `torchtriage: last profile of ${uri.path.split("/").pop()} — click to open the report`;
     this.status.show();

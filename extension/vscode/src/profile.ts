@@ -56,15 +56,17 @@ export class Profiler {
       return;
     }
     const name = vscode.workspace.asRelativePath(notebook.uri);
-    const payload = await this.run(notebook.uri, name, "notebook");
+    const upTo = cell && "document" in cell ? cell : undefined;
+    const payload = await this.run(notebook.uri, name, "notebook", upTo?.document.uri.toString());
     if (payload) {
+      const which = upTo ? `its code cells up to cell ${upTo.index + 1}` : "all its code cells";
       void vscode.window.showInformationMessage(
-        `torchtriage: profiled ${name} in a background process through the language server (all its code cells, run as one script) — not in the live kernel.`,
+        `torchtriage: profiled ${name} in a background process through the language server (${which}, run as one script) — not in the live kernel.`,
       );
     }
   }
 
-  private async run(uri: vscode.Uri, name: string, what: "script" | "notebook"): Promise<ProfileReportPayload | undefined> {
+  private async run(uri: vscode.Uri, name: string, what: "script" | "notebook", cell?: string): Promise<ProfileReportPayload | undefined> {
     const client = this.server.client;
     if (!client?.isRunning()) {
       const choice = await vscode.window.showErrorMessage("torchtriage: the language server is not running, so nothing can be profiled.", "Show output");
@@ -93,7 +95,7 @@ export class Profiler {
           try {
             return (await client.sendRequest(
               ExecuteCommandRequest.type,
-              { command: "torchtriage.profile", arguments: [uri.toString()], workDoneToken: token },
+              { command: "torchtriage.profile", arguments: [cell ? { uri: uri.toString(), cell } : uri.toString()], workDoneToken: token },
               cancel,
             )) as ProfileReportPayload;
           } finally {

@@ -13,5 +13,8 @@ export function readSettings(scope?: vscode.ConfigurationScope): ExtensionSettin
     device: config.get("device", DEFAULT_SETTINGS.device),
     annotationsEnable: config.get("annotations.enable", DEFAULT_SETTINGS.annotationsEnable),
     traceServer: config.get("trace.server", DEFAULT_SETTINGS.traceServer),
+    profileSteps: config.get("profile.steps", DEFAULT_SETTINGS.profileSteps),
+    profileTimeout: config.get("profile.timeout", DEFAULT_SETTINGS.profileTimeout),
+    runFolder: config.get("profile.runFolder", DEFAULT_SETTINGS.runFolder),
   };
 }

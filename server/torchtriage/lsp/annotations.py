@@ -79,7 +79,7 @@ def annotations_from_report(
             message = f"profile confirms {', '.join(codes)}: {detail}" if codes else f"profile: {detail}"
         uri, line = where
         result.setdefault(uri, []).append(
-            Annotation(line, hint_label(share, ms, category), message, share, "hotspot", codes)
+            Annotation(line, hint_label(share, ms, category), message, share, "hotspot", codes, ms, category)
         )
     bottleneck = report.get("bottleneck") or {}
     if header is not None and bottleneck:

@@ -1,9 +1,8 @@
 """``workspace/executeCommand``: profile a script, clear or show its profile, fix all.
 
-``torchtriage.profile [uri]`` runs ``python -m torchtriage profile --out DIR [--python
-INTERPRETER] FILE``
-in its own process group (a notebook: its code cells joined into a temporary
-script), reports ``$/progress`` begin/report/end from the run's output lines,
+``torchtriage.profile [uri | {uri, cell}]`` runs ``python -m torchtriage profile --out DIR
+[--python INTERPRETER] [--active N] [--timeout S] FILE`` in its own process group (a
+notebook: its code cells joined into a temporary script, up to ``cell`` when given), reports ``$/progress`` begin/report/end from the run's output lines,
 and kills the process group when the request or the progress is cancelled.
 Nothing is ever run without this explicit command.
 """
@@ -17,10 +16,12 @@ import os
 import signal
 import sys
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
@@ -53,6 +54,27 @@ def _uri_argument(arguments: list[Any] | None) -> str:
     if not isinstance(value, str):
         raise JsonRpcInvalidParams("expected the document URI as the first argument")
     return value
+
+
+def _cell_argument(arguments: list[Any] | None) -> str | int | None:
+    """The ``cell`` of a ``{uri, cell}`` argument: a cell URI or a code-cell index, or None."""
+    value = arguments[0] if arguments else None
+    cell = value.get("cell") if isinstance(value, dict) else None
+    if cell is not None and (isinstance(cell, bool) or not isinstance(cell, (str, int))):
+        raise JsonRpcInvalidParams("expected `cell` to be a cell URI or a code-cell index")
+    return cell
+
+
+def _up_to_cell(snapshot: list[tuple[str, int, str]], cell: str | int) -> list[tuple[str, int, str]]:
+    """The code cells up to and including ``cell``."""
+    if isinstance(cell, int):
+        index = cell
+    else:
+        wanted = unquote(cell)
+        index = next((i for i, (uri, _, _) in enumerate(snapshot) if unquote(uri) == wanted), -1)
+    if not 0 <= index < len(snapshot):
+        raise JsonRpcInvalidParams(f"no code cell {cell!r} in this notebook")
+    return snapshot[: index + 1]
 
 
 def _progress_text(line: str) -> tuple[str | None, int | None]:
@@ -96,9 +118,11 @@ class Commands:
 
     # --- torchtriage.profile ----------------------------------------------------------
 
-    def _script_for(self, state: DocumentState, folder: Path) -> tuple[Path, Any]:
+    def _script_for(self, state: DocumentState, folder: Path, cell: str | int | None = None) -> tuple[Path, Any]:
         """The script to run and a mapper from its lines back to targets."""
         snapshot = self.texts.snapshot(state)
+        if state.notebook and cell is not None:
+            snapshot = _up_to_cell(snapshot, cell)
         if not state.notebook and state.path is not None and state.path.exists():
             path = state.path.resolve()
 
@@ -125,8 +149,8 @@ class Commands:
         state = self.store.get(uri)
         if state is None:
             raise JsonRpcInvalidParams(f"{uri} is not open")
-        out = Path(tempfile.mkdtemp(prefix="torchtriage-profile-"))
-        script, mapper = self._script_for(state, out)
+        out = self._run_folder(state)
+        script, mapper = self._script_for(state, out, _cell_argument(arguments))
         ran_text = script.read_text(encoding="utf-8", errors="replace")
         if not state.notebook and state.uri in state.targets and state.targets[state.uri].text != ran_text:
             self.client.show(
@@ -137,6 +161,10 @@ class Commands:
         command = [sys.executable, "-m", "torchtriage", "profile", "--progress", "json", "--out", str(out / "run")]
         if self.settings.interpreter:
             command += ["--python", self.settings.interpreter]
+        if self.settings.profile_steps is not None:
+            command += ["--active", str(self.settings.profile_steps)]
+        if self.settings.profile_timeout_s is not None:
+            command += ["--timeout", f"{self.settings.profile_timeout_s:g}"]
         command.append(str(script))
         progress = self.client.progress
         if token is None and self.support.work_done_progress:
@@ -167,6 +195,17 @@ class Commands:
         run.end(progress, f"{payload['summary']['bottleneck']} bound")
         return payload
 
+    def _run_folder(self, state: DocumentState) -> Path:
+        """A new folder for this run: under the ``runFolder`` setting (relative to the document's folder), else temporary."""
+        if not self.settings.run_folder:
+            return Path(tempfile.mkdtemp(prefix="torchtriage-profile-"))
+        base = Path(self.settings.run_folder).expanduser()
+        if not base.is_absolute():
+            base = (state.path.parent if state.path is not None else Path.cwd()) / base
+        base.mkdir(parents=True, exist_ok=True)
+        stem = state.path.stem if state.path is not None else "profile"
+        return Path(tempfile.mkdtemp(prefix=f"{time.strftime('%Y%m%d-%H%M%S')}-{stem}-", dir=base))
+
     def _load(
         self, state: DocumentState, report_path: Path, mapper: Any, script: Path, ran_text: str
     ) -> dict[str, Any]:
@@ -188,6 +227,20 @@ class Commands:
             "reportPath": summary.report_path,
             "htmlPath": summary.html_path,
             "summary": {"bottleneck": summary.bottleneck, "share": summary.share, "stepTimeMs": summary.step_time_ms},
+            "hotLines": [
+                {
+                    "uri": target.uri,
+                    "line": a.line,
+                    "share": a.share,
+                    "msPerStep": a.ms_per_step,
+                    "category": a.category,
+                    "label": a.label,
+                    "codes": list(a.codes),
+                }
+                for target in state.targets.values()
+                for a in target.annotations
+                if a.kind == "hotspot"
+            ],
         }
         self.client.notify(PROFILE_REPORT, payload)
         if self.support.code_lens_refresh:

@@ -35,6 +35,8 @@ class Annotation:
     share: float
     kind: str = "hotspot"  # "hotspot" | "verdict"
     codes: tuple[str, ...] = ()
+    ms_per_step: float = 0.0
+    category: str = ""
 
 
 @dataclass

@@ -39,6 +39,9 @@ class SettingsManager:
         self.client = Settings()
         self.debounce_ms: float | None = None  # None: adaptive
         self.interpreter: str | None = None  # Python that runs profiles; None: this server's
+        self.profile_steps: int | None = None  # recorded steps per profile (--active); None: the CLI's default
+        self.profile_timeout_s: float | None = None  # --timeout of a profile run; None: none
+        self.run_folder: str | None = None  # where profile runs go; None: a temporary folder
         self._folders: dict[Path, _Cached] = {}
         self._reported: set[str] = set()
 
@@ -59,6 +62,13 @@ class SettingsManager:
             errors.append(f"interpreter: expected a path to a Python executable, got {interpreter!r}")
             interpreter = None
         self.interpreter = interpreter or None
+        self.profile_steps = _number(options.pop("profileSteps", None), "profileSteps", 1, 1000, errors, integer=True)
+        self.profile_timeout_s = _number(options.pop("profileTimeout", None), "profileTimeout", 1, 86400, errors)
+        run_folder = options.pop("runFolder", None)
+        if run_folder is not None and not isinstance(run_folder, str):
+            errors.append(f"runFolder: expected a folder path, got {run_folder!r}")
+            run_folder = None
+        self.run_folder = run_folder or None
         if debounce is not None:
             if isinstance(debounce, (int, float)) and not isinstance(debounce, bool) and 0 <= debounce <= 5000:
                 self.debounce_ms = float(debounce)
@@ -101,6 +111,17 @@ class SettingsManager:
         if fresh:
             log.warning("settings: %s", "; ".join(fresh))
             self._warn("torchtriage settings: " + "; ".join(fresh) + " (defaults used for these)")
+
+
+def _number(value: Any, name: str, low: float, high: float, errors: list[str], integer: bool = False) -> Any:
+    """``value`` when it is a number in [low, high] (an int when ``integer``), else None with an error noted."""
+    if value is None:
+        return None
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
+    if ok and (not integer or float(value).is_integer()):
+        return int(value) if integer else float(value)
+    errors.append(f"{name}: expected {'a whole number' if integer else 'a number'} from {low:g} to {high:g}, got {value!r}")
+    return None
 
 
 def _mtime(path: Path) -> float:

@@ -153,3 +153,44 @@ export function verdictText(summary: Summary): string {
   }
   return `torchtriage: ${categoryLabel(summary.bottleneck)} bound ${percent(summary.share)} · ${summary.stepTimeMs.toFixed(1)} ms/step`;
 }
+
+/** One entry of the `hotLines` list in a `torchtriage/profileReport` payload (1-based line). */
+export interface PayloadHotLine {
+  uri: string;
+  line: number;
+  share: number;
+  msPerStep: number;
+  category: string;
+  label?: string;
+  codes?: string[];
+}
+
+/**
+ * The payload's hot lines grouped by document URI (as given; callers normalise it),
+ * hottest first, at most MAX_HOT_LINES per document.  Used for notebook cells,
+ * whose lines the server has already mapped from the joined script back to cells.
+ */
+export function hotLinesFromPayload(lines: PayloadHotLine[] | undefined): Map<string, HotLine[]> {
+  const result = new Map<string, HotLine[]>();
+  const sorted = [...(lines ?? [])].filter((h) => h && typeof h.uri === "string" && num(h.line) >= 1);
+  sorted.sort((a, b) => num(b.share) - num(a.share));
+  for (const h of sorted) {
+    const list = result.get(h.uri) ?? [];
+    if (list.length >= MAX_HOT_LINES || list.some((l) => l.line === h.line - 1)) continue;
+    const share = num(h.share);
+    const ms = num(h.msPerStep);
+    const parts = [`**torchtriage profile** — ${percent(share)} of the step, ${ms.toFixed(1)} ms/step, mostly ${categoryLabel(h.category)}`];
+    if (h.codes && h.codes.length) parts.push(`Confirms ${h.codes.join(", ")}`);
+    list.push({
+      line: h.line - 1,
+      share,
+      msPerStep: ms,
+      category: h.category ?? "",
+      label: afterLineLabel(share, ms, h.category),
+      heat: heatLevel(share),
+      hover: parts.join("\n\n"),
+    });
+    result.set(h.uri, list);
+  }
+  return result;
+}

@@ -1,7 +1,7 @@
 /**
  * VS Code settings -> the server's options (`initializationOptions` and
  * `workspace/didChangeConfiguration`), in the keys the server documents:
- * the `[tool.torchtriage]` keys plus `interpreter`.  Only keys the server knows
+ * the `[tool.torchtriage]` keys plus `interpreter`, `profileSteps`, `profileTimeout`, `runFolder`.  Only keys the server knows
  * are sent (it reports unknown keys), and empty values are left out so a
  * `pyproject.toml` and the server's defaults apply.  Pure: no 'vscode' import.
  */
@@ -15,6 +15,9 @@ export interface ExtensionSettings {
   device: string;
   annotationsEnable: boolean;
   traceServer: string;
+  profileSteps: number;
+  profileTimeout: number;
+  runFolder: string;
 }
 
 export const DEFAULT_SETTINGS: ExtensionSettings = {
@@ -26,6 +29,9 @@ export const DEFAULT_SETTINGS: ExtensionSettings = {
   device: "auto",
   annotationsEnable: true,
   traceServer: "off",
+  profileSteps: 5,
+  profileTimeout: 300,
+  runFolder: "",
 };
 
 export interface ServerOptions {
@@ -34,6 +40,9 @@ export interface ServerOptions {
   severity?: Record<string, string>;
   device?: string;
   interpreter?: string;
+  profileSteps?: number;
+  profileTimeout?: number;
+  runFolder?: string;
 }
 
 function codes(value: unknown): string[] {
@@ -54,6 +63,9 @@ export function toServerOptions(settings: Partial<ExtensionSettings>, resolvedPy
   }
   if (settings.device && settings.device !== "auto") options.device = settings.device;
   if (resolvedPython) options.interpreter = resolvedPython;
+  if (Number.isInteger(settings.profileSteps) && (settings.profileSteps as number) >= 1) options.profileSteps = settings.profileSteps;
+  if (typeof settings.profileTimeout === "number" && settings.profileTimeout > 0) options.profileTimeout = settings.profileTimeout;
+  if (typeof settings.runFolder === "string" && settings.runFolder.trim()) options.runFolder = settings.runFolder.trim();
   return options;
 }
 

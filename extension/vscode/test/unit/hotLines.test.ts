@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Report, afterLineLabel, heatColor, heatLevel, hotLinesFor, verdictText } from "../../src/pure/hotLines";
+import { Report, afterLineLabel, heatColor, heatLevel, hotLinesFor, hotLinesFromPayload, verdictText } from "../../src/pure/hotLines";
 
 const report: Report = {
   step_time_ms: 48.2,
@@ -60,4 +60,24 @@ test("status-bar verdict", () => {
 
 test("a report without hotspots draws nothing", () => {
   assert.deepEqual(hotLinesFor({}, "/w/train.py"), []);
+});
+
+test("notebook cells take their hot lines from the payload, per cell, hottest first, 0-based", () => {
+  const cellA = "vscode-notebook-cell:/w/nb.ipynb#W0sZmlsZQ%3D%3D";
+  const cellB = "vscode-notebook-cell:/w/nb.ipynb#W1sZmlsZQ%3D%3D";
+  const byCell = hotLinesFromPayload([
+    { uri: cellB, line: 2, share: 0.05, msPerStep: 1, category: "compute" },
+    { uri: cellB, line: 4, share: 0.6, msPerStep: 12.1, category: "data_loading", codes: ["TT306"] },
+    { uri: cellA, line: 1, share: 0.1, msPerStep: 2, category: "host_sync" },
+    { uri: cellB, line: 4, share: 0.01, msPerStep: 0, category: "idle" }, // same line again: the hotter one stays
+    { uri: cellA, line: 0, share: 0.9, msPerStep: 9, category: "compute" }, // not a line
+  ]);
+  assert.deepEqual([...byCell.keys()].sort(), [cellA, cellB].sort());
+  const b = byCell.get(cellB)!;
+  assert.deepEqual(b.map((l) => l.line), [3, 1]);
+  assert.equal(b[0].label, "60% · 12.1 ms/step · data wait");
+  assert.equal(b[0].heat, heatLevel(0.6));
+  assert.match(b[0].hover, /Confirms TT306/);
+  assert.equal(byCell.get(cellA)!.length, 1);
+  assert.equal(hotLinesFromPayload(undefined).size, 0);
 });

@@ -2,9 +2,17 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { DEFAULT_SETTINGS, needsRestart, toServerOptions } from "../../src/pure/initOptions";
 
-test("defaults send nothing but the interpreter", () => {
-  assert.deepEqual(toServerOptions(DEFAULT_SETTINGS), {});
-  assert.deepEqual(toServerOptions(DEFAULT_SETTINGS, "/env/bin/python"), { interpreter: "/env/bin/python" });
+test("defaults send only the interpreter and the profile's steps and timeout", () => {
+  const profile = { profileSteps: 5, profileTimeout: 300 };
+  assert.deepEqual(toServerOptions(DEFAULT_SETTINGS), profile);
+  assert.deepEqual(toServerOptions(DEFAULT_SETTINGS, "/env/bin/python"), { ...profile, interpreter: "/env/bin/python" });
+});
+
+test("profile settings map onto profileSteps, profileTimeout and runFolder", () => {
+  const options = toServerOptions({ ...DEFAULT_SETTINGS, profileSteps: 3, profileTimeout: 60, runFolder: " runs " });
+  assert.deepEqual(options, { profileSteps: 3, profileTimeout: 60, runFolder: "runs" });
+  const bad = toServerOptions({ ...DEFAULT_SETTINGS, profileSteps: 2.5, profileTimeout: 0, runFolder: "" });
+  assert.deepEqual(bad, {});
 });
 
 test("settings map onto the server's [tool.torchtriage] keys", () => {
@@ -12,12 +20,15 @@ test("settings map onto the server's [tool.torchtriage] keys", () => {
     { ...DEFAULT_SETTINGS, select: ["TT1", " TT302 ", ""], ignore: ["TT504"], severity: { tt101: "ERROR" }, device: "cuda" },
     "/py",
   );
-  assert.deepEqual(options, { select: ["TT1", "TT302"], ignore: ["TT504"], severity: { TT101: "error" }, device: "cuda", interpreter: "/py" });
+  assert.deepEqual(options, {
+    select: ["TT1", "TT302"], ignore: ["TT504"], severity: { TT101: "error" }, device: "cuda", interpreter: "/py",
+    profileSteps: 5, profileTimeout: 300,
+  });
 });
 
 test("only keys the server knows are sent", () => {
   const options = toServerOptions({ ...DEFAULT_SETTINGS, enable: false, annotationsEnable: false, traceServer: "verbose" });
-  const allowed = new Set(["select", "ignore", "severity", "device", "interpreter"]);
+  const allowed = new Set(["select", "ignore", "severity", "device", "interpreter", "profileSteps", "profileTimeout", "runFolder"]);
   for (const key of Object.keys(options)) assert.ok(allowed.has(key), key);
 });
 
