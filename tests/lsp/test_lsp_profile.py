@@ -127,7 +127,8 @@ async def test_cancel_kills_the_run(client: LanguageClient, tmp_path: Path):
         client.workspace_execute_command_async(types.ExecuteCommandParams(command="torchtriage.profile", arguments=[uri]))
     )
     pid_file = Path(str(script) + ".pid")
-    await wait_for(pid_file.exists, timeout=60, what="the script to start")
+    # the script writes its pid after creating the file: wait for the digits, not just the file
+    await wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=60, what="the script to start")
     pid = int(pid_file.read_text())
     [token] = list(client.progress_reports)
     client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
@@ -149,7 +150,8 @@ async def test_cancel_request_kills_the_run(client: LanguageClient, tmp_path: Pa
         msg_id="profile-to-cancel",
     )
     pid_file = Path(str(script) + ".pid")
-    await wait_for(pid_file.exists, timeout=60, what="the script to start")
+    # the script writes its pid after creating the file: wait for the digits, not just the file
+    await wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=60, what="the script to start")
     pid = int(pid_file.read_text())
     client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="profile-to-cancel"))
     await wait_for(lambda: not _alive(pid), timeout=15, what="the script process to die")

@@ -159,7 +159,10 @@ def test_a_real_run_fills_the_operator_table(tmp_path: Path) -> None:
     report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
     ops = {o["name"]: o for o in report["operators"]}
     mm = ops["aten::mm"]  # c = a @ b forward, its backward, and the Linear's weight gradient
-    assert mm["calls_per_step"] == 3 and mm["line"] == line_of("train_basic.py", "c = a @ b")
+    # `a @ b` runs through an operator slot: its line comes from frame samples, which on a loaded machine
+    # can land on the helper's next line; the function is exact.
+    matmul = line_of("train_basic.py", "c = a @ b")
+    assert mm["calls_per_step"] == 3 and mm["function"] == "helper" and mm["line"] in (matmul, matmul + 1)
     assert ops["aten::addmm"]["calls_per_step"] == 1 and ops["aten::addmm"]["line"] == line_of("train_basic.py", "y = model(x)")
     assert ops["aten::addmm"]["total_ms_per_step"] > ops["aten::addmm"]["self_ms_per_step"] > 0
     assert all(o["self_ms_per_step"] <= o["total_ms_per_step"] + 1e-3 for o in ops.values())
