@@ -194,6 +194,9 @@ try {
     await ui.openFile(page2, "slow_loader.py");
     const first = expectedFindings(path.join(untrusted, "slow_loader.py")).find((f) => f.severity === "warning");
     await ui.squiggleAt(page2, first.line);
+    // The lens sits on the step loop's header: bring that line into view (the squiggle may be far above it).
+    const loopLine = readFileSync(path.join(untrusted, "slow_loader.py"), "utf-8").split("\n").findIndex((l) => /^\s*(while|for) .*step/.test(l)) + 1;
+    await ui.goTo(page2, loopLine, 1);
     const lens = page2.locator(".part.editor .codelens-decoration a", { hasText: "Profile this script" }).first();
     await lens.waitFor({ timeout: 30_000 });
     await lens.click();
