@@ -56,7 +56,10 @@ export class Profiler {
       return;
     }
     const name = vscode.workspace.asRelativePath(notebook.uri);
-    const upTo = cell && "document" in cell ? cell : undefined;
+    // From the cell toolbar: that cell; from the palette: the notebook editor's selected cell.
+    const editor = vscode.window.activeNotebookEditor;
+    const selected = editor && editor.notebook === notebook && editor.selection ? notebook.cellAt(editor.selection.start) : undefined;
+    const upTo = cell && "document" in cell ? cell : selected?.kind === vscode.NotebookCellKind.Code ? selected : undefined;
     const payload = await this.run(notebook.uri, name, "notebook", upTo?.document.uri.toString());
     if (payload) {
       const which = upTo ? `its code cells up to cell ${upTo.index + 1}` : "all its code cells";

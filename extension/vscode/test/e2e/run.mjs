@@ -180,6 +180,21 @@ try {
     if (!rows.some((r) => /TT10[12]|TT201/.test(r))) throw new Error(`no cell findings for the notebook:\n${rows.join("\n")}`);
     await page.locator(".notebookOverlay .squiggly-warning, .notebookOverlay .squiggly-error").first().scrollIntoViewIfNeeded({ timeout: 10_000 }).catch(() => undefined);
   });
+  await scenario(page, "profile this cell: the cells up to it, labels on the cells", async () => {
+    await ui.openFile(page, "notebook_training.ipynb");
+    // Select the training cell (the third cell: markdown, setup, loop): into the setup cell's editor,
+    // out to command mode, one cell down (cells below the fold are not rendered, so no click there).
+    await ui.hidePanels(page);
+    await page.locator(".notebookOverlay .cell-editor-container .monaco-editor").first().click();
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("ArrowDown");
+    await page.waitForTimeout(300);
+    await ui.command(page, "torchtriage: Profile this cell");
+    const toast = page.locator(".notifications-toasts", { hasText: "up to cell 3" }).first();
+    await toast.waitFor({ timeout: 180_000 });
+    const labels = await ui.afterLineLabels(page);
+    if (!labels.some((l) => /^\d+% · [\d.]+ ms\/step · /.test(l))) throw new Error(`no hot-line labels on the cells: ${JSON.stringify(labels)}`);
+  });
   await context.close();
 
   // --- an untrusted workspace ---------------------------------------------------------------
