@@ -9,13 +9,23 @@ sites from outermost to innermost, which gives inclusive time.
 
 Backward ops are charged to the chain of the forward op with the same
 sequence number.  The output is plain JSON-able lists; see ``Collector.result``.
+
+The walk reads each node's fields once (every read of a field crosses into
+C++ and costs about a microsecond, and Python-heavy steps have hundreds of
+thousands of nodes), and knows a Python call's caller from the enclosing
+Python frame when that frame is library code.  C functions that library
+Python code calls and that call nothing profiled (``random()`` inside
+``random.gauss``) are not visited: their time stays in the library function's
+own time, which is charged to the same user line.  ``max_events`` bounds it: once
+the stepping thread's walk has passed that many events at a step boundary,
+the remaining steps are dropped (whole steps; at least one is kept).
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from typing import Any, Dict, FrozenSet, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Union
 
 import torch
 
@@ -23,7 +33,9 @@ from .usercode import UserCode
 from .wire import Alloc, Charge, GpuActivity, OpStat, Root, Site, Step, Sync
 
 EventType = torch._C._profiler._EventType
-PY_EVENTS = (EventType.PyCall, EventType.PyCCall)
+# Event kinds as ints: comparing the pybind enums costs ~0.5 us each, ``tag.value`` once is cheap
+TORCH_OP, PY_CALL, PY_C_CALL = EventType.TorchOp.value, EventType.PyCall.value, EventType.PyCCall.value
+ALLOCATION, KINETO = EventType.Allocation.value, EventType.Kineto.value
 SYNC_OPS = {"aten::_local_scalar_dense": "item", "aten::item": "item", "aten::nonzero": "nonzero"}
 CUDA_SYNCS = {
     "cudaStreamSynchronize": "stream_sync",
@@ -34,17 +46,26 @@ CUDA_SYNCS = {
 USER_SCOPE = torch._C._profiler.RecordScope.USER_SCOPE
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 _BUILTIN = re.compile(r"<built-in (?:method|function) (\w+)")
+PROGRESS_EVERY = 8192  # events between progress reports
+STEP_SLACK_NS = 2_000_000  # how far a ProfilerStep may start from the agent's own clock reading around prof.step()
+
+# The innermost Python frame enclosing a node: None not known, False library code,
+# else (file_name, function_name) of a user frame.
+Frame = Union[None, bool, Tuple[str, str]]
+Item = Tuple[Any, int, int, int, Optional[List[Any]]]  # node, tag (its ``value``), start_ns, end_ns, children if read: each read once
 
 
 class _State:
     """What a node passes to its children."""
 
-    __slots__ = ("chain", "scope", "root", "ctx", "backward", "in_op", "open_ops")
+    __slots__ = ("chain", "scope", "root", "ctx", "backward", "in_op", "open_ops", "main", "frame")
 
     def __init__(self, chain: Tuple[int, ...], scope: int, root: int, ctx: str, backward: bool, in_op: bool,
-                 open_ops: FrozenSet[str] = frozenset()) -> None:
+                 open_ops: FrozenSet[str] = frozenset(), main: bool = True, frame: Frame = None) -> None:
         self.chain, self.scope, self.root, self.ctx, self.backward, self.in_op = chain, scope, root, ctx, backward, in_op
         self.open_ops = open_ops  # names of the ops enclosing this node (nested same-name ops count once in total time)
+        self.main = main  # on the stepping thread (a node's children are on its thread)
+        self.frame = frame  # the Python frame calling any Python event below (see ``Frame``)
 
 
 class _OpTable:
@@ -86,8 +107,13 @@ class _OpTable:
 class Collector:
     """One pass over the tree; ``result()`` returns the raw attribution data."""
 
-    def __init__(self, user: UserCode, agent_dir: str) -> None:
+    def __init__(self, user: UserCode, agent_dir: str, max_events: int = 0,
+                 progress: Optional[Callable[[float], None]] = None) -> None:
         self.user = user
+        self.max_events = max_events  # 0: no limit
+        self.progress = progress  # called with the fraction of the window walked so far
+        self.events = 0  # nodes visited
+        self.steps_recorded = 0  # steps in the tree (``steps`` may keep fewer: max_events)
         self.main_tid = -1  # the thread of the ProfilerStep events
         self.agent_dir = agent_dir
         self.steps: List[Step] = []
@@ -105,25 +131,62 @@ class Collector:
         self._launches: Dict[int, Tuple[Tuple[int, ...], int, int]] = {}
         self._orphans: List[Any] = []
         self._window_start = 0
+        self._names: Dict[str, str] = {}  # Python C-call event name -> function name
+        self._code: Dict[Tuple[str, str], Tuple[str, bool]] = {}  # (file, function) -> (context kind, user code)
 
     # -- public ----------------------------------------------------------
-    def collect(self, roots: List[Any]) -> None:
+    def collect(self, roots: List[Any], step_hints: Optional[List[Tuple[int, int]]] = None) -> None:
+        """Walk the tree.  ``step_hints``: (before, after) clock readings around each ``prof.step()``
+        that began a recorded step, so the search for ``ProfilerStep#N`` can skip the rest of the tree."""
         roots = sorted(roots, key=lambda e: e.start_time_ns)
-        self._find_steps(roots)
+        self._find_steps(roots, step_hints)
+        self.steps_recorded = len(self.steps)
         if not self.steps:
             return
         first, last = self.steps[0].start_ns, self.steps[-1].end_ns
+        span = max(1, last - first)
         self._window_start = first
-        start = _State((), -1, -1, "", False, False)
-        stack = [(node, start) for node in reversed(roots) if node.end_time_ns > first and node.start_time_ns < last]
+        step_ends = [s.end_ns for s in self.steps]
+        kept = len(self.steps)
+        boundary = step_ends[0]  # the end of the step the stepping thread's walk is in
+        items = [(node, node.tag.value, node.start_time_ns, node.end_time_ns, node.start_tid == self.main_tid) for node in roots]
+        items.sort(key=lambda i: not i[4])  # the stepping thread first (stable: then by start): it decides a cut
+        stack: List[Tuple[Item, _State]] = [
+            ((node, tag, start, end, None), _State((), -1, -1, "", False, False, main=main))
+            for node, tag, start, end, main in reversed(items) if end > first and start < last
+        ]
         while stack:
-            node, state = stack.pop()
-            child_state = self._visit(node, state)
-            if child_state is not None:
-                children = [c for c in node.children if c.end_time_ns > first and c.start_time_ns < last]
-                stack.extend((child, child_state) for child in reversed(children))
+            item, state = stack.pop()
+            start = item[2]
+            if start >= last:
+                continue  # pushed before a cut
+            if state.main:
+                if start >= boundary:  # a step of the stepping thread is complete
+                    done = bisect.bisect_right(step_ends, start)
+                    if self.max_events and self.events >= self.max_events and 0 < done < kept:
+                        kept, last = done, step_ends[done - 1]
+                        continue
+                    boundary = step_ends[done] if done < len(step_ends) else last
+                if self.progress is not None and self.events % PROGRESS_EVERY == 0:
+                    self.progress(min(1.0, max(0.0, (start - first) / span)))
+            self.events += 1
+            visited = self._visit(item, state)
+            if visited is not None:
+                child_state, kids = visited
+                stack.extend((kid, child_state) for kid in reversed(kids) if kid[3] > first and kid[2] < last)
+        if kept < len(self.steps):
+            self._keep_steps(kept)
         for node in self._orphans:
             self._gpu_activity(node, None)
+
+    def _keep_steps(self, kept: int) -> None:
+        """Drop the steps from ``kept`` on, and what was charged to them."""
+        self.steps = self.steps[:kept]
+        self._step_starts = self._step_starts[:kept]
+        self.charges = {key: value for key, value in self.charges.items() if key[0] < kept}
+        self.allocs = [a for a in self.allocs if a.step < kept]
+        self.syncs = [s for s in self.syncs if s.step < kept]
+        self.gpu = [g for g in self.gpu if g.step < kept]
 
     def result(self) -> Dict[str, Any]:
         """The records for agent.json (types in ``wire``; each serialises as a JSON array)."""
@@ -143,18 +206,37 @@ class Collector:
         }
 
     # -- steps -------------------------------------------------------------
-    def _find_steps(self, roots: List[Any]) -> None:
+    def _find_steps(self, roots: List[Any], hints: Optional[List[Tuple[int, int]]] = None) -> None:
+        found: List[Tuple[Step, int]] = []
+        if hints:  # only nodes around the agent's prof.step() calls can hold a ProfilerStep
+            lows, highs = _merged((a - STEP_SLACK_NS, b + STEP_SLACK_NS) for a, b in hints)
+            found = self._search_steps(roots, lambda s, e: _overlaps(lows, highs, s, e))
+        if not hints or len(found) != len(hints):  # no hints, or the clocks disagree: search the whole tree
+            found = self._search_steps(roots, None)
+        found.sort(key=lambda f: f[0].start_ns)
+        self.steps = [step for step, _ in found]
+        self._step_starts = [s.start_ns for s in self.steps]
+        if found:
+            self.main_tid = found[0][1]
+
+    @staticmethod
+    def _search_steps(roots: List[Any], near: Optional[Callable[[int, int], bool]]) -> List[Tuple[Step, int]]:
+        """(step, thread) of every ``ProfilerStep#N``; ``near(start, end)``: whether a node may hold one."""
         stack = list(roots)
         found = []
         while stack:
             node = stack.pop()
-            if node.tag == EventType.TorchOp and node.name.startswith("ProfilerStep#"):
-                found.append(Step(int(node.name.split("#", 1)[1]), node.start_time_ns, node.end_time_ns))
-                self.main_tid = node.start_tid
+            tag = node.tag.value
+            if tag == TORCH_OP:
+                name = node.name
+                if name.startswith("ProfilerStep#"):
+                    found.append((Step(int(name.split("#", 1)[1]), node.start_time_ns, node.end_time_ns), node.start_tid))
+                    continue
+            elif tag == ALLOCATION or tag == KINETO:
                 continue
-            stack.extend(node.children)
-        self.steps = sorted(found, key=lambda s: s.start_ns)
-        self._step_starts = [s.start_ns for s in self.steps]
+            if near is None or near(node.start_time_ns, node.end_time_ns):
+                stack.extend(node.children)
+        return found
 
     def _step_of(self, t: int) -> int:
         i = bisect.bisect_right(self._step_starts, t) - 1
@@ -164,6 +246,10 @@ class Collector:
 
     def _split(self, start: int, end: int, children: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
         """Self time of [start, end) minus children, as (step position, ns) pieces."""
+        if not children:  # a leaf: most often inside one step
+            i = bisect.bisect_right(self._step_starts, start) - 1
+            if i >= 0 and end <= self.steps[i].end_ns:
+                return [(i, end - start)]
         gaps = []
         cursor = start
         for c_start, c_end in children:
@@ -214,54 +300,59 @@ class Collector:
             entry[1] += 1
 
     # -- the visit -----------------------------------------------------------
-    def _visit(self, node: Any, state: _State) -> Optional[_State]:
-        tag = node.tag
-        if tag == EventType.Allocation:
-            self._allocation(node, state)
+    def _visit(self, item: Item, state: _State) -> Optional[Tuple[_State, List[Item]]]:
+        """Charge one node; returns what its children get and the children (None: do not descend)."""
+        node, tag, start, end, children = item
+        if tag == ALLOCATION:
+            self._allocation(node, start, state)
             return None
-        if tag == EventType.Kineto:
-            self._kineto(node, state)
+        if tag == KINETO:
+            self._kineto(node, start, state)
             return None
-        main = node.start_tid == self.main_tid
-        chain, root, ctx, backward = state.chain, state.root, state.ctx, state.backward
+        main = state.main
+        chain, root, ctx, backward, frame = state.chain, state.root, state.ctx, state.backward, state.frame
         scope = -1
-        name = node.name
-        if tag in PY_EVENTS:
+        op_name = ""
+        if tag == PY_CALL or tag == PY_C_CALL:
             fields = node.extra_fields
-            caller = fields.caller
-            if self.user.is_user(caller.file_name):
-                site = self._site("line", caller.file_name, caller.line_number, caller.function_name)
+            site = self._caller_site(fields, frame)
+            if site >= 0:
                 if not chain or chain[-1] != site:
                     chain = chain + (site,)
                 root = -1
-            if tag == EventType.PyCall:
+            if tag == PY_CALL:
                 callsite = fields.callsite
-                path = self.user.absolute(callsite.file_name)
+                file_name = callsite.file_name
                 name = callsite.function_name
-                if node.start_time_ns <= self._window_start:
+                kind, user = self._code_kind(file_name, name)
+                if start <= self._window_start:
                     pass  # frames already running when tracing began never end cleanly: no context from them
-                elif name == "__next__" and (path.endswith("torch/utils/data/dataloader.py") or path.startswith(self.agent_dir)):
+                elif kind == "loader":
                     if ctx in ("", "optimizer"):  # our step wrapper around the loader's __next__ counts as the wait
                         ctx = "data_loading"
-                elif path.startswith(self.agent_dir) or "/torch/profiler/" in path or path.endswith("torch/autograd/profiler.py"):
+                elif kind == "profiler":
                     ctx = "profiler"
-                elif not ctx and "/torch/optim/" in path:
+                elif kind == "optimizer" and not ctx:
                     ctx = "optimizer"
-                if self.user.is_user(callsite.file_name):
-                    scope = self._site("scope", callsite.file_name, callsite.line_number, name)
+                if user:
+                    scope = self._site("scope", file_name, callsite.line_number, name)
+                    frame = (file_name, name)
+                else:
+                    frame = False
             else:
-                match = _BUILTIN.match(name)
-                name = match.group(1) if match else name
-        elif tag == EventType.TorchOp:
-            if node.extra_fields.scope == USER_SCOPE:
+                name = self._builtin_name(node.name)
+        elif tag == TORCH_OP:
+            fields = node.extra_fields
+            if fields.scope == USER_SCOPE:
                 return None  # record_function ranges (ProfilerStep#N, Optimizer.step#...) are labels, not work
+            name = op_name = node.name
             if state.scope >= 0:  # reached from user code without a Python call: line unknown
                 chain = chain + (state.scope,)
                 root = len(self.roots)
-                self.roots.append(Root(node.start_time_ns, node.end_time_ns))
+                self.roots.append(Root(start, end))
             if not state.in_op and main:
                 self.ops += 1
-            seq = node.extra_fields.sequence_number
+            seq = fields.sequence_number
             if name.startswith(BACKWARD_PREFIX):
                 backward = True
                 anchor = self._anchors.get(seq) if seq >= 0 else None
@@ -274,68 +365,149 @@ class Collector:
                 ctx = "data_loading"
             sync = SYNC_OPS.get(name)
             if sync and ctx not in ("host_sync", "data_loading", "profiler"):
-                self.syncs.append(Sync(self._step_of(node.start_time_ns), self._chain(chain), root, sync, name, node.duration_time_ns))
+                self.syncs.append(Sync(self._step_of(start), self._chain(chain), root, sync, name, end - start))
                 ctx = "host_sync"
+        else:
+            name = node.name
+        fold = frame is False and tag == PY_CALL  # a library function: C calls with no children are its own time
+        kids: List[Item] = []
+        leaves: List[Tuple[Any, int, int]] = []  # C calls with no children: charged here, not pushed
         child_ops = False
         intervals = []
-        for child in node.children:
-            ctag = child.tag
-            if ctag == EventType.Allocation or (ctag == EventType.Kineto and not _is_runtime(child.name)):
+        for child in node.children if children is None else children:
+            ctag = child.tag.value
+            grandchildren = None
+            if ctag == PY_C_CALL:
+                grandchildren = child.children
+                if not grandchildren and fold:  # its time stays in this node's: no need to know when it ran
+                    self.events += 1
+                    continue
+            kid: Item = (child, ctag, child.start_time_ns, child.end_time_ns, grandchildren)
+            if ctag == ALLOCATION or (ctag == KINETO and not _is_runtime(child.name)):
+                kids.append(kid)
                 continue
-            intervals.append((child.start_time_ns, child.end_time_ns))
-            child_ops = child_ops or ctag == EventType.TorchOp
+            if ctag == PY_C_CALL and not grandchildren:
+                leaves.append((child, kid[2], kid[3]))
+                intervals.append((kid[2], kid[3]))
+                continue
+            kids.append(kid)
+            intervals.append((kid[2], kid[3]))
+            child_ops = child_ops or ctag == TORCH_OP
         category = ctx or _own_category(tag, child_ops, backward)
         charge_chain, charge_root = chain, root
         if scope >= 0:  # the user function's own bytecode time: line from samples
             charge_chain = chain + (scope,)
             charge_root = len(self.roots)
-            self.roots.append(Root(node.start_time_ns, node.end_time_ns))
+            self.roots.append(Root(start, end))
         intervals.sort()
         own_ns = 0
-        for step, ns in self._split(node.start_time_ns, node.end_time_ns, intervals):
+        for step, ns in self._split(start, end, intervals):
             if ns > 0:
                 own_ns += ns
                 self._charge(step, charge_chain, category, name, charge_root, main, ns)
         open_ops = state.open_ops
-        if tag == EventType.TorchOp:
-            self._op_stat(node, main, own_ns, state.open_ops, (self._chain(chain), root))
-            open_ops = open_ops | {node.name}
-        return _State(chain, scope, root, ctx, backward, state.in_op or tag == EventType.TorchOp, open_ops)
+        if op_name:
+            self._op_stat(op_name, start, end, main, own_ns, open_ops, (self._chain(chain), root))
+            open_ops = open_ops | {op_name}
+        if leaves:
+            self._leaves(leaves, chain, root, ctx, frame, main)
+        if not kids:
+            return None
+        return _State(chain, scope, root, ctx, backward, state.in_op or tag == TORCH_OP, open_ops, main, frame), kids
 
-    def _op_stat(self, node: Any, main: bool, self_ns: int, open_ops: FrozenSet[str], caller: Tuple[int, int]) -> None:
+    def _leaves(self, leaves: List[Tuple[Any, int, int]], chain: Tuple[int, ...], root: int, ctx: str, frame: Frame,
+                main: bool) -> None:
+        """Charge C calls that call nothing profiled, as ``_visit`` would (their caller is the enclosing frame)."""
+        category = ctx or "python_overhead"
+        starts, steps = self._step_starts, self.steps
+        self.events += len(leaves)
+        for child, start, end in leaves:
+            site = self._caller_site(child.extra_fields, frame)
+            if site >= 0:
+                leaf_chain, leaf_root = (chain if chain and chain[-1] == site else chain + (site,)), -1
+            else:
+                leaf_chain, leaf_root = chain, root
+            name = self._builtin_name(child.name)
+            i = bisect.bisect_right(starts, start) - 1
+            if i >= 0 and end <= steps[i].end_ns:
+                if end > start:
+                    self._charge(i, leaf_chain, category, name, leaf_root, main, end - start)
+                continue
+            for step, ns in self._split(start, end, []):
+                if ns > 0:
+                    self._charge(step, leaf_chain, category, name, leaf_root, main, ns)
+
+    def _caller_site(self, fields: Any, frame: Frame) -> int:
+        """The ``line`` site of a Python event's caller, or -1 when the caller is not user code."""
+        if frame is False:
+            return -1  # called from a library frame
+        caller = fields.caller
+        if frame is None:
+            file_name = caller.file_name
+            if not self.user.is_user(file_name):
+                return -1
+            return self._site("line", file_name, caller.line_number, caller.function_name)
+        return self._site("line", frame[0], caller.line_number, frame[1])  # type: ignore[index]
+
+    def _code_kind(self, file_name: str, function: str) -> Tuple[str, bool]:
+        """(context the code sets: "loader" | "profiler" | "optimizer" | "", whether it is user code)."""
+        key = (file_name, function)
+        known = self._code.get(key)
+        if known is None:
+            path = self.user.absolute(file_name)
+            if function == "__next__" and (path.endswith("torch/utils/data/dataloader.py") or path.startswith(self.agent_dir)):
+                kind = "loader"
+            elif path.startswith(self.agent_dir) or "/torch/profiler/" in path or path.endswith("torch/autograd/profiler.py"):
+                kind = "profiler"
+            elif "/torch/optim/" in path:
+                kind = "optimizer"
+            else:
+                kind = ""
+            known = self._code[key] = (kind, self.user.is_user(file_name))
+        return known
+
+    def _builtin_name(self, name: str) -> str:
+        short = self._names.get(name)
+        if short is None:
+            match = _BUILTIN.match(name)
+            short = self._names[name] = match.group(1) if match else name
+        return short
+
+    def _op_stat(self, name: str, start: int, end: int, main: bool, self_ns: int, open_ops: FrozenSet[str],
+                 caller: Tuple[int, int]) -> None:
         """One op call for the operator table: only calls that start inside a recorded step."""
-        if self._step_of(node.start_time_ns) < 0:
+        if self._step_of(start) < 0:
             return
-        duration = node.duration_time_ns
-        total = 0 if node.name in open_ops else duration  # an op nested in one of the same name is already in its total
-        self.op_table.add(node.name, "cpu", main, self_ns, total, caller, duration)
+        duration = end - start
+        total = 0 if name in open_ops else duration  # an op nested in one of the same name is already in its total
+        self.op_table.add(name, "cpu", main, self_ns, total, caller, duration)
 
-    def _allocation(self, node: Any, state: _State) -> None:
+    def _allocation(self, node: Any, start: int, state: _State) -> None:
         fields = node.extra_fields
         chain, root = state.chain, state.root
         if state.scope >= 0:
             chain = chain + (state.scope,)
         device = fields.device
         self.allocs.append(
-            Alloc(self._step_of(node.start_time_ns), self._chain(chain), root, node.start_time_ns, int(fields.alloc_size),
+            Alloc(self._step_of(start), self._chain(chain), root, start, int(fields.alloc_size),
                   int(fields.total_allocated), int(fields.ptr), getattr(device, "type", str(device)))
         )
 
-    def _kineto(self, node: Any, state: _State) -> None:
+    def _kineto(self, node: Any, start: int, state: _State) -> None:
         name = node.name
         if _is_runtime(name):
-            self._launches[node.correlation_id] = (state.chain, state.root, node.start_time_ns)
+            self._launches[node.correlation_id] = (state.chain, state.root, start)
             main = node.start_tid == self.main_tid
-            step = self._step_of(node.start_time_ns)
+            step = self._step_of(start)
             sync = CUDA_SYNCS.get(name)
+            ns = node.duration_time_ns
             if sync and state.ctx != "data_loading":
-                self.syncs.append(Sync(step, self._chain(state.chain), state.root, sync, name, node.duration_time_ns))
+                self.syncs.append(Sync(step, self._chain(state.chain), state.root, sync, name, ns))
                 category = "host_sync"
             else:
                 category = state.ctx or ("launch_overhead" if "Launch" in name else "compute")
             if step >= 0:
-                self._charge(step, state.chain, category, name, state.root, main, node.duration_time_ns)
-                ns = node.duration_time_ns
+                self._charge(step, state.chain, category, name, state.root, main, ns)
                 self.op_table.add(name, "cpu", main, ns, ns, (self._chain(state.chain), state.root), ns)
             return
         if state.chain or state.root >= 0:
@@ -355,9 +527,28 @@ class Collector:
             self.op_table.add(node.name, "cuda", True, ns, ns, (chain, owner[1]), ns)
 
 
+def _merged(intervals: Any) -> Tuple[List[int], List[int]]:
+    """Sorted, disjoint intervals covering ``intervals``, as (starts, ends)."""
+    lows: List[int] = []
+    highs: List[int] = []
+    for low, high in sorted(intervals):
+        if highs and low <= highs[-1]:
+            highs[-1] = max(highs[-1], high)
+        else:
+            lows.append(low)
+            highs.append(high)
+    return lows, highs
+
+
+def _overlaps(lows: List[int], highs: List[int], start: int, end: int) -> bool:
+    """Whether [start, end] meets one of the disjoint, sorted intervals [lows[i], highs[i]]."""
+    i = bisect.bisect_left(highs, start)
+    return i < len(lows) and lows[i] <= end
+
+
 def _is_runtime(name: str) -> bool:
     return name.startswith(("cuda", "cu", "hip")) or name == "cuda_sync"
 
 
-def _own_category(tag: Any, child_ops: bool, backward: bool) -> str:
-    return "compute" if tag == EventType.TorchOp else "python_overhead"
+def _own_category(tag: int, child_ops: bool, backward: bool) -> str:
+    return "compute" if tag == TORCH_OP else "python_overhead"

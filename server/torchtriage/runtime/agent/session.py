@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.profiler.python_tracer as python_tracer
@@ -54,6 +54,7 @@ class Session:
         self.detector = StepDetector(self._on_step, self._on_mode)
         self.workers = WorkerSampling(self.out_dir, self.user.is_user, self.sampler.interval_s)
         self.prof: Optional[profile] = None
+        self.step_hints: List[Tuple[int, int]] = []  # clock readings around each prof.step() that began a recorded step
         self.steps_seen = 0
         self.saved = False
         self.finishing = False
@@ -99,11 +100,14 @@ class Session:
         if prof is None or self.saved:
             return
         self.steps_seen += 1
+        before = time.time_ns()
         prof.step()
+        after = time.time_ns()
         if self.saved:
             return
         action = prof.current_action
         if action in RECORDING:
+            self.step_hints.append((before, after))
             self.sampler.start()
         phase = {ProfilerAction.WARMUP: "warmup", ProfilerAction.NONE: "waiting"}.get(action, "recording")
         self.channel.send("step", step=self.steps_seen, phase=phase, active=self.config.get("active", 5))
@@ -140,7 +144,7 @@ class Session:
             self.warnings.append(f"trace export failed: {exc}")
         started = time.perf_counter()
         collector = Collector(self.user, self.agent_dir)
-        collector.collect(prof.profiler.kineto_results.experimental_event_tree())
+        collector.collect(prof.profiler.kineto_results.experimental_event_tree(), self.step_hints)
         self.meta["collect_s"] = round(time.perf_counter() - started, 3)
         self.raw = collector.result()
         self.raw["samples"] = [Sample(t, self.user.absolute(f), fn, line) for t, f, fn, line in self.sampler.samples]
