@@ -13,6 +13,7 @@ import pytest
 import torchtriage.runtime.agent as agent_package
 from torchtriage.runtime.agent import wire as host_wire
 from torchtriage.runtime.attribution import build_profile
+from torchtriage.runtime.sampling import FrameSample, read_samples
 
 from run_support import agent_json, profile_cli
 
@@ -26,7 +27,7 @@ VALUES = {
     "Alloc": (2, 4, 0, 1_700, 4096, 8192, 140_000, "cpu"),
     "Sync": (3, 5, -1, "item", "aten::_local_scalar_dense", 900),
     "GpuActivity": (4, 6, 1, "ampere_sgemm", 1_800, 300),
-    "Sample": (1_900, "/w/data.py", "__getitem__", 33),
+    "Sample": (1_900, 3, 4, 33),  # file and function: indexes into agent.json's strings
     "OpStat": ("aten::addmm", "cpu", False, 6, 7_000, 8_000, 9, 10),
 }
 
@@ -69,6 +70,13 @@ def test_a_row_of_the_wrong_shape_is_a_clear_error() -> None:
         host_wire.read_records([[1, 2, 3]], host_wire.Sync)
 
 
+def test_samples_name_their_file_and_function_through_the_string_table() -> None:
+    raw = {"strings": ["/w/data.py", "__getitem__", "/w/train.py"], "samples": [[10, 0, 1, 7], [11, 2, 1, 9]]}
+    assert read_samples(raw, "samples") == [FrameSample(10, "/w/data.py", "__getitem__", 7), FrameSample(11, "/w/train.py", "__getitem__", 9)]
+    with pytest.raises(ValueError, match="not in 'strings'"):
+        read_samples({"strings": [], "samples": [[10, 0, 1, 7]]}, "samples")
+
+
 def test_an_agent_of_another_wire_version_is_refused() -> None:
     with pytest.raises(ValueError, match="wire version 999"):
         build_profile({"wire_version": 999})
@@ -86,3 +94,4 @@ def test_a_real_run_writes_records_the_host_reads(tmp_path: Path) -> None:
             for field, annotation in record.__annotations__.items():
                 assert isinstance(getattr(row, field), {"int": int, "str": str, "bool": bool}[annotation.__name__ if isinstance(annotation, type) else annotation]), (key, field)
     assert data["steps"] and data["charges"] and data["samples"]
+    assert set(read_samples(data, "samples")[0][1:3]) <= set(data["strings"])

@@ -16,7 +16,7 @@ from __future__ import annotations
 import collections
 from typing import Any, Optional
 
-from .agent.wire import WIRE_VERSION, Alloc, Charge, GpuActivity, OpStat, Root, Sample, Site, Step, Sync, read_records
+from .agent.wire import WIRE_VERSION, Alloc, Charge, GpuActivity, OpStat, Root, Site, Step, Sync, read_records
 from .model import (
     CATEGORIES,
     LineCost,
@@ -28,7 +28,7 @@ from .model import (
     StepTiming,
     SyncPoint,
 )
-from .sampling import LineResolver
+from .sampling import FrameSample, LineResolver, read_samples
 
 TOP_NAMES = 5
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "  # as agent/collect.py strips it from charge names
@@ -90,7 +90,7 @@ class Attribution:
         self.syncs = read_records(raw.get("syncs", []), Sync)
         self.allocs = read_records(raw.get("allocs", []), Alloc)
         interval = (raw.get("meta") or {}).get("sample_interval_s")
-        self.resolver = LineResolver(read_records(raw.get("samples", []), Sample), read_records(raw.get("roots", []), Root), interval)
+        self.resolver = LineResolver(read_samples(raw, "samples"), read_records(raw.get("roots", []), Root), interval)
         self.resolver.discount(*self._timed_by_site())
         self.root_us: dict[int, float] = collections.defaultdict(float)
         for charge in self.charges:
@@ -161,7 +161,7 @@ class Attribution:
                 if kernel.step >= 0:
                     self.op_lines[(kernel.name, "cuda")][chain[-1]] += kernel.ns / 1000.0 * weight
 
-    def charge_worker_lines(self, samples: list[Sample], start_ns: int, end_ns: int) -> int:
+    def charge_worker_lines(self, samples: list[FrameSample], start_ns: int, end_ns: int) -> int:
         """Hand the main thread's data-loading time to the lines the DataLoader workers were
         sampled on during the recorded steps, in proportion to their samples (the wait stays
         in the loop line's inclusive time, as for a loader without workers).  Returns the
@@ -263,7 +263,7 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
         times["idle"] = round(max(0.0, step.duration_us - sum(times.values()) - raw_times.get("profiler", 0.0)), 3)
         per_step.append(times)
     workers = meta.get("loader_workers")
-    worker_samples = read_records(raw.get("worker_samples", []), Sample)
+    worker_samples = read_samples(raw, "worker_samples")
     sampled = attribution.charge_worker_lines(worker_samples, raw_steps[0].start_ns, raw_steps[-1].end_ns) if raw_steps else 0
     if not workers:
         workers_detail = ""

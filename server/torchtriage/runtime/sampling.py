@@ -11,9 +11,9 @@ from __future__ import annotations
 import bisect
 import collections
 import math
-from typing import Iterable, Optional
+from typing import Any, Iterable, NamedTuple, Optional
 
-from .agent.wire import Root, Sample, Site
+from .agent.wire import Root, Sample, Site, read_records
 
 Weights = list[tuple[int, float]]  # (line, weight) summing to 1
 
@@ -22,6 +22,25 @@ GAP_CAP = 10  # a sample stands for the time to its neighbours, at most this man
 # the samples can show: the sampler runs more often while the GIL is free (a sleep, a
 # long op) than while bytecode runs, so such lines are over-sampled.
 EXPLAINED = 0.5
+
+
+class FrameSample(NamedTuple):
+    """A frame sample with its file and function names (the wire's ``Sample`` holds indexes)."""
+
+    time_ns: int
+    path: str
+    function: str
+    line: int
+
+
+def read_samples(raw: dict[str, Any], key: str) -> list[FrameSample]:
+    """``samples`` / ``worker_samples`` of agent.json, names looked up in its ``strings``."""
+    strings = raw.get("strings", [])
+    try:
+        return [FrameSample(int(s.time_ns), str(strings[s.path]), str(strings[s.function]), int(s.line))
+                for s in read_records(raw.get(key, []), Sample)]
+    except (IndexError, TypeError):
+        raise ValueError(f"agent.json: a {key} record names a string that is not in 'strings'") from None
 
 
 class LineResolver:
@@ -35,7 +54,7 @@ class LineResolver:
     part of its sampled time the exact calls do not explain.
     """
 
-    def __init__(self, samples: Iterable[Sample], roots: list[Root], interval_s: Optional[float] = None) -> None:
+    def __init__(self, samples: Iterable[FrameSample], roots: list[Root], interval_s: Optional[float] = None) -> None:
         ordered = sorted((int(s.time_ns), str(s.path), str(s.function), int(s.line)) for s in samples)
         self.times = [s[0] for s in ordered]
         self.samples = ordered

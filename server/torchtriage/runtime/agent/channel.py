@@ -36,10 +36,14 @@ class Channel:
 
 
 def write_json(path: str, data: Any) -> None:
-    """Write JSON atomically and durably (rename after fsync)."""
+    """Write compact JSON atomically and durably (rename after fsync).
+
+    ``json.dumps`` rather than ``json.dump``: only the one-shot call uses the C
+    encoder (``dump`` encodes chunk by chunk in Python, ~10x slower)."""
+    text = json.dumps(data, separators=(",", ":"))
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle)
+        handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)

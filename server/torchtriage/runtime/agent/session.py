@@ -147,12 +147,12 @@ class Session:
         collector.collect(prof.profiler.kineto_results.experimental_event_tree(), self.step_hints)
         self.meta["collect_s"] = round(time.perf_counter() - started, 3)
         self.raw = collector.result()
-        self.raw["samples"] = [Sample(t, self.user.absolute(f), fn, line) for t, f, fn, line in self.sampler.samples]
+        strings: Dict[str, int] = {}
+        self.raw["samples"] = _samples(self.sampler.samples, self.user.absolute, strings)
         if os.path.isdir(self.workers.folder):
             time.sleep(2 * FLUSH_S)  # let forked loader workers write their last samples
-            self.raw["worker_samples"] = [
-                Sample(t, self.user.absolute(f), fn, line) for t, f, fn, line in self.workers.samples()
-            ]
+            self.raw["worker_samples"] = _samples(self.workers.samples(), self.user.absolute, strings)
+        self.raw["strings"] = list(strings)
 
     def _write_agent_json(self) -> None:
         data = dict(getattr(self, "raw", {}) or {})
@@ -230,6 +230,17 @@ class Session:
         self.sampler.stop()
         self._write_agent_json()
         self.channel.send("done", status=self.status["status"])
+
+
+def _samples(samples: Any, absolute: Any, strings: Dict[str, int]) -> List[Sample]:
+    """Frame samples with file and function names as indexes into agent.json's ``strings``."""
+    out = []
+    for t, filename, function, line in samples:
+        path = absolute(filename)
+        p = strings.setdefault(path, len(strings))
+        f = strings.setdefault(function, len(strings))
+        out.append(Sample(t, p, f, line))
+    return out
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:

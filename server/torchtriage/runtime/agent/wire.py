@@ -8,12 +8,14 @@ name on both sides.  Add fields only at the end and bump ``WIRE_VERSION``;
 fields have defaults.
 
 ``chains`` (lists of site indexes, outermost first) is the one variable-length
-record and stays a plain list of ints.
+record and stays a plain list of ints.  ``strings`` is a table of the file and
+function names of the frame samples (``Sample`` holds indexes into it).
+Version 2: samples name their file and function through ``strings``.
 """
 
 from typing import Any, Dict, Iterable, List, NamedTuple, Type, TypeVar
 
-WIRE_VERSION = 1
+WIRE_VERSION = 2
 
 
 class Step(NamedTuple):
@@ -92,8 +94,8 @@ class Sample(NamedTuple):
     """One frame sample of user code (main thread, or a DataLoader worker)."""
 
     time_ns: int
-    path: str
-    function: str
+    path: int  # index into ``strings``
+    function: int  # index into ``strings``
     line: int
 
 
