@@ -1,13 +1,19 @@
-"""What bounds the cost of a profiled run: the event cap, the step search."""
+"""What bounds the cost of a profiled run: the event cap, the step search, the one compressed trace."""
 
 from __future__ import annotations
 
+import gzip
+import json
+import os
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import torch
 
 from torchtriage.runtime.agent.collect import USER_SCOPE, Collector, EventType
+from torchtriage.runtime.agent.tracefile import TRACE_NAME, TraceWriter, cut_events, relabel_dataloader
+from torchtriage.runtime.trace import load_trace
 
 FUNCTION_SCOPE = torch._C._profiler.RecordScope.FUNCTION
 
@@ -54,3 +60,86 @@ def test_steps_are_found_near_the_agent_s_step_calls_or_by_a_full_search() -> No
     anywhere = Collector(None, "/no/agent")  # type: ignore[arg-type]
     anywhere.collect(steps_tree(), step_hints=[(10**12, 10**12 + 1)])  # a clock that disagrees: searched everywhere
     assert [s.index for s in near.steps] == [s.index for s in anywhere.steps] == [1, 2, 3, 4]
+
+
+# The layout kineto writes (torch 2.13), cut down to three events.
+KINETO = b"""{
+  "schemaVersion": 1,
+  "deviceProperties": [],
+  "baseTimeNanoseconds": 1000000000,
+  "traceEvents": [
+  {
+    "ph": "M", "name": "process_name", "pid": 7, "tid": 0,
+    "args": {
+      "name": "python"
+    }
+  },
+  {
+    "ph": "X",
+    "cat": "user_annotation",
+    "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+    "pid": 7,
+    "tid": 7,
+    "ts": 10.0,
+    "dur": 5.0
+    ,
+    "args": {
+      "External id": 2
+    }
+  },
+  {
+    "ph": "X",
+    "cat": "user_annotation",
+    "name": "ProfilerStep#1",
+    "pid": 7,
+    "tid": 7,
+    "ts": 2.0,
+    "dur": 50.0
+  },
+  {
+    "ph": "X",
+    "cat": "cpu_op",
+    "name": "aten::add",
+    "pid": 7,
+    "tid": 7,
+    "ts": 60.0,
+    "dur": 1.0
+  }
+  ],"traceName": "x.json" }"""
+
+
+def _events(text: bytes) -> list[dict[str, Any]]:
+    return json.loads(text)["traceEvents"]
+
+
+def test_the_loader_s_annotations_become_cpu_ops_for_torch_tb_profiler() -> None:
+    data = bytearray(KINETO)
+    assert relabel_dataloader(data) == 1 and len(data) == len(KINETO)  # same length: edited in place
+    cats = {e["name"]: e.get("cat") for e in _events(bytes(data))}
+    assert cats["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"] == "cpu_op"
+    assert cats["ProfilerStep#1"] == "user_annotation"  # steps stay annotations
+
+
+def test_a_cut_drops_the_events_that_start_after_it_and_keeps_metadata() -> None:
+    pieces = cut_events(KINETO, end_ns=1_000_000_000 + 30_000)  # 30 us after the base time
+    assert pieces is not None
+    events = _events(b"".join(pieces))
+    assert [e["name"] for e in events] == ["process_name", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "ProfilerStep#1"]
+    assert cut_events(b"not a kineto trace", 0) is None
+
+
+def test_the_trace_is_written_once_compressed_and_linked_into_tb(tmp_path: Path) -> None:
+    for cut in (None, 1_000_000_000 + 30_000):
+        run = tmp_path / ("cut" if cut else "whole")
+        run.mkdir()
+        writer = TraceWriter(str(run), "myrun")
+        Path(writer.raw).write_bytes(KINETO)
+        writer.start()
+        assert writer.finish(cut) is None
+        assert not os.path.exists(writer.raw)
+        trace = run / TRACE_NAME
+        [linked] = list((run / "tb" / "myrun").glob("*.pt.trace.json.gz"))
+        assert os.path.samefile(linked, trace)
+        names = [e["name"] for e in _events(gzip.decompress(trace.read_bytes()))]
+        assert ("aten::add" in names) == (cut is None)
+        assert len(load_trace(trace).events) == (3 if cut is None else 2)

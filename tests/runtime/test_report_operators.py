@@ -167,5 +167,5 @@ def test_a_real_run_fills_the_operator_table(tmp_path: Path) -> None:
     assert ops["aten::addmm"]["total_ms_per_step"] > ops["aten::addmm"]["self_ms_per_step"] > 0
     assert all(o["self_ms_per_step"] <= o["total_ms_per_step"] + 1e-3 for o in ops.values())
     assert 0.5 < sum(o["self_share"] for o in ops.values() if o["main_thread"]) <= 1.0 + 1e-3  # own times on one thread never overlap
-    for name in ("trace.json", "output.log", "agent.json", "profile.json"):
+    for name in ("trace.json.gz", "output.log", "agent.json", "profile.json"):
         assert f"href='{name}'" in (run_dir / "report.html").read_text(encoding="utf-8")

@@ -103,11 +103,11 @@ def test_narrow_consoles_put_the_source_under_its_numbers() -> None:
 
 
 def test_the_run_folder_lists_every_artefact_it_holds(tmp_path: Path) -> None:
-    for name in ("report.html", "report.json", "trace.json", "profile.json", "agent.json", "output.log"):
+    for name in ("report.html", "report.json", "trace.json.gz", "profile.json", "agent.json", "output.log"):
         (tmp_path / name).write_text("{}")
     (tmp_path / "tb").mkdir()
     out = text_of(render_summary(make_report(), tmp_path))
-    for name in ("report.html", "report.json", "trace.json", "tb/", "profile.json", "agent.json", "output.log"):
+    for name in ("report.html", "report.json", "trace.json.gz", "tb/", "profile.json", "agent.json", "output.log"):
         assert f"  {name}" in out, name
     assert f"tensorboard --logdir {tmp_path / 'tb'}" in out.replace("\n", "")
 

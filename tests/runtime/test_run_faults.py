@@ -34,7 +34,7 @@ def test_script_that_raises_keeps_partial_window_and_traceback(tmp_path: Path) -
     profile = load_profile(run)
     assert profile.status.status == "raised"
     assert "ValueError: boom at step 6" in profile.status.traceback and "faults.py" in profile.status.traceback
-    assert 1 <= len(profile.steps) < 10 and (run / "trace.json").exists()
+    assert 1 <= len(profile.steps) < 10 and (run / "trace.json.gz").exists()
     assert "boom at step 6" in proc.stderr
     report = json.loads((run / "report.json").read_text())
     assert report["bottleneck"]["kind"] == "none"  # no verdict from a cut-short window...

@@ -66,10 +66,12 @@ def profile_from_outcome(outcome: RunOutcome, options: RunOptions) -> ProfileDat
     raw["meta"].setdefault("argv", [str(options.script), *options.args])
     raw["meta"].setdefault("cwd", str(Path.cwd()))
     extra: dict[str, Any] = {"run_dir": str(options.out_dir), "output_log": str(outcome.log_path) if outcome.log_path else None}
-    trace = options.out_dir / "trace.json"
-    if trace.exists():
-        extra["trace"] = str(trace)
-        extra["tensorboard_logdir"] = str(options.out_dir / "tb")
+    for name in ("trace.json.gz", "trace.json"):  # trace.json: runs written before the trace was compressed
+        trace = options.out_dir / name
+        if trace.exists():
+            extra["trace"] = str(trace)
+            extra["tensorboard_logdir"] = str(options.out_dir / "tb")
+            break
     return build_profile(raw, status=status, extra=extra)
 
 

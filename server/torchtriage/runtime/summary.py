@@ -163,7 +163,7 @@ def _artefacts(run_dir: Path) -> list[RenderableType]:
 ARTEFACTS = (
     ("report.html", "the report: open it in a browser"),
     ("report.json", "the report as data (a stable schema)"),
-    ("trace.json", "Chrome trace: open it at ui.perfetto.dev"),
+    ("trace.json.gz", "Chrome trace: open it at ui.perfetto.dev"),
     ("tb/", "TensorBoard logdir: tensorboard --logdir {path}"),
     ("profile.json", "attributed data the report is built from"),
     ("agent.json", "raw records from the profiled process"),

@@ -1,4 +1,4 @@
-"""A typed, tolerant model of an exported chrome trace (``trace.json``).
+"""A typed, tolerant model of an exported chrome trace (``trace.json.gz`` or ``trace.json``).
 
 Used to check an export and to read what the in-process tree may lack (GPU
 kernels per step, when a recorded trace is analysed offline).  Events with
@@ -7,6 +7,7 @@ missing or odd fields are skipped, never fatal; nesting is not assumed.
 
 from __future__ import annotations
 
+import gzip
 import json
 from bisect import bisect_left
 from dataclasses import dataclass, field
@@ -74,8 +75,10 @@ def parse_events(raw: Iterable[Any]) -> tuple[list[TraceEvent], int]:
 
 
 def load_trace(path: Path) -> Trace:
-    """Read a chrome trace; raises ValueError when it is not one."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    """Read a chrome trace (gzip-compressed when its name ends in .gz); raises ValueError when it is not one."""
+    path = Path(path)
+    text = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    data = json.loads(text)
     raw = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(raw, list):
         raise ValueError(f"{path}: no traceEvents list")

@@ -2,17 +2,16 @@
 
 Lifecycle: install step detection, run the script with ``runpy``; the
 profiler follows its schedule; when the active window is saved the trace is
-exported, the event tree walked and ``agent.json`` written; then the process
-ends at once (``os._exit``) unless ``full`` is set.  A script that raises,
-exits or is terminated still gets whatever was recorded.
+exported (and compressed in a thread), the event tree walked and
+``agent.json`` written; then the process ends at once (``os._exit``) unless
+``full`` is set.  A script that raises, exits or is terminated still gets
+whatever was recorded.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import socket
 import sys
 import threading
 import time
@@ -28,6 +27,7 @@ from .wire import WIRE_VERSION, Sample
 from .collect import Collector
 from .sampler import FrameSampler
 from .steps import StepDetector, cuda_available
+from .tracefile import RAW_NAME, TraceWriter
 from .usercode import UserCode, default_roots
 from .workers import FLUSH_S, WorkerSampling
 
@@ -134,18 +134,21 @@ class Session:
 
     # -- outputs -------------------------------------------------------------
     def _save(self, prof: profile) -> None:
-        trace = os.path.join(self.out_dir, "trace.json")
+        timings: Dict[str, float] = {}
+        started = time.perf_counter()
+        writer: Optional[TraceWriter] = TraceWriter(self.out_dir, self.config.get("run_name", "run"))
         try:
-            prof.export_chrome_trace(trace)
-            tb_dir = os.path.join(self.out_dir, "tb", self.config.get("run_name", "run"))
-            os.makedirs(tb_dir, exist_ok=True)
-            shutil.copyfile(trace, os.path.join(tb_dir, f"{socket.gethostname()}.{os.getpid()}.pt.trace.json"))
+            prof.export_chrome_trace(os.path.join(self.out_dir, RAW_NAME))
+            writer.start()  # compresses while the tree is walked
         except Exception as exc:  # keep the attribution even if the export fails
             self.warnings.append(f"trace export failed: {exc}")
+            writer = None
+        timings["export_s"] = time.perf_counter() - started
         started = time.perf_counter()
         collector = Collector(self.user, self.agent_dir)
         collector.collect(prof.profiler.kineto_results.experimental_event_tree(), self.step_hints)
-        self.meta["collect_s"] = round(time.perf_counter() - started, 3)
+        timings["collect_s"] = time.perf_counter() - started
+        self.meta["events"] = collector.events
         self.raw = collector.result()
         strings: Dict[str, int] = {}
         self.raw["samples"] = _samples(self.sampler.samples, self.user.absolute, strings)
@@ -153,6 +156,14 @@ class Session:
             time.sleep(2 * FLUSH_S)  # let forked loader workers write their last samples
             self.raw["worker_samples"] = _samples(self.workers.samples(), self.user.absolute, strings)
         self.raw["strings"] = list(strings)
+        if writer is not None:
+            started = time.perf_counter()
+            warning = writer.finish()
+            if warning:
+                self.warnings.append(warning)
+            self.meta["trace_dataloader_events"] = writer.relabelled
+            timings["compress_wait_s"] = time.perf_counter() - started
+        self.meta.update({k: round(v, 3) for k, v in timings.items()})
 
     def _write_agent_json(self) -> None:
         data = dict(getattr(self, "raw", {}) or {})
