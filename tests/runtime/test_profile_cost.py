@@ -1,4 +1,4 @@
-"""What bounds the cost of a profiled run: the event cap, the step search, the one compressed trace."""
+"""What bounds the cost of a profiled run: the recorded window, the event cap, the step search, the one compressed trace."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import torch
 
 from torchtriage.runtime.agent.collect import USER_SCOPE, Collector, EventType
 from torchtriage.runtime.agent.tracefile import TRACE_NAME, TraceWriter, cut_events, relabel_dataloader
+from torchtriage.runtime.agent.window import Window
 from torchtriage.runtime.trace import load_trace
 
 FUNCTION_SCOPE = torch._C._profiler.RecordScope.FUNCTION
@@ -60,6 +61,40 @@ def test_steps_are_found_near_the_agent_s_step_calls_or_by_a_full_search() -> No
     anywhere = Collector(None, "/no/agent")  # type: ignore[arg-type]
     anywhere.collect(steps_tree(), step_hints=[(10**12, 10**12 + 1)])  # a clock that disagrees: searched everywhere
     assert [s.index for s in near.steps] == [s.index for s in anywhere.steps] == [1, 2, 3, 4]
+
+
+def test_the_window_follows_torch_s_schedule() -> None:
+    for skip_first, wait, warmup, active in [(1, 1, 2, 5), (0, 0, 0, 1), (3, 0, 1, 3), (1, 2, 0, 2)]:
+        ours = Window(skip_first, wait, warmup, active)
+        torch_s = torch.profiler.schedule(skip_first=skip_first, wait=wait, warmup=warmup, active=active, repeat=1)
+        assert [ours(step) for step in range(20)] == [torch_s(step) for step in range(20)]
+
+
+def _busy(calls: int) -> None:
+    for _ in range(calls):
+        abs(-1)
+
+
+def test_heavy_steps_get_a_shorter_window() -> None:
+    window = Window(skip_first=1, wait=1, warmup=2, active=5, max_events=3_000)
+    window.after_step(0)  # step 0 is skipped, step 1 waits: nothing counted yet
+    window.before_step()
+    window.after_step(1)  # the step before warm-up: its Python calls are counted
+    _busy(1_000)
+    window.before_step()
+    assert 1_000 <= window.events_per_step < 1_100
+    assert window.active == 2 and "recording 2 of the 5 steps" in (window.note() or "")
+    assert [window(step) for step in range(2, 7)] == [torch.profiler.ProfilerAction.WARMUP] * 2 + [
+        torch.profiler.ProfilerAction.RECORD, torch.profiler.ProfilerAction.RECORD_AND_SAVE, torch.profiler.ProfilerAction.NONE]
+
+
+def test_light_steps_and_no_limit_keep_the_window() -> None:
+    for max_events in (0, 10**6):
+        window = Window(skip_first=0, wait=1, warmup=1, active=5, max_events=max_events)
+        window.after_step(0)
+        _busy(100)
+        window.before_step()
+        assert window.active == 5 and window.note() is None
 
 
 # The layout kineto writes (torch 2.13), cut down to three events.

@@ -39,6 +39,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--timeout", type=float, help="stop the whole run after this many seconds")
     parser.add_argument("--no-step-timeout", type=float, default=120.0, help="give up if no step is seen in this many seconds")
     parser.add_argument("--sample-interval-ms", type=float, default=1.0, help="frame sampling period during recorded steps")
+    parser.add_argument(
+        "--max-events", type=int, default=300_000,
+        help="profiler events per run (default 300000): heavy steps get fewer recorded steps (at least one), "
+        "and steps past the limit are dropped; 0: no limit",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no script output")
     parser.add_argument(
         "--progress", choices=("bar", "json"), default="bar",
@@ -82,6 +87,7 @@ def run_profile(args: argparse.Namespace) -> int:
         script=args.script.resolve(), args=script_args, out_dir=run_dir, python=python, run_name=run_dir.name,
         skip_first=args.skip_first, wait=args.wait, warmup=args.warmup, active=args.active, device=args.device,
         full=args.full, timeout_s=args.timeout, no_step_timeout_s=args.no_step_timeout, sample_interval_ms=args.sample_interval_ms,
+        max_events=args.max_events,
     )
     with ProgressDisplay(args.active, enabled=not args.quiet, json_lines=args.progress == "json") as display:
         outcome = run_agent(options, on_event=display.handle, on_output=display.output)

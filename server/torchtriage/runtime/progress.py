@@ -59,6 +59,10 @@ class ProgressDisplay:
         elif kind == "step":
             phase = event.get("phase")
             step = event.get("step")
+            if isinstance(event.get("active"), int) and event["active"] >= 1 and not self.recorded:
+                self.active_steps = event["active"]  # the agent may record fewer steps than asked (heavy steps)
+                if self.task is not None:
+                    self.progress.update(self.task, total=self.active_steps)
             if phase == "recording":
                 self.recorded += 1
                 self.describe(f"recording step {min(self.recorded, self.active_steps)}/{self.active_steps}")

@@ -47,6 +47,7 @@ class RunOptions:
     timeout_s: Optional[float] = None
     no_step_timeout_s: Optional[float] = 60.0
     sample_interval_ms: float = 1.0
+    max_events: int = 300_000  # profiler events per run (fewer recorded steps when steps are heavy); 0: no limit
 
     def agent_config(self, progress_fd: int) -> dict[str, Any]:
         return {
@@ -59,6 +60,7 @@ class RunOptions:
             "device": self.device,
             "full": self.full,
             "sample_interval_s": self.sample_interval_ms / 1000.0,
+            "max_events": self.max_events,
             "progress_fd": progress_fd,
         }
 

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.profiler.python_tracer as python_tracer
-from torch.profiler import ProfilerAction, ProfilerActivity, profile, schedule
+from torch.profiler import ProfilerAction, ProfilerActivity, profile
 
 from .channel import Channel, write_json
 from .wire import WIRE_VERSION, Sample
@@ -29,9 +29,11 @@ from .sampler import FrameSampler
 from .steps import StepDetector, cuda_available
 from .tracefile import RAW_NAME, TraceWriter
 from .usercode import UserCode, default_roots
+from .window import Window
 from .workers import FLUSH_S, WorkerSampling
 
 RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+MAX_EVENTS = 300_000  # profiler events per run: the window is sized to it, the walk stops at it (whole steps); 0: no limit
 
 
 class Terminated(BaseException):
@@ -54,6 +56,8 @@ class Session:
         self.detector = StepDetector(self._on_step, self._on_mode)
         self.workers = WorkerSampling(self.out_dir, self.user.is_user, self.sampler.interval_s)
         self.prof: Optional[profile] = None
+        self.window = Window(config.get("skip_first", 1), config.get("wait", 1), config.get("warmup", 2), config.get("active", 5),
+                             int(config.get("max_events", MAX_EVENTS)))
         self.step_hints: List[Tuple[int, int]] = []  # clock readings around each prof.step() that began a recorded step
         self.steps_seen = 0
         self.saved = False
@@ -74,16 +78,9 @@ class Session:
         if self.device == "cuda":
             activities.append(ProfilerActivity.CUDA)
         python_tracer._prefix_regex = lambda: []  # absolute file names in the event tree
-        sched = schedule(
-            skip_first=self.config.get("skip_first", 1),
-            wait=self.config.get("wait", 1),
-            warmup=self.config.get("warmup", 2),
-            active=self.config.get("active", 5),
-            repeat=1,
-        )
         return profile(
             activities=activities,
-            schedule=sched,
+            schedule=self.window,
             on_trace_ready=self._on_trace_ready,
             record_shapes=False,
             profile_memory=True,
@@ -100,20 +97,26 @@ class Session:
         if prof is None or self.saved:
             return
         self.steps_seen += 1
+        self.window.before_step()  # a counted step ends: the window may get shorter
+        note = self.window.note()
+        if note and note not in self.warnings:
+            self.warnings.append(note)
         before = time.time_ns()
         prof.step()
         after = time.time_ns()
         if self.saved:
             return
+        self.window.after_step(prof.step_num)
         action = prof.current_action
         if action in RECORDING:
             self.step_hints.append((before, after))
             self.sampler.start()
         phase = {ProfilerAction.WARMUP: "warmup", ProfilerAction.NONE: "waiting"}.get(action, "recording")
-        self.channel.send("step", step=self.steps_seen, phase=phase, active=self.config.get("active", 5))
+        self.channel.send("step", step=self.steps_seen, phase=phase, active=self.window.active)
 
     def _on_trace_ready(self, prof: profile) -> None:
         self.sampler.stop()
+        self.window.stop()
         self.saved = True
         self.detector.uninstall()
         self.workers.uninstall()
@@ -145,10 +148,21 @@ class Session:
             writer = None
         timings["export_s"] = time.perf_counter() - started
         started = time.perf_counter()
-        collector = Collector(self.user, self.agent_dir)
+        collector = Collector(self.user, self.agent_dir, max_events=int(self.config.get("max_events", MAX_EVENTS)))
         collector.collect(prof.profiler.kineto_results.experimental_event_tree(), self.step_hints)
         timings["collect_s"] = time.perf_counter() - started
         self.meta["events"] = collector.events
+        self.meta["events_per_plain_step"] = self.window.events_per_step
+        self.meta["active_steps"] = self.window.active
+        cut_ns = None
+        if len(collector.steps) < collector.steps_recorded:
+            cut_ns = collector.steps[-1].end_ns
+            self.warnings.append(
+                f"the recorded window had more than {collector.max_events:,} profiler events: the report and the trace "
+                f"cover the first {len(collector.steps)} of {collector.steps_recorded} recorded steps "
+                f"({collector.steps_recorded - len(collector.steps)} dropped; --max-events raises the limit)"
+            )
+            self.meta["steps_dropped"] = collector.steps_recorded - len(collector.steps)
         self.raw = collector.result()
         strings: Dict[str, int] = {}
         self.raw["samples"] = _samples(self.sampler.samples, self.user.absolute, strings)
@@ -158,7 +172,7 @@ class Session:
         self.raw["strings"] = list(strings)
         if writer is not None:
             started = time.perf_counter()
-            warning = writer.finish()
+            warning = writer.finish(cut_ns)
             if warning:
                 self.warnings.append(warning)
             self.meta["trace_dataloader_events"] = writer.relabelled
@@ -227,6 +241,7 @@ class Session:
     def _finish(self) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         self.finishing = True
+        self.window.stop()
         self.detector.uninstall()
         if not self.saved and self.prof is not None:
             recording = self.prof.current_action in RECORDING
