@@ -25,4 +25,11 @@ def test_json_progress_reports_each_recorded_step(tmp_path: Path) -> None:
     assert [e["percentage"] for e in recording] == [25, 50, 75, 100]
     percentages = [e["percentage"] for e in events]
     assert percentages == sorted(percentages)
+    # after the window: each stage of the analysis is named (added fields; message and percentage as before)
+    stages = [e["stage"] for e in events if "stage" in e]
+    for stage in ("stopping the profiler", "exporting the trace", "attributing events to lines", "writing agent.json",
+                  "attributing the recorded time to lines", "writing report.json and report.html"):
+        assert stage in stages, stages
+    walked = [e for e in events if e.get("stage") == "attributing events to lines"]
+    assert all(0 <= e["stage_percentage"] <= 100 and e["message"].startswith("analysing: ") for e in walked)
     assert "\\r" not in done.stdout and "━" not in done.stdout  # no progress bar mixed in

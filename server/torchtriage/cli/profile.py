@@ -91,8 +91,7 @@ def run_profile(args: argparse.Namespace) -> int:
     )
     with ProgressDisplay(args.active, enabled=not args.quiet, json_lines=args.progress == "json") as display:
         outcome = run_agent(options, on_event=display.handle, on_output=display.output)
-        display.describe("writing the report")
-        run = finish_run(outcome, options)
+        run = finish_run(outcome, options, on_stage=display.stage)
     _print_result(run.profile, run.report, run_dir, args.quiet)
     if run.could_not_run:
         return EXIT_CANNOT_RUN

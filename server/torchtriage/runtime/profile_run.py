@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ..findings import Finding
 from .attribution import build_profile
@@ -89,19 +89,29 @@ def static_findings(profile: ProfileData) -> list[Finding]:
     return findings
 
 
-def write_outputs(profile: ProfileData, run_dir: Path) -> Optional[dict[str, Any]]:
+StageCallback = Callable[[str], None]
+
+
+def write_outputs(profile: ProfileData, run_dir: Path, on_stage: Optional[StageCallback] = None) -> Optional[dict[str, Any]]:
     """profile.json, then report.json and report.html; returns the report (None when the report failed)."""
+    stage = on_stage or (lambda _: None)
     run_dir.mkdir(parents=True, exist_ok=True)
     profile.save(run_dir / "profile.json")
     try:
-        return write_reports(profile, run_dir, static_findings(profile)).report
+        stage("checking the hot files for static findings")
+        findings = static_findings(profile)
+        stage("writing report.json and report.html")
+        return write_reports(profile, run_dir, findings).report
     except Exception as exc:  # a report bug must not lose the profile
         profile.warnings.append(f"report failed: {type(exc).__name__}: {exc}")
         profile.save(run_dir / "profile.json")
         return None
 
 
-def finish_run(outcome: RunOutcome, options: RunOptions) -> ProfiledRun:
-    """Attribute, diagnose and write the run folder for one finished child process."""
+def finish_run(outcome: RunOutcome, options: RunOptions, on_stage: Optional[StageCallback] = None) -> ProfiledRun:
+    """Attribute, diagnose and write the run folder for one finished child process; ``on_stage``
+    hears the name of each stage as it starts."""
+    if on_stage is not None:
+        on_stage("attributing the recorded time to lines")
     profile = profile_from_outcome(outcome, options)
-    return ProfiledRun(outcome, profile, write_outputs(profile, options.out_dir))
+    return ProfiledRun(outcome, profile, write_outputs(profile, options.out_dir, on_stage))

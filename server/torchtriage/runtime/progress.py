@@ -1,4 +1,12 @@
-"""A rich progress display fed by the agent's JSON events (phase and step)."""
+"""A rich progress display fed by the agent's JSON events (phase and step).
+
+After the window, the agent announces each stage of its work (``phase``
+events with a ``stage`` and, while it walks the event tree, a ``fraction``)
+and the host adds its own (``stage``); the bar then follows the stage.  In
+``--progress json`` mode such lines carry ``stage`` and, when known,
+``stage_percentage`` beside the contract's ``message`` and ``percentage``
+(which stays at the recording's percentage).
+"""
 
 from __future__ import annotations
 
@@ -37,13 +45,25 @@ class ProgressDisplay:
     def __exit__(self, *exc: Any) -> None:
         self.progress.stop()
 
-    def describe(self, text: str) -> None:
+    def describe(self, text: str, stage: Optional[str] = None, fraction: Optional[float] = None) -> None:
         if self.task is not None:
-            self.progress.update(self.task, description=text)
+            if stage is None:
+                self.progress.update(self.task, description=text)
+            else:  # the bar follows the stage: its fraction, or an empty bar while unknown
+                self.progress.update(self.task, description=text, total=100, completed=int(100 * (fraction or 0.0)))
         if self.json_lines:
             percentage = int(100 * min(self.recorded, self.active_steps) / self.active_steps)
-            line = json.dumps({"event": "progress", "message": text, "percentage": percentage})
-            print(line, file=sys.stdout, flush=True)
+            payload: dict[str, Any] = {"event": "progress", "message": text, "percentage": percentage}
+            if stage is not None:
+                payload["stage"] = stage
+                if fraction is not None:
+                    payload["stage_percentage"] = int(100 * min(1.0, max(0.0, fraction)))
+            print(json.dumps(payload), file=sys.stdout, flush=True)
+
+    def stage(self, stage: str, fraction: Optional[float] = None) -> None:
+        """A stage of the work after the window (the agent's or the host's)."""
+        text = f"analysing: {stage}" + (f" ({int(100 * fraction)} %)" if fraction is not None else "")
+        self.describe(text, stage=stage, fraction=fraction)
 
     def handle(self, event: dict[str, Any]) -> None:
         """Update from one agent event."""
@@ -53,7 +73,11 @@ class ProgressDisplay:
             if phase == "running":
                 self.describe(f"running on {event.get('device', '?')}, waiting for the first step")
             elif phase == "analysing":
-                self.describe("analysing the recorded steps")
+                if event.get("stage"):
+                    fraction = event.get("fraction")
+                    self.stage(str(event["stage"]), float(fraction) if isinstance(fraction, (int, float)) else None)
+                else:
+                    self.describe("analysing the recorded steps")
         elif kind == "mode":
             self.describe(f"steps detected by {event.get('mode')}")
         elif kind == "step":

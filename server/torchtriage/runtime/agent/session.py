@@ -5,7 +5,8 @@ profiler follows its schedule; when the active window is saved the trace is
 exported (and compressed in a thread), the event tree walked and
 ``agent.json`` written; then the process ends at once (``os._exit``) unless
 ``full`` is set.  A script that raises, exits or is terminated still gets
-whatever was recorded.
+whatever was recorded.  Each stage after the window is announced on the
+channel (``phase`` events with a ``stage`` and, while walking, a ``fraction``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .workers import FLUSH_S, WorkerSampling
 
 RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 MAX_EVENTS = 300_000  # profiler events per run: the window is sized to it, the walk stops at it (whole steps); 0: no limit
+PROGRESS_S = 0.5  # at most one progress event per this many seconds while walking
 
 
 class Terminated(BaseException):
@@ -59,6 +61,8 @@ class Session:
         self.window = Window(config.get("skip_first", 1), config.get("wait", 1), config.get("warmup", 2), config.get("active", 5),
                              int(config.get("max_events", MAX_EVENTS)))
         self.step_hints: List[Tuple[int, int]] = []  # clock readings around each prof.step() that began a recorded step
+        self._progress_at = 0.0
+        self._stopping_at = 0.0
         self.steps_seen = 0
         self.saved = False
         self.finishing = False
@@ -101,6 +105,9 @@ class Session:
         note = self.window.note()
         if note and note not in self.warnings:
             self.warnings.append(note)
+        if prof.current_action == ProfilerAction.RECORD_AND_SAVE:  # this step() ends the window
+            self._stage("stopping the profiler")
+            self._stopping_at = time.perf_counter()
         before = time.time_ns()
         prof.step()
         after = time.time_ns()
@@ -120,7 +127,8 @@ class Session:
         self.saved = True
         self.detector.uninstall()
         self.workers.uninstall()
-        self.channel.send("phase", phase="analysing")
+        if self._stopping_at:
+            self.meta["stop_s"] = round(time.perf_counter() - self._stopping_at, 3)
         previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
         try:
             self._save(prof)
@@ -136,9 +144,23 @@ class Session:
             os._exit(0)
 
     # -- outputs -------------------------------------------------------------
+    def _stage(self, stage: str, fraction: Optional[float] = None) -> None:
+        """Announce a stage of the work after the window (with how far it is, when known)."""
+        fields: Dict[str, Any] = {"phase": "analysing", "stage": stage}
+        if fraction is not None:
+            fields["fraction"] = round(fraction, 3)
+        self.channel.send("phase", **fields)
+
+    def _walked(self, fraction: float) -> None:
+        now = time.monotonic()
+        if now - self._progress_at >= PROGRESS_S:
+            self._progress_at = now
+            self._stage("attributing events to lines", fraction)
+
     def _save(self, prof: profile) -> None:
         timings: Dict[str, float] = {}
         started = time.perf_counter()
+        self._stage("exporting the trace")
         writer: Optional[TraceWriter] = TraceWriter(self.out_dir, self.config.get("run_name", "run"))
         try:
             prof.export_chrome_trace(os.path.join(self.out_dir, RAW_NAME))
@@ -148,7 +170,8 @@ class Session:
             writer = None
         timings["export_s"] = time.perf_counter() - started
         started = time.perf_counter()
-        collector = Collector(self.user, self.agent_dir, max_events=int(self.config.get("max_events", MAX_EVENTS)))
+        self._stage("attributing events to lines", 0.0)
+        collector = Collector(self.user, self.agent_dir, max_events=int(self.config.get("max_events", MAX_EVENTS)), progress=self._walked)
         collector.collect(prof.profiler.kineto_results.experimental_event_tree(), self.step_hints)
         timings["collect_s"] = time.perf_counter() - started
         self.meta["events"] = collector.events
@@ -172,6 +195,7 @@ class Session:
         self.raw["strings"] = list(strings)
         if writer is not None:
             started = time.perf_counter()
+            self._stage("compressing the trace")
             warning = writer.finish(cut_ns)
             if warning:
                 self.warnings.append(warning)
@@ -199,6 +223,7 @@ class Session:
         data["wire_version"] = WIRE_VERSION
         data["status"] = self.status
         data["warnings"] = self.warnings
+        self._stage("writing agent.json")
         write_json(os.path.join(self.out_dir, "agent.json"), data)
 
     # -- running -------------------------------------------------------------
@@ -247,6 +272,8 @@ class Session:
             recording = self.prof.current_action in RECORDING
             if recording:
                 self.warnings.append("the script ended before the active window was complete: the report covers the steps recorded so far")
+                self._stage("stopping the profiler")
+                self._stopping_at = time.perf_counter()
             try:
                 self.prof.stop()  # saves a partial window through on_trace_ready when recording
             except Exception as exc:
