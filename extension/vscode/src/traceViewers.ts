@@ -22,7 +22,7 @@ async function exists(file: string): Promise<boolean> {
 }
 
 export async function traceFile(last: LastProfile): Promise<string | undefined> {
-  const candidates = [...(last.report.trace?.chrome_traces ?? []), path.join(path.dirname(last.payload.reportPath), "trace.json")];
+  const candidates = [...(last.report.trace?.chrome_traces ?? []), path.join(path.dirname(last.payload.reportPath), "trace.json.gz"), path.join(path.dirname(last.payload.reportPath), "trace.json")];
   for (const candidate of candidates) if (await exists(candidate)) return candidate;
   return undefined;
 }
@@ -30,7 +30,7 @@ export async function traceFile(last: LastProfile): Promise<string | undefined> 
 export async function openPerfetto(last: LastProfile): Promise<void> {
   const trace = await traceFile(last);
   if (!trace) {
-    void vscode.window.showErrorMessage("torchtriage: this run has no trace file (trace.json) to open.");
+    void vscode.window.showErrorMessage("torchtriage: this run has no trace file (trace.json.gz) to open.");
     return;
   }
   await vscode.env.clipboard.writeText(trace);
