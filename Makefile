@@ -81,3 +81,23 @@ test: install system-deps
 
 bench: install
 	$(PYTHON) bench/run_all.py
+
+# JupyterLab host (extension/jupyterlab): npm deps, the prebuilt labextension (built into
+# server/torchtriage/jupyter/labextension, which the wheel ships; never committed), then its tests.
+# @jupyterlab/builder reads only @jupyterlab/core-meta's package.json; core-meta's own dependencies are not
+# needed, and some of them are missing from the npm mirror this was built against, so it is unpacked, not installed.
+JLAB := extension/jupyterlab
+CORE_META ?= 4.6.4
+.PHONY: labextension test-jupyter
+
+labextension: install
+	cd $(JLAB) && npm install --no-workspaces --no-package-lock --no-audit --no-fund --loglevel=error
+	@if [ ! -f $(JLAB)/node_modules/@jupyterlab/core-meta/package.json ]; then \
+		tmp=$$(mktemp -d) && (cd $$tmp && npm pack --silent @jupyterlab/core-meta@$(CORE_META) >/dev/null) && \
+		mkdir -p $(JLAB)/node_modules/@jupyterlab/core-meta && \
+		tar -xzf $$tmp/*.tgz -C $(JLAB)/node_modules/@jupyterlab/core-meta --strip-components=1 && rm -rf $$tmp; \
+	fi
+	cd $(JLAB) && PATH="$(abspath $(SCRIPTS)):$$PATH" npm run build
+
+test-jupyter: labextension system-deps
+	PATH="$(SCRIPTS):$$PATH" $(PYTHON) -m pytest -q -p no:cacheprovider tests/jupyter
