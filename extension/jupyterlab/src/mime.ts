@@ -74,7 +74,7 @@ export function renderPayload(host: HTMLElement, payload: Payload): void {
     header.appendChild(el('th', '', title));
   }
   table.appendChild(header);
-  for (const spot of report.hotspots.slice(0, 8)) {
+  for (const spot of report.hotspots.filter(h => h.share >= 0.005).slice(0, 8)) {
     const row = el('tr', 'tt-hotline');
     row.appendChild(el('td', 'tt-num', pct(spot.share)));
     row.appendChild(el('td', 'tt-num', spot.self_ms_per_step.toFixed(2)));
