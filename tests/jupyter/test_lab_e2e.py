@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from urllib.request import urlopen
 
 from lab_support import BUILT, REPO, Lab
 
@@ -59,3 +60,32 @@ def test_diagnostics_profile_report_and_annotations_in_jupyterlab(tmp_path):
     print(json.dumps(seen, indent=1))
     if os.environ.get("TT_SCREENSHOTS"):
         shutil.copy(out / "notebook.png", Path(os.environ["TT_SCREENSHOTS"]) / "jupyterlab-profile.png")
+
+
+# pylsp ranked first: jupyterlab-lsp serves the notebook with pylsp (completion, hover...), and the
+# labextension's own client shows torchtriage's diagnostics beside it.
+PYLSP_FIRST = {"@jupyter-lsp/jupyterlab-lsp:plugin": {"language_servers": {"pylsp": {"priority": 100, "serverSettings": {}}}}}
+
+
+def test_diagnostics_beside_pylsp(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    shutil.copy(REPO / "examples" / "notebook_training.ipynb", root / "notebook_training.ipynb")
+    out = tmp_path / "screens"
+    out.mkdir()
+    lab = Lab(tmp_path / "lab", root, PYLSP_FIRST)
+    try:
+        env = dict(os.environ, LAB_URL=lab.url, LAB_TOKEN=lab.token, NOTEBOOK="notebook_training.ipynb", OUT=str(out),
+                   CHROMIUM=CHROMIUM, DIAGNOSTIC=".tt-diagnostic", ONLY_DIAGNOSTICS="1")
+        result = subprocess.run([NODE, str(JLAB / "e2e" / "run.mjs")], env=env, capture_output=True, text=True, timeout=300)
+        status = json.loads(urlopen(f"{lab.url}lsp/status?token={lab.token}", timeout=10).read())
+    finally:
+        lab.close()
+    lines = [l for l in result.stdout.splitlines() if l.startswith("{")]
+    seen = json.loads(lines[-1]) if lines else {}
+    assert result.returncode == 0, f"{seen} (screenshots in {out}; lab log {lab.log_path}; stderr: {result.stderr[-1500:]})"
+    titles = " ".join(seen["titles"])
+    assert "TT102" in titles and "TT201" in titles, seen
+    # jupyterlab-lsp talked to pylsp, our client to torchtriage (the browser has gone: no handler is left).
+    assert status["sessions"]["pylsp"]["last_handler_message_at"], status["sessions"]["pylsp"]
+    assert status["sessions"]["torchtriage"]["last_server_message_at"], status["sessions"]["torchtriage"]

@@ -81,6 +81,11 @@ def test_every_route_refuses_requests_without_a_token(jp_asyncio_loop, jp_fetch,
             assert code in (401, 403), (name, method, code)
 
 
+def test_root_is_the_server_root_as_a_file_uri(jp_asyncio_loop, jp_fetch, jp_root_dir):
+    run = jp_asyncio_loop.run_until_complete
+    assert json.loads(run(jp_fetch("torchtriage", "root")).body) == {"root_uri": jp_root_dir.resolve().as_uri()}
+
+
 def test_rules_carry_their_explanation(jp_asyncio_loop, jp_fetch):
     run = jp_asyncio_loop.run_until_complete
     rules = json.loads((run(jp_fetch("torchtriage", "rules"))).body)

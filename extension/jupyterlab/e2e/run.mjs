@@ -7,6 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const { LAB_URL, LAB_TOKEN, NOTEBOOK, OUT } = process.env;
+// jupyterlab-lsp draws diagnostics as CodeMirror lint ranges; beside another Python server, our own client
+// draws them as .tt-diagnostic marks.
+const DIAGNOSTIC = process.env.DIAGNOSTIC || '.cm-lintRange';
+const ONLY_DIAGNOSTICS = process.env.ONLY_DIAGNOSTICS === '1';
 const STEP_MS = Number(process.env.STEP_MS || 90000);
 const seen = {};
 
@@ -42,14 +46,22 @@ await step('opened', async () => {
 });
 
 await step('diagnostics_in_loop_cell', async () => {
-  // jupyterlab-lsp draws diagnostics as CodeMirror lint ranges; TT102/TT201 are in the loop (cell 2).
-  await cells.nth(2).locator('.cm-lintRange').first().waitFor();
-  seen.lint_ranges_cell1 = await cells.nth(1).locator('.cm-lintRange').count();
-  seen.lint_ranges_cell2 = await cells.nth(2).locator('.cm-lintRange').count();
+  // TT102/TT201 are in the loop (cell 2).
+  await cells.nth(2).locator(DIAGNOSTIC).first().waitFor();
+  seen.lint_ranges_cell1 = await cells.nth(1).locator(DIAGNOSTIC).count();
+  seen.lint_ranges_cell2 = await cells.nth(2).locator(DIAGNOSTIC).count();
+  seen.titles = await cells.nth(2).locator(DIAGNOSTIC).evaluateAll(els => els.map(e => e.getAttribute('title') || ''));
 });
 
+if (ONLY_DIAGNOSTICS) {
+  await page.screenshot({ path: join(OUT, 'diagnostics.png') });
+  console.log(JSON.stringify(seen));
+  await browser.close();
+  process.exit(0);
+}
+
 await step('diagnostic_message', async () => {
-  await cells.nth(2).locator('.cm-lintRange').first().hover();
+  await cells.nth(2).locator(DIAGNOSTIC).first().hover();
   const tooltip = page.locator('.cm-tooltip-lint, .cm-diagnostic').first();
   await tooltip.waitFor({ timeout: 15000 });
   seen.tooltip = (await tooltip.innerText()).slice(0, 300);

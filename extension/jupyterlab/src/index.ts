@@ -2,7 +2,8 @@
  * torchtriage in JupyterLab: "Profile this cell" (toolbar button, command palette, cell context
  * menu) runs the cell under %%torchtriage in the live kernel; the profile's hot lines are drawn on
  * the cell's editor; a side panel lists the runs.  The report itself is drawn by the mime renderer
- * (mime.ts).  Diagnostics come from `torchtriage lsp` through jupyter-lsp / jupyterlab-lsp.
+ * (mime.ts).  Diagnostics come from `torchtriage lsp` through jupyter-lsp: shown by jupyterlab-lsp when it
+ * serves torchtriage, else by diagnostics.ts beside the Python server jupyterlab-lsp chose.
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, ToolbarButton } from '@jupyterlab/apputils';
@@ -10,11 +11,13 @@ import { Cell, CodeCell } from '@jupyterlab/cells';
 import { CodeMirrorEditor } from '@jupyterlab/codemirror';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { OutputArea } from '@jupyterlab/outputarea';
+import { ILSPDocumentConnectionManager } from '@jupyterlab/lsp';
 import { EditorView } from '@codemirror/view';
 
 import { hotLines, marksFor, setMarks } from './annotations';
 import { MIME_TYPE, Payload } from './payload';
-import { RunsPanel } from './runs';
+import { RunsPanel, requestAPI } from './runs';
+import { NotebookDiagnostics, SERVER_ID } from './diagnostics';
 
 export const COMMAND = 'torchtriage:profile-cell';
 const LOAD = 'import torchtriage as _torchtriage; _torchtriage.load_ipython_extension(get_ipython()); del _torchtriage';
@@ -88,13 +91,33 @@ async function profileCell(panel: NotebookPanel, cell: CodeCell, runs: RunsPanel
   void runs.refresh();
 }
 
+/**
+ * Whether torchtriage's diagnostics need our own client: jupyter-lsp runs torchtriage, but
+ * jupyterlab-lsp serves python notebooks with another (higher or equally ranked) server.
+ */
+async function besideOtherServer(lsp: ILSPDocumentConnectionManager | null): Promise<boolean> {
+  if (!lsp) {
+    return true; // no jupyterlab-lsp front end: diagnostics only come from us
+  }
+  const manager = lsp.languageServerManager;
+  await manager.ready;
+  const servers = manager.getMatchingServers({ language: 'python' }) as string[];
+  return servers.includes(SERVER_ID) && servers[0] !== SERVER_ID;
+}
+
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'torchtriage-jupyterlab:plugin',
   description: 'Profile notebook cells with torchtriage in the live kernel and annotate their hot lines.',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ICommandPalette, ILayoutRestorer],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker, palette: ICommandPalette | null, restorer: ILayoutRestorer | null) => {
+  optional: [ICommandPalette, ILayoutRestorer, ILSPDocumentConnectionManager],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    palette: ICommandPalette | null,
+    restorer: ILayoutRestorer | null,
+    lsp: ILSPDocumentConnectionManager | null
+  ) => {
     const annotator = new Annotator();
     const runs = new RunsPanel();
     app.shell.add(runs, 'right', { rank: 900 });
@@ -135,6 +158,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
       };
       panel.content.model?.cells.changed.connect(() => setTimeout(watchAll, 0));
       void panel.revealed.then(watchAll);
+      void besideOtherServer(lsp).then(async needed => {
+        if (needed) {
+          const { root_uri } = await requestAPI<{ root_uri: string }>('root');
+          new NotebookDiagnostics(panel, root_uri).start();
+        }
+      });
     });
   }
 };

@@ -2,6 +2,7 @@
 
 | route | method | what |
 |---|---|---|
+| ``root`` | GET | the server root as a ``file://`` URI (the LSP client's rootUri) |
 | ``rules`` | GET | every rule: code, name, severity, category, summary, explanation (Markdown) |
 | ``runs`` | GET | run folders under the server root, newest first, with their verdicts |
 | ``report?path=REL`` | GET | one run's report.json (``path``: the run folder, relative to the root) |
@@ -47,6 +48,13 @@ class _Base(APIHandler):
 
     def relative(self, path: Path) -> str:
         return path.resolve().relative_to(self.root.resolve()).as_posix()
+
+
+class RootHandler(_Base):
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        self.finish(json.dumps({"root_uri": self.root.resolve().as_uri()}))
 
 
 class RulesHandler(_Base):
@@ -117,7 +125,7 @@ def _summary(relative: str, folder: Path, report: dict[str, Any]) -> dict[str, A
     }
 
 
-ROUTES = [("rules", RulesHandler), ("runs", RunsHandler), ("report", ReportHandler), ("tensorboard", TensorBoardHandler)]
+ROUTES = [("root", RootHandler), ("rules", RulesHandler), ("runs", RunsHandler), ("report", ReportHandler), ("tensorboard", TensorBoardHandler)]
 
 
 def setup_handlers(server_app: Any) -> list[tuple[str, Any]]:
