@@ -149,3 +149,20 @@ def test_language_server_spec_is_discovered_by_jupyter_lsp_beside_pylsp(jp_async
     assert specs["torchtriage"]["languages"] == ["python"]
     manager = jp_serverapp.language_server_manager
     assert manager.language_servers["torchtriage"]["argv"] == [sys.executable, "-m", "torchtriage", "lsp"]
+
+
+@pytest.mark.slow
+def test_tensorboard_starts_on_the_runs_logdir(jp_asyncio_loop, jp_fetch, jp_serverapp, jp_root_dir):
+    run = jp_asyncio_loop.run_until_complete
+    run_folder(jp_root_dir, "tb-run")
+    boards = jp_serverapp.web_app.settings["torchtriage_tensorboards"]
+    try:
+        reply = json.loads(run(jp_fetch("torchtriage", "tensorboard", method="POST",
+                                        body=json.dumps({"path": "notebooks/.torchtriage/runs/tb-run"}), request_timeout=90)).body)
+        assert reply["logdir"] == "notebooks/.torchtriage/runs/tb-run/tb"
+        from urllib.request import urlopen
+
+        with urlopen(reply["url"] + "data/logdir", timeout=10) as response:
+            assert json.loads(response.read())["logdir"].endswith("tb-run/tb")
+    finally:
+        boards.stop_all()
