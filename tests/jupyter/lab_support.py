@@ -48,7 +48,8 @@ class Lab:
         config.mkdir()
         (config / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": {"jpserver_extensions": {"torchtriage.jupyter": True}}}))
         settings_dir = base / "settings"
-        for plugin, values in (settings or {}).items():
+        quiet = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+        for plugin, values in {**quiet, **(settings or {})}.items():
             package, name = plugin.rsplit(":", 1)
             target = settings_dir / package / f"{name}.jupyterlab-settings"
             target.parent.mkdir(parents=True, exist_ok=True)

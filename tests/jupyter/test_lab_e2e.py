@@ -56,7 +56,7 @@ def test_diagnostics_profile_report_and_annotations_in_jupyterlab(tmp_path):
     assert "history.append(loss)" in seen["tooltip"] or "print" in seen["tooltip"], seen
     assert seen["verdict"] and seen["labels"] and all("%" in label and "ms" in label for label in seen["labels"]), seen
     assert any("print" in line or "loss" in line for line in seen["hot_lines"]), seen
-    assert seen["runs"], seen
+    assert seen["runs"] and seen["report_html"], seen
     print(json.dumps(seen, indent=1))
     if os.environ.get("TT_SCREENSHOTS"):
         shutil.copy(out / "notebook.png", Path(os.environ["TT_SCREENSHOTS"]) / "jupyterlab-profile.png")

@@ -116,6 +116,11 @@ def test_report_is_read_only_inside_the_root(jp_asyncio_loop, jp_fetch, jp_root_
         assert code == 403, (bad, code)
     code, _ = run(fetch_status(jp_fetch, "torchtriage", "report", params={"path": "notebooks"}))
     assert code == 404
+    (jp_root_dir / "notebooks/.torchtriage/runs/ok/report.html").write_text("<html><body>report</body></html>")
+    code, body = run(fetch_status(jp_fetch, "torchtriage", "html", params={"path": "notebooks/.torchtriage/runs/ok"}))
+    assert code == 200 and b"report" in body
+    code, _ = run(fetch_status(jp_fetch, "torchtriage", "html", params={"path": "link-out"}))
+    assert code == 403
 
 
 def test_writes_need_the_xsrf_token(jp_asyncio_loop, jp_fetch, jp_serverapp, jp_root_dir):

@@ -90,6 +90,9 @@ await step('runs_panel', async () => {
   await page.locator('.jp-SideBar [data-id="torchtriage-runs"], .jp-SideBar li[title*="torchtriage"]').first().click();
   await page.locator('#torchtriage-runs .tt-run').first().waitFor();
   seen.runs = await page.locator('#torchtriage-runs .tt-run-verdict').allInnerTexts();
+  const href = await page.locator('#torchtriage-runs .tt-run-report').first().getAttribute('href');
+  const response = await page.request.get(new URL(href, page.url()).toString());
+  seen.report_html = response.status() === 200 && (await response.text()).includes('<svg');
 });
 
 await cells.nth(2).scrollIntoViewIfNeeded();

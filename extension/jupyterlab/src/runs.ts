@@ -71,10 +71,41 @@ export class RunsPanel extends Widget {
         item.title = run.path;
         item.appendChild(name);
         item.appendChild(detail);
+        const actions = document.createElement('div');
+        actions.className = 'tt-run-actions';
+        const report = document.createElement('a');
+        report.className = 'tt-run-report';
+        report.textContent = 'report';
+        report.target = '_blank';
+        report.href = URLExt.join(ServerConnection.makeSettings().baseUrl, 'torchtriage', 'html') + `?path=${encodeURIComponent(run.path)}`;
+        const board = document.createElement('a');
+        board.className = 'tt-run-tensorboard';
+        board.textContent = 'TensorBoard';
+        board.href = '#';
+        board.onclick = event => {
+          event.preventDefault();
+          void this.tensorboard(run.path, board);
+        };
+        actions.appendChild(report);
+        actions.appendChild(document.createTextNode(' · '));
+        actions.appendChild(board);
+        item.appendChild(actions);
         this._list.appendChild(item);
       }
     } catch (error) {
       this._list.textContent = `Could not list runs: ${error}`;
+    }
+  }
+
+  /** Starts TensorBoard on the run's logdir on the server and opens it (a local server: its own port). */
+  async tensorboard(path: string, link: HTMLAnchorElement): Promise<void> {
+    link.textContent = 'TensorBoard (starting...)';
+    try {
+      const { url } = await requestAPI<{ url: string }>('tensorboard', { method: 'POST', body: JSON.stringify({ path }) });
+      link.textContent = 'TensorBoard';
+      window.open(url, '_blank');
+    } catch (error) {
+      link.textContent = `TensorBoard: ${error}`;
     }
   }
 

@@ -6,6 +6,7 @@
 | ``rules`` | GET | every rule: code, name, severity, category, summary, explanation (Markdown) |
 | ``runs`` | GET | run folders under the server root, newest first, with their verdicts |
 | ``report?path=REL`` | GET | one run's report.json (``path``: the run folder, relative to the root) |
+| ``html?path=REL`` | GET | that run's report.html (self-contained) |
 | ``tensorboard`` | POST ``{"path": REL}`` | start TensorBoard on the run's logdir; ``{"url", "pid"}`` |
 
 Every route needs jupyter-server's authentication and authorization
@@ -94,6 +95,18 @@ class ReportHandler(_Base):
         self.finish((folder / "report.json").read_text(encoding="utf-8"))
 
 
+class ReportHtmlHandler(_Base):
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        folder = self.run_dir(self.get_argument("path", ""))
+        page = folder / "report.html"
+        if not page.is_file():
+            raise web.HTTPError(404, "this run has no report.html")
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.finish(page.read_text(encoding="utf-8"))
+
+
 class TensorBoardHandler(_Base):
     @web.authenticated
     @authorized
@@ -125,7 +138,8 @@ def _summary(relative: str, folder: Path, report: dict[str, Any]) -> dict[str, A
     }
 
 
-ROUTES = [("root", RootHandler), ("rules", RulesHandler), ("runs", RunsHandler), ("report", ReportHandler), ("tensorboard", TensorBoardHandler)]
+ROUTES = [("root", RootHandler), ("rules", RulesHandler), ("runs", RunsHandler), ("report", ReportHandler),
+          ("html", ReportHtmlHandler), ("tensorboard", TensorBoardHandler)]
 
 
 def setup_handlers(server_app: Any) -> list[tuple[str, Any]]:
