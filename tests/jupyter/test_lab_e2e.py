@@ -63,7 +63,7 @@ def test_diagnostics_profile_report_and_annotations_in_jupyterlab(tmp_path):
 
 
 # pylsp ranked first: jupyterlab-lsp serves the notebook with pylsp (completion, hover...), and the
-# labextension's own client shows torchtriage's diagnostics beside it.
+# labextension's own client shows torchtriage's diagnostics beside it and applies its quick fixes.
 PYLSP_FIRST = {"@jupyter-lsp/jupyterlab-lsp:plugin": {"language_servers": {"pylsp": {"priority": 100, "serverSettings": {}}}}}
 
 
@@ -86,6 +86,7 @@ def test_diagnostics_beside_pylsp(tmp_path):
     assert result.returncode == 0, f"{seen} (screenshots in {out}; lab log {lab.log_path}; stderr: {result.stderr[-1500:]})"
     titles = " ".join(seen["titles"])
     assert "TT102" in titles and "TT201" in titles, seen
+    assert seen["fixed_line"].strip() == "history.append(loss.detach())", seen
     # jupyterlab-lsp talked to pylsp, our client to torchtriage (the browser has gone: no handler is left).
     assert status["sessions"]["pylsp"]["last_handler_message_at"], status["sessions"]["pylsp"]
     assert status["sessions"]["torchtriage"]["last_server_message_at"], status["sessions"]["torchtriage"]

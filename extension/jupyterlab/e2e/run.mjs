@@ -54,6 +54,17 @@ await step('diagnostics_in_loop_cell', async () => {
 });
 
 if (ONLY_DIAGNOSTICS) {
+  // Beside another server: our quick fix command on the `history.append(loss)` line (TT201).
+  await step('quick_fix', async () => {
+    await cells.nth(2).locator('.cm-line', { hasText: 'history.append(loss)' }).click();
+    await page.keyboard.press('Control+Shift+c');
+    const search = page.locator('.lm-CommandPalette-input');
+    await search.waitFor();
+    await search.fill('torchtriage quick fix');
+    await page.locator('.lm-CommandPalette-item', { hasText: 'Apply torchtriage quick fix' }).first().click();
+    await cells.nth(2).locator('.cm-line', { hasText: 'history.append(loss.detach())' }).waitFor({ timeout: 30000 });
+    seen.fixed_line = await cells.nth(2).locator('.cm-line', { hasText: 'history.append(' }).innerText();
+  });
   await page.screenshot({ path: join(OUT, 'diagnostics.png') });
   console.log(JSON.stringify(seen));
   await browser.close();

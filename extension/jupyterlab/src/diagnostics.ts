@@ -5,7 +5,8 @@
  * jedi-language-server... or torchtriage).  When another server wins, this client talks to
  * `torchtriage lsp` itself, through jupyter-lsp's websocket (`/lsp/ws/torchtriage`, the same
  * proxy and auth), syncs the notebook as an LSP 3.17 notebook document and draws the
- * diagnostics on the cells (CodeMirror 6 mark decorations; hover shows code and message).
+ * diagnostics on the cells (CodeMirror 6 mark decorations; hover shows code and message);
+ * `fixLine` applies the server's quick fix for a line (textDocument/codeAction).
  * When torchtriage is jupyterlab-lsp's server, jupyterlab-lsp shows them and this stays idle.
  */
 import { RangeSetBuilder, StateEffect, StateField, Extension } from '@codemirror/state';
@@ -168,6 +169,31 @@ export class NotebookDiagnostics {
     this._open = true;
   }
 
+  /** Apply the first quick fix the server offers for a diagnostic on this (0-based) line; false if none. */
+  async fixLine(cell: Cell, line: number): Promise<boolean> {
+    const uri = this.cellUri(cell);
+    const diagnostics = (this._diagnostics.get(uri) ?? []).filter(d => d.range.start.line <= line && line <= d.range.end.line);
+    if (!diagnostics.length) {
+      return false;
+    }
+    const actions: any[] =
+      (await this._request('textDocument/codeAction', {
+        textDocument: { uri },
+        range: diagnostics[0].range,
+        context: { diagnostics, only: ['quickfix'] }
+      })) ?? [];
+    for (const action of actions) {
+      const resolved = action.edit || !action.data ? action : await this._request('codeAction/resolve', action);
+      const edits = resolved?.edit?.changes?.[uri] ??
+        (resolved?.edit?.documentChanges ?? []).filter((c: any) => c.textDocument?.uri === uri).flatMap((c: any) => c.edits);
+      if (action.kind?.startsWith('quickfix') && edits?.length) {
+        applyEdits(cell, edits);
+        return true;
+      }
+    }
+    return false;
+  }
+
   private _receive(message: any): void {
     if (message.id !== undefined && this._pending.has(message.id)) {
       this._pending.get(message.id)!(message.result);
@@ -179,6 +205,7 @@ export class NotebookDiagnostics {
       return;
     }
     if (message.method === 'textDocument/publishDiagnostics') {
+      this._diagnostics.set(message.params.uri, message.params.diagnostics);
       const cell = this._byUri.get(message.params.uri);
       const editor = cell?.editor;
       if (!cell || !(editor instanceof CodeMirrorEditor)) {
@@ -200,6 +227,25 @@ export class NotebookDiagnostics {
   private _version = 0;
   private _openCells: string[] = [];
   private _byUri = new Map<string, Cell>();
+  private _diagnostics = new Map<string, Diagnostic[]>();
   private _injected = new WeakSet<Cell>();
   private _timer: ReturnType<typeof setTimeout> | null = null;
+}
+
+/** LSP text edits (0-based line/character) applied to a cell's source, last first. */
+function applyEdits(cell: Cell, edits: { range: Diagnostic['range']; newText: string }[]): void {
+  const source = cell.model.sharedModel.getSource();
+  const starts = [0];
+  for (let i = 0; i < source.length; i++) {
+    if (source[i] === '\n') {
+      starts.push(i + 1);
+    }
+  }
+  const offset = (p: { line: number; character: number }) =>
+    p.line < starts.length ? Math.min(starts[p.line] + p.character, source.length) : source.length;
+  let text = source;
+  for (const edit of [...edits].sort((a, b) => offset(b.range.start) - offset(a.range.start))) {
+    text = text.slice(0, offset(edit.range.start)) + edit.newText + text.slice(offset(edit.range.end));
+  }
+  cell.model.sharedModel.setSource(text);
 }

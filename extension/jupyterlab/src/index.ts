@@ -20,6 +20,7 @@ import { RunsPanel, requestAPI } from './runs';
 import { NotebookDiagnostics, SERVER_ID } from './diagnostics';
 
 export const COMMAND = 'torchtriage:profile-cell';
+export const FIX_COMMAND = 'torchtriage:fix-line';
 const LOAD = 'import torchtriage as _torchtriage; _torchtriage.load_ipython_extension(get_ipython()); del _torchtriage';
 const MAGIC = '%%torchtriage';
 
@@ -119,6 +120,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     lsp: ILSPDocumentConnectionManager | null
   ) => {
     const annotator = new Annotator();
+    const clients = new WeakMap<NotebookPanel, NotebookDiagnostics>();
     const runs = new RunsPanel();
     app.shell.add(runs, 'right', { rank: 900 });
     if (restorer) {
@@ -138,9 +140,26 @@ const plugin: JupyterFrontEndPlugin<void> = {
         await profileCell(panel, cell, runs);
       }
     });
+    app.commands.addCommand(FIX_COMMAND, {
+      label: 'Apply torchtriage quick fix on this line',
+      caption: 'Beside another Python language server: apply the fix torchtriage offers for the line at the cursor',
+      isEnabled: () => !!tracker.currentWidget && clients.has(tracker.currentWidget),
+      execute: async () => {
+        const panel = tracker.currentWidget;
+        const cell = tracker.activeCell;
+        const client = panel ? clients.get(panel) : undefined;
+        if (!panel || !cell || !client) {
+          return;
+        }
+        const line = cell.editor?.getCursorPosition().line ?? 0;
+        await client.fixLine(cell, line);
+      }
+    });
     if (palette) {
       palette.addItem({ command: COMMAND, category: 'torchtriage' });
+      palette.addItem({ command: FIX_COMMAND, category: 'torchtriage' });
     }
+    app.contextMenu.addItem({ command: FIX_COMMAND, selector: '.jp-Notebook .jp-CodeCell', rank: 1 });
     app.contextMenu.addItem({ command: COMMAND, selector: '.jp-Notebook .jp-CodeCell', rank: 0 });
 
     tracker.widgetAdded.connect((_, panel) => {
@@ -161,7 +180,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
       void besideOtherServer(lsp).then(async needed => {
         if (needed) {
           const { root_uri } = await requestAPI<{ root_uri: string }>('root');
-          new NotebookDiagnostics(panel, root_uri).start();
+          const client = new NotebookDiagnostics(panel, root_uri);
+          clients.set(panel, client);
+          client.start();
         }
       });
     });
