@@ -99,5 +99,6 @@ labextension: install
 	fi
 	cd $(JLAB) && PATH="$(abspath $(SCRIPTS)):$$PATH" npm run build
 
+# TORCHTRIAGE_REQUIRE_LABEXTENSION: here a missing build fails the packaging and browser tests (elsewhere they skip).
 test-jupyter: labextension system-deps
-	PATH="$(SCRIPTS):$$PATH" $(PYTHON) -m pytest -q -p no:cacheprovider tests/jupyter
+	PATH="$(SCRIPTS):$$PATH" TORCHTRIAGE_REQUIRE_LABEXTENSION=1 $(PYTHON) -m pytest -q -p no:cacheprovider tests/jupyter

@@ -4,3 +4,4 @@ import pytest
 
 pytest.importorskip("jupyter_server")
 pytest.importorskip("ipykernel")
+

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from urllib.request import urlopen
 
+from build_support import needs_labextension
 from lab_support import BUILT, REPO, Lab
 
 JLAB = REPO / "extension" / "jupyterlab"
@@ -26,9 +27,13 @@ NODE = shutil.which("node")
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not Path(CHROMIUM).exists() or NODE is None, reason="needs node and Debian's chromium (make system-deps)"),
-    pytest.mark.skipif(not (JLAB / "node_modules" / "playwright-core").is_dir() or not (BUILT / "package.json").is_file(),
-                       reason="needs `make labextension` (npm deps and the built labextension)"),
 ]
+
+
+@pytest.fixture(autouse=True)
+def built():
+    needs_labextension((JLAB / "node_modules" / "playwright-core").is_dir() and (BUILT / "package.json").is_file(),
+                       "needs `make labextension` (npm deps and the built labextension)")
 
 # jupyterlab-lsp serves one language server per document, the highest rank; pylsp is installed too, and at
 # equal ranks it may win ("Two matching servers: pylsp and torchtriage have the same rank").

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from build_support import needs_labextension
+
 REPO = Path(__file__).resolve().parents[2]
 BUILT = REPO / "server" / "torchtriage" / "jupyter" / "labextension"
 NAME = "torchtriage-jupyterlab"
@@ -24,9 +26,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    assert (BUILT / "package.json").is_file() and list((BUILT / "static").glob("remoteEntry.*.js")), (
-        "the labextension is not built: run `make labextension`"
-    )
+    needs_labextension((BUILT / "package.json").is_file() and bool(list((BUILT / "static").glob("remoteEntry.*.js"))),
+                       "the labextension is not built: run `make labextension`")
     source = tmp_path_factory.mktemp("src")  # build from a copy: no build/ or egg-info in the checkout
     for name in ("pyproject.toml", "README.md", "jupyter-config"):
         (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, source / name)
