@@ -75,9 +75,10 @@ demo: install
 	$(PYTHON) -m torchtriage profile --out .torchtriage/runs/demo-slow_loader examples/slow_loader.py
 	@echo "Open .torchtriage/runs/demo-slow_loader/report.html to see the profile report."
 
-test: install system-deps
+# The labextension is built first so the Jupyter packaging and browser tests run (and fail if it is missing).
+test: install system-deps labextension
 	PATH="$(SCRIPTS):$$PATH" lint-imports --no-cache  # the layering contracts in pyproject.toml ([tool.importlinter])
-	PATH="$(SCRIPTS):$$PATH" $(PYTHON) -m pytest -n 2 -q -p no:cacheprovider
+	PATH="$(SCRIPTS):$$PATH" TORCHTRIAGE_REQUIRE_LABEXTENSION=1 $(PYTHON) -m pytest -n 2 -q -p no:cacheprovider
 	$(MAKE) --no-print-directory test-vscode
 
 bench: install
@@ -99,3 +100,24 @@ vscode-package: vscode-deps
 test-vscode: vscode-package
 	npm run --silent test:unit -w extension/vscode
 	TORCHTRIAGE_PYTHON=$(PYTHON) npm run --silent test:e2e -w extension/vscode
+
+# JupyterLab host (extension/jupyterlab): npm deps, the prebuilt labextension (built into
+# server/torchtriage/jupyter/labextension, which the wheel ships; never committed), then its tests.
+# @jupyterlab/builder reads only @jupyterlab/core-meta's package.json; core-meta's own dependencies are not
+# needed, and some of them are missing from the npm mirror this was built against, so it is unpacked, not installed.
+JLAB := extension/jupyterlab
+CORE_META ?= 4.6.4
+.PHONY: labextension test-jupyter
+
+labextension: install
+	cd $(JLAB) && npm install --no-workspaces --no-package-lock --no-audit --no-fund --loglevel=error
+	@if [ ! -f $(JLAB)/node_modules/@jupyterlab/core-meta/package.json ]; then \
+		tmp=$$(mktemp -d) && (cd $$tmp && npm pack --silent @jupyterlab/core-meta@$(CORE_META) >/dev/null) && \
+		mkdir -p $(JLAB)/node_modules/@jupyterlab/core-meta && \
+		tar -xzf $$tmp/*.tgz -C $(JLAB)/node_modules/@jupyterlab/core-meta --strip-components=1 && rm -rf $$tmp; \
+	fi
+	cd $(JLAB) && PATH="$(abspath $(SCRIPTS)):$$PATH" npm run build
+
+# TORCHTRIAGE_REQUIRE_LABEXTENSION: here a missing build fails the packaging and browser tests (elsewhere they skip).
+test-jupyter: labextension system-deps
+	PATH="$(SCRIPTS):$$PATH" TORCHTRIAGE_REQUIRE_LABEXTENSION=1 $(PYTHON) -m pytest -q -p no:cacheprovider tests/jupyter

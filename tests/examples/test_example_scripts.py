@@ -111,7 +111,7 @@ def _notebook_code() -> str:
 def test_notebook_has_magics_and_loader_then_loop():
     notebook = json.loads((EXAMPLES / "notebook_training.ipynb").read_text(encoding="utf-8"))
     code_cells = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
-    assert code_cells[0].startswith("%matplotlib inline") and "\n!pip " in code_cells[0]
+    assert code_cells[0].startswith("%load_ext torchtriage") and "\n!python " in code_cells[0]
     assert "DataLoader(" in code_cells[0] and "for xb, yb in loader" in code_cells[1]
 
 

@@ -1,0 +1,7 @@
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("jupyter_server")
+pytest.importorskip("ipykernel")
+

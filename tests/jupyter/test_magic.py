@@ -1,0 +1,202 @@
+"""``%%torchtriage`` and ``%torchtriage_check`` in a real ipykernel (jupyter_client; real torch, CPU)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernel_support import Kernel
+
+MIME = "application/vnd.torchtriage.profile+json"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("nb")
+    k = Kernel(folder)
+    assert k.run("%load_ext torchtriage").reply["status"] == "ok"
+    k.folder = folder
+    yield k
+    k.close()
+
+
+def cell(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def profile(kernel: Kernel, options: str, body: str, **kw):
+    out = kernel.run(f"%%torchtriage {options}\n" + cell(body), **kw)
+    assert out.reply["status"] == "ok", out.reply
+    return out, out.bundle(MIME)
+
+
+LOADER_CELL = """
+import time, torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+class Slow(Dataset):
+    def __len__(self):
+        return 4096
+    def __getitem__(self, i):
+        time.sleep(0.004)
+        return torch.randn(16), torch.tensor(i % 2)
+
+loader = DataLoader(Slow(), batch_size=4)
+model = nn.Linear(16, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for xb, yb in loader:
+    loss = nn.functional.cross_entropy(model(xb), yb)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_training_cell_gives_its_bottleneck_and_hot_line_in_cell_lines(kernel):
+    out, bundle = profile(kernel, "--active 3 --out run-loader", LOADER_CELL)
+    data = bundle[MIME]
+    report = data["report"]
+    assert data["status"]["status"] == "stopped_after_window"
+    assert report["step_detection"] == "optimizer" and report["steps_profiled"] == 3
+    assert report["bottleneck"]["kind"] == "data_loading", report["bottleneck"]
+    top = report["hotspots"][0]
+    # Line numbers are the cell's own: line 1 is the %%torchtriage line, so the sleep (body line 9) is on line 10.
+    assert (Path(top["path"]).name, top["line"], top["source"]) == (f"cell-{data['notebook']['execution_count']}.py", 10, "time.sleep(0.004)")
+    assert top["path"] == data["notebook"]["cell_path"]
+    assert data["notebook"]["first_line"] == 2
+    # Fallbacks for front ends without our renderer; the run folder is on disk.
+    assert "data loading" in bundle["text/plain"].lower() and "cell-" in bundle["text/plain"]
+    assert "<svg" in bundle["text/html"] and "torchtriage-report" in bundle["text/html"]
+    run_dir = Path(data["run_dir"])
+    assert run_dir == kernel.folder / "run-loader"
+    assert json.loads((run_dir / "report.json").read_text())["bottleneck"]["kind"] == "data_loading"
+    # The cell's state stays in the kernel.
+    assert kernel.run("print(type(model).__name__)").stdout.strip() == "Linear"
+
+
+def test_hot_code_defined_in_an_earlier_cell_names_that_cell(kernel):
+    defined = kernel.run(cell("""
+        import torch
+        def slow_features(x):
+            out = []
+            for row in x:
+                out.append(row.sum().item())
+            return torch.tensor(out)
+    """))
+    number = defined.reply["execution_count"]
+    _, bundle = profile(kernel, "--active 3", """
+        from torch import nn
+        model = nn.Linear(8, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for i in range(40):
+            x = torch.randn(256, 8)
+            loss = model(x).sum() + slow_features(x).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """)
+    data = bundle[MIME]
+    hot = data["report"]["hotspots"]
+    top = next(h for h in hot if h["source"] == "out.append(row.sum().item())")
+    assert top in hot[:3] and top["line"] == 5, hot[:3]
+    cells = {c["path"]: c["execution_count"] for c in data["notebook"]["cells"]}
+    assert cells[top["path"]] == number
+    assert f"is cell In [{number}]" in bundle["text/plain"]
+
+
+def test_cell_without_a_loop_is_one_step(kernel):
+    _, bundle = profile(kernel, "", """
+        import torch
+        a = torch.randn(256, 256)
+        b = a @ a
+        c = (b @ a).relu().sum()
+    """)
+    report = bundle[MIME]["report"]
+    assert bundle[MIME]["status"]["status"] == "completed"
+    assert report["steps_profiled"] == 1 and report["step_detection"] == "cell"
+    assert report["hotspots"], report
+
+
+def test_raising_cell_keeps_the_kernel_and_says_why(kernel):
+    out, bundle = profile(kernel, "--active 2 --full", """
+        import torch
+        w = torch.randn(8, 8, requires_grad=True)
+        opt = torch.optim.SGD([w], lr=0.1)
+        for step in range(50):
+            (w @ w).sum().backward()
+            opt.step()
+            if step == 20:
+                raise ValueError("bad batch at step 20")
+    """)
+    assert bundle[MIME]["status"] == {"status": "raised", "message": "ValueError: bad batch at step 20"}
+    assert bundle[MIME]["report"]["steps_profiled"] == 2  # the window recorded before the error is kept
+    assert "ValueError: bad batch at step 20" in out.stderr and "line 9" in out.stderr
+    assert "raised" in bundle["text/plain"]
+    assert kernel.alive()
+
+
+def test_interrupted_cell_keeps_the_recorded_window_and_the_kernel(kernel):
+    out, bundle = profile(kernel, "--active 2 --full", """
+        import time, torch
+        w = torch.randn(8, 8, requires_grad=True)
+        opt = torch.optim.SGD([w], lr=0.1)
+        while True:
+            (w @ w).sum().backward()
+            opt.step()
+            time.sleep(0.02)
+    """, interrupt_after=6.0)
+    data = bundle[MIME]
+    assert data["status"]["status"] == "interrupted" and "recorded window is kept" in data["status"]["message"]
+    assert data["report"]["steps_profiled"] == 2
+    assert "interrupted" in out.stderr
+    assert kernel.alive()
+
+
+def test_timeout_stops_the_cell_and_keeps_the_window(kernel):
+    out, bundle = profile(kernel, "--active 2 --full --timeout 4", """
+        import time, torch
+        w = torch.randn(8, 8, requires_grad=True)
+        opt = torch.optim.SGD([w], lr=0.1)
+        while True:
+            (w @ w).sum().backward()
+            opt.step()
+            time.sleep(0.02)
+    """)
+    data = bundle[MIME]
+    assert data["status"]["status"] == "timeout" and "--timeout 4.0 s" in data["status"]["message"]
+    assert data["report"]["steps_profiled"] == 2
+    assert kernel.alive()
+
+
+def test_bad_option_prints_usage_and_runs_nothing(kernel):
+    out = kernel.run("%%torchtriage --activ 3\nraise SystemExit")
+    assert out.reply["status"] == "ok" and "unknown options: --activ" in out.stderr and "--active" in out.stderr
+
+
+def test_check_lints_the_cells_run_so_far(kernel):
+    first = kernel.run(cell("""
+        import torch
+        w = torch.randn(4, requires_grad=True)
+        opt = torch.optim.SGD([w], lr=0.1)
+    """)).reply["execution_count"]
+    loop = kernel.run(cell("""
+        for step in range(3):
+            loss = (w * w).sum()
+            loss.backward()
+            opt.step()
+            print(loss)
+    """)).reply["execution_count"]
+    out = kernel.run("%torchtriage_check")
+    bundle = out.bundle("application/vnd.torchtriage.findings+json")
+    findings = bundle["application/vnd.torchtriage.findings+json"]["findings"]
+    assert {"code": "TT102", "execution_count": loop, "line": 5} in [
+        {"code": f["code"], "execution_count": f["execution_count"], "line": f["line"]} for f in findings
+    ]
+    assert f"In [{loop}] line 5: TT102" in bundle["text/plain"]
+    assert first < loop
