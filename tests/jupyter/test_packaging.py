@@ -57,7 +57,8 @@ def test_after_pip_install_jupyter_lists_both_extensions_enabled(wheel, tmp_path
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                capture_output=True, text=True, check=True).stdout.strip())
     (site / "outer.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--prefix", str(venv), str(wheel)],
+    # --ignore-installed: with --prefix alone pip would first uninstall the torchtriage this suite runs from.
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--ignore-installed", "--prefix", str(venv), str(wheel)],
                    check=True, timeout=300)
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER") and k != "PYTHONPATH"}
     env.update(JUPYTER_CONFIG_DIR=str(tmp_path / "config"), JUPYTER_DATA_DIR=str(tmp_path / "data"),
