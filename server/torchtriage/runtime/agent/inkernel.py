@@ -38,7 +38,7 @@ from .collect import Collector
 from .sampler import FrameSampler
 from .steps import StepDetector, cuda_available
 from .usercode import UserCode
-from .wire import WIRE_VERSION, Sample
+from .wire import WIRE_VERSION, encode_samples
 
 RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 
@@ -153,7 +153,9 @@ class CellProfiler:
         collector.collect(prof.profiler.kineto_results.experimental_event_tree())
         self.meta["collect_s"] = round(time.perf_counter() - started, 3)
         self.raw = collector.result()
-        self.raw["samples"] = [Sample(t, self.user.absolute(f), fn, line) for t, f, fn, line in self.sampler.samples]
+        strings: Dict[str, int] = {}
+        self.raw["samples"] = encode_samples(self.sampler.samples, self.user.absolute, strings)
+        self.raw["strings"] = list(strings)
 
     # -- running -------------------------------------------------------------
     def run(self, fn: Callable[[], Any]) -> Dict[str, Any]:

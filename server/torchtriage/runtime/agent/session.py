@@ -24,7 +24,7 @@ import torch.profiler.python_tracer as python_tracer
 from torch.profiler import ProfilerAction, ProfilerActivity, profile
 
 from .channel import Channel, write_json
-from .wire import WIRE_VERSION, Sample
+from .wire import WIRE_VERSION, encode_samples
 from .collect import Collector
 from .sampler import FrameSampler
 from .steps import StepDetector, cuda_available
@@ -188,10 +188,10 @@ class Session:
             self.meta["steps_dropped"] = collector.steps_recorded - len(collector.steps)
         self.raw = collector.result()
         strings: Dict[str, int] = {}
-        self.raw["samples"] = _samples(self.sampler.samples, self.user.absolute, strings)
+        self.raw["samples"] = encode_samples(self.sampler.samples, self.user.absolute, strings)
         if os.path.isdir(self.workers.folder):
             time.sleep(2 * FLUSH_S)  # let forked loader workers write their last samples
-            self.raw["worker_samples"] = _samples(self.workers.samples(), self.user.absolute, strings)
+            self.raw["worker_samples"] = encode_samples(self.workers.samples(), self.user.absolute, strings)
         self.raw["strings"] = list(strings)
         if writer is not None:
             started = time.perf_counter()
@@ -283,17 +283,6 @@ class Session:
         self.sampler.stop()
         self._write_agent_json()
         self.channel.send("done", status=self.status["status"])
-
-
-def _samples(samples: Any, absolute: Any, strings: Dict[str, int]) -> List[Sample]:
-    """Frame samples with file and function names as indexes into agent.json's ``strings``."""
-    out = []
-    for t, filename, function, line in samples:
-        path = absolute(filename)
-        p = strings.setdefault(path, len(strings))
-        f = strings.setdefault(function, len(strings))
-        out.append(Sample(t, p, f, line))
-    return out
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:

@@ -13,7 +13,7 @@ function names of the frame samples (``Sample`` holds indexes into it).
 Version 2: samples name their file and function through ``strings``.
 """
 
-from typing import Any, Dict, Iterable, List, NamedTuple, Type, TypeVar
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Type, TypeVar
 
 WIRE_VERSION = 2
 
@@ -146,3 +146,16 @@ def read_records(rows: Iterable[Iterable[Any]], record: Type[Record]) -> List[Re
         except TypeError:
             raise ValueError(f"agent.json: a {record.__name__} record needs the fields {record._fields}, got {values!r}") from None
     return out
+
+
+def encode_samples(samples: Iterable[Any], absolute: Callable[[str], str], strings: Dict[str, int]) -> List[Sample]:
+    """Raw ``(time_ns, filename, function, line)`` samples as ``Sample`` records whose file (made
+    absolute) and function are indexes into ``strings``, which grows as new names appear; the agent
+    writes ``list(strings)`` as agent.json's ``strings``."""
+    out = []
+    for time_ns, filename, function, line in samples:
+        path = strings.setdefault(absolute(filename), len(strings))
+        name = strings.setdefault(function, len(strings))
+        out.append(Sample(time_ns, path, name, line))
+    return out
+
