@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..config import Settings
-from .hotloops import HotLoops, find_hot_loops
+from .hotloops import HotEntry, HotLoops, find_hot_loops
 from .module_index import ModuleIndex
 
 _CUDA_PATTERNS = re.compile(
@@ -23,17 +23,27 @@ class ModuleContext(ModuleIndex):
     """A module's syntax index plus what rules need beyond syntax: settings, device and hot loops."""
 
     settings: Settings = field(default_factory=Settings)
+    # Set by the project model (see :mod:`.project`): functions other files call once per step,
+    # and the project file whose CUDA use reaches this module through its imports.
+    hot_entries: tuple[HotEntry, ...] = field(default=(), repr=False, compare=False)
+    cuda_from: str | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def mentions_cuda(self) -> bool:
+        """Whether the file itself uses CUDA (``.cuda()``, ``"cuda"``, ``torch.accelerator`` ...)."""
+        return bool(_CUDA_PATTERNS.search(self.source))
 
     @cached_property
     def uses_cuda(self) -> bool:
-        """Whether CUDA-only rules apply: by setting, or when the file mentions CUDA."""
+        """Whether CUDA-only rules apply: by setting, when the file mentions CUDA, or when a
+        project file that imports it does."""
         if self.settings.device == "cuda":
             return True
         if self.settings.device == "cpu":
             return False
-        return bool(_CUDA_PATTERNS.search(self.source))
+        return self.mentions_cuda or self.cuda_from is not None
 
     @cached_property
     def hot(self) -> HotLoops:
         """The step loops and per-step functions of this module."""
-        return find_hot_loops(self)
+        return find_hot_loops(self, self.hot_entries)

@@ -83,7 +83,7 @@ _NOT_FOLLOWED = frozenset({"forward", "__call__"})
 T = TypeVar("T", bound=ast.AST)
 
 __all__ = [
-    "HotLoops", "HotRegion", "LIGHTNING_STEP_METHODS", "LIGHTNING_BATCH_HOOKS", "find_hot_loops",
+    "HotEntry", "HotLoops", "HotRegion", "LIGHTNING_STEP_METHODS", "LIGHTNING_BATCH_HOOKS", "find_hot_loops",
     "is_backward_call", "is_optimizer_step", "is_rare_guard", "unwrap_iterable", "_MODEL_NAME",
 ]
 
@@ -98,10 +98,22 @@ class HotRegion:
     counter_names: set[str] = field(default_factory=set)
     trains: bool = False  # calls backward() or steps an optimizer
     via: ast.Call | None = None  # for step functions: the per-step call that reaches them
+    # For code made hot from another file of the project: the per-step call sites that reach it,
+    # outermost first, as "file:line" (empty for code hot within its own file).
+    hot_path: tuple[str, ...] = ()
 
     @property
     def header_line(self) -> int:
         return self.node.lineno
+
+
+@dataclass(frozen=True)
+class HotEntry:
+    """A function of this module that another module of the project calls once per step."""
+
+    func: "FunctionNode"
+    batch: frozenset[str] = frozenset()
+    hot_path: tuple[str, ...] = ()
 
 
 @dataclass
@@ -171,8 +183,9 @@ def _is_step_function(func: FunctionNode) -> bool:
 
 
 class _Finder:
-    def __init__(self, ctx: ModuleIndex) -> None:
+    def __init__(self, ctx: ModuleIndex, entries: tuple[HotEntry, ...] = ()) -> None:
         self.ctx = ctx
+        self.entries = entries
         self.result = HotLoops()
         self.functions: dict[str, list[FunctionNode]] = {}
         self.classes: dict[str, ast.ClassDef] = {}
@@ -239,6 +252,8 @@ class _Finder:
         loops.sort(key=lambda item: -item[2])
         for loop, trains, _depth in loops:
             self._add_loop(loop, trains)
+        for entry in self.entries:  # per-step bodies called from other files of the project
+            self._add_function(entry.func, "step-function", set(entry.batch), set(), None, entry.hot_path)
         self.result.regions.sort(key=lambda r: (r.node.lineno, r.node.col_offset))
         self._propagate_trains()
         self._find_epoch_loops({loop for loop, _, _ in loops})
@@ -277,13 +292,19 @@ class _Finder:
         self._walk_body(loop.body, region)
 
     def _add_function(
-        self, func: FunctionNode, kind: str, batch: set[str], counters: set[str], via: ast.Call | None
+        self,
+        func: FunctionNode,
+        kind: str,
+        batch: set[str],
+        counters: set[str],
+        via: ast.Call | None,
+        hot_path: tuple[str, ...] = (),
     ) -> None:
         if func in self._visited_functions:
             return
         self._visited_functions.add(func)
         trains = any(is_backward_call(n) or is_optimizer_step(n) for n in own_nodes(func.body))
-        region = HotRegion(kind, func, propagate_batch_names(func.body, batch), counters, trains, via)
+        region = HotRegion(kind, func, propagate_batch_names(func.body, batch), counters, trains, via, hot_path)
         self.result.regions.append(region)
         self._walk_body(func.body, region)
 
@@ -344,11 +365,12 @@ class _Finder:
     def _follow_call(self, call: ast.Call, region: HotRegion) -> None:
         """A per-step call to a function of this file makes that function per-step; so does
         passing one (``optimizer.step(closure)``)."""
+        hot_path = region.hot_path + (f"{self.ctx.path}:{call.lineno}",) if region.hot_path else ()
         for arg in call.args:
             if isinstance(arg, ast.Name):
                 for func in self.functions.get(arg.id, ()):
                     if not self._is_method(func):
-                        self._add_function(func, "step-function", set(), set(), call)
+                        self._add_function(func, "step-function", set(), set(), call, hot_path)
         for candidate in self._callees(call, region):
             if candidate.name in _NOT_FOLLOWED:
                 continue
@@ -359,7 +381,7 @@ class _Finder:
                     batch.add(keyword.arg)
             if not batch:
                 batch = {p for p in params if looks_like_batch_param(p)}
-            self._add_function(candidate, "step-function", batch, set(), call)
+            self._add_function(candidate, "step-function", batch, set(), call, hot_path)
 
     def _callees(self, call: ast.Call, region: HotRegion) -> list[FunctionNode]:
         func = call.func
@@ -408,9 +430,12 @@ class _Finder:
         self.result.epoch_loops = sorted(epoch, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[arg-type]
 
 
-def find_hot_loops(ctx: ModuleIndex) -> HotLoops:
+def find_hot_loops(ctx: ModuleIndex, entries: tuple[HotEntry, ...] = ()) -> HotLoops:
     """Compute the per-step code of a module (none in test modules: their loops check
-    behaviour, not speed, and an ``assert`` on a tensor is what a test is for)."""
+    behaviour, not speed, and an ``assert`` on a tensor is what a test is for).
+
+    ``entries`` are functions of this module that other files of the project call once per
+    step (see :mod:`.project`); they are per-step like a same-file ``train_step``."""
     if is_test_file(ctx.path):
         return HotLoops()
-    return _Finder(ctx).run()
+    return _Finder(ctx, entries).run()
