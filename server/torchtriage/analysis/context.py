@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..config import Settings
+from .defaults import Default, file_defaults, unique
 from .hotloops import HotEntry, HotLoops, find_hot_loops
 from .module_index import ModuleIndex
 
@@ -27,6 +28,23 @@ class ModuleContext(ModuleIndex):
     # and the project file whose CUDA use reaches this module through its imports.
     hot_entries: tuple[HotEntry, ...] = field(default=(), repr=False, compare=False)
     cuda_from: str | None = field(default=None, repr=False, compare=False)
+    # Attribute defaults (argparse, config classes) of every project file, and the constants
+    # this file imports from project files (see :mod:`.defaults`).
+    project_defaults: dict[str, list[Default]] | None = field(default=None, repr=False, compare=False)
+    imported_constants: dict[str, Default] = field(default_factory=dict, repr=False, compare=False)
+
+    @cached_property
+    def own_defaults(self) -> tuple[dict[str, list[Default]], dict[str, list[Default]]]:
+        return file_defaults(self)
+
+    def attribute_default(self, attr: str) -> Default | None:
+        """What ``args.<attr>`` / ``cfg.<attr>`` holds by default, from this file or the project."""
+        table = self.project_defaults if self.project_defaults is not None else self.own_defaults[0]
+        return unique(table.get(attr))
+
+    def constant_default(self, name: str) -> Default | None:
+        """A module constant of this file, or one it imports from a project file."""
+        return unique(self.own_defaults[1].get(name)) or self.imported_constants.get(name)
 
     @cached_property
     def mentions_cuda(self) -> bool:

@@ -32,6 +32,7 @@ from typing import Iterable
 from ..config import Settings
 from ..findings import Finding
 from .context import ModuleContext
+from .defaults import unique
 from .engine import analyze_context, enabled_rules, has_file_noqa
 from .file_kinds import is_test_file
 from .hotloops import HotEntry, HotLoops, find_hot_loops
@@ -93,6 +94,7 @@ class Project:
                 self._suffixes.setdefault(".".join(parts[start:]), []).append(module)
         for module in self.by_path.values():
             self._index(module)
+        self._share_defaults()
         self._constructed: dict[str, set[tuple[ProjectModule, ast.ClassDef]]] | None = None
         self._entries: dict[ProjectModule, dict[FunctionNode, HotEntry]] = {}
         self._solved = False
@@ -123,6 +125,25 @@ class Project:
                 for alias in node.names:
                     if alias.name != "*":
                         module.imports[alias.asname or alias.name] = (base, alias.name)
+
+    def _share_defaults(self) -> None:
+        """Every file sees the argparse/config-class defaults of the whole project, and the
+        constants it imports from project files (see :mod:`.defaults`)."""
+        merged: dict[str, list] = {}
+        for module in self.by_path.values():
+            if module.ctx is not None and not is_test_file(module.path):
+                for key, found in module.ctx.own_defaults[0].items():
+                    merged.setdefault(key, []).extend(found)
+        for module in self.by_path.values():
+            if module.ctx is None:
+                continue
+            module.ctx.project_defaults = merged
+            for local, (source, attr) in module.imports.items():
+                owner = self.find_module(source, module) if attr is not None else None
+                if owner is not None and owner is not module and owner.ctx is not None:
+                    constant = unique(owner.ctx.own_defaults[1].get(attr))  # type: ignore[arg-type]
+                    if constant is not None:
+                        module.ctx.imported_constants[local] = constant
 
     def _absolute(self, module: ProjectModule, name: str | None, level: int) -> str | None:
         if level == 0:

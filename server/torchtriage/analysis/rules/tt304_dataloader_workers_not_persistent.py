@@ -8,7 +8,7 @@ from typing import Iterator
 from ...findings import Applicability, Severity
 from ..context import ModuleContext
 from ..hotloops import HotRegion
-from ._loaders import dataloader_calls, is_false, is_positive, loops_reading, set_keyword_fix, setting
+from ._loaders import resolution_note, dataloader_calls, is_false, is_positive, loops_reading, set_keyword_fix, setting
 from .base import Invalid, Report, Rule, Valid
 
 
@@ -205,7 +205,7 @@ class DataLoaderWorkersNotPersistent(Rule):
                 continue
             yield Report(
                 call.func,
-                "Workers of this DataLoader restart every epoch: set `persistent_workers=True`",
+                "Workers of this DataLoader restart every epoch: set `persistent_workers=True`" + resolution_note(ctx, workers.values, call),
                 fix=lambda call=call, persistent=persistent: set_keyword_fix(
                     ctx, call, "persistent_workers", persistent, "True", "Set persistent_workers=True",
                     Applicability.SAFE,

@@ -1,0 +1,357 @@
+"""The project model: invented multi-file projects, each with negative look-alikes.
+
+Shapes from real training repositories (step loop in ``engine.py``, loss and matcher
+in ``models/``, box utilities and metric helpers in ``util/``, device and knobs in the
+entry script's argparse); the code is written for these tests.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from torchtriage.analysis.project import Project, module_name
+from torchtriage.config import Settings
+
+
+def project(files: dict[str, str], settings: Settings | None = None) -> Project:
+    return Project(((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in files.items()), settings)
+
+
+def found(proj: Project, path: str, code: str | None = None) -> list:
+    return [f for f in proj.analyze(path) if code is None or f.code == code]
+
+
+def lines(proj: Project, path: str, code: str) -> set[int]:
+    return {f.span.line for f in found(proj, path, code)}
+
+
+ENGINE = """
+    import torch
+    import util.misc as utils
+    from util.box_ops import box_iou
+
+    def train_one_epoch(model, criterion, data_loader, optimizer, device):
+        for samples, targets in data_loader:
+            samples = samples.to(device)
+            outputs = model(samples)
+            loss = criterion(outputs, targets)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            stats = utils.reduce_dict({"loss": loss})
+        return utils.summarize(stats)
+
+    @torch.no_grad()
+    def evaluate(model, data_loader, metric):
+        for images, labels in data_loader:
+            out = model(images)
+            metric.update(out, labels)
+        return metric.compute()
+"""
+
+MAIN = """
+    import argparse
+    import torch
+    from engine import train_one_epoch, evaluate
+    from models import build_model
+    from util.metrics import Accuracy
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cuda")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    model, criterion = build_model(args)
+    metric = Accuracy()
+    for epoch in range(10):
+        train_one_epoch(model, criterion, loader, optimizer, device)
+        evaluate(model, val_loader, metric)
+"""
+
+MODELS_INIT = """
+    from .detr import build as build_model
+"""
+
+DETR = """
+    import torch
+    from torch import nn
+    from .matcher import build_matcher
+    from util import box_ops
+
+    class DETR(nn.Module):
+        def forward(self, x):
+            return x
+
+        def describe(self, x):
+            assert (x > 0).all()
+
+    class SetCriterion(nn.Module):
+        def __init__(self, matcher):
+            super().__init__()
+            self.matcher = matcher
+
+        def forward(self, outputs, targets):
+            indices = self.matcher(outputs, targets)
+            giou = box_ops.generalized_box_iou(outputs, targets)
+            return outputs.sum()
+
+    def build(args):
+        matcher = build_matcher(args)
+        criterion = SetCriterion(matcher)
+        model = DETR()
+        assert (torch.ones(1) > 0).all()
+        return model, criterion
+"""
+
+MATCHER = """
+    import torch
+    from torch import nn
+
+    class HungarianMatcher(nn.Module):
+        @torch.no_grad()
+        def forward(self, outputs, targets):
+            cost = outputs.cpu()
+            return cost
+
+    def build_matcher(args):
+        return HungarianMatcher()
+
+    def unused(x):
+        return x.item()
+"""
+
+BOX_OPS = """
+    import torch
+
+    def generalized_box_iou(boxes1, boxes2):
+        assert (boxes1[:, 2:] >= boxes1[:, :2]).all()
+        return boxes1
+
+    def box_iou(a, b):
+        return a
+
+    def never_called(boxes):
+        assert (boxes >= 0).all()
+"""
+
+MISC = """
+    import torch
+
+    def reduce_dict(d):
+        return {k: v.item() for k, v in d.items()}
+
+    def summarize(stats):
+        return {k: v.item() for k, v in stats.items()}
+"""
+
+METRICS = """
+    import torch
+
+    class Accuracy:
+        def __init__(self):
+            self.preds = []
+
+        def update(self, out, labels):
+            self.preds.append(out.argmax(1).cpu().numpy())
+
+        def compute(self):
+            total = torch.cat(self.all).sum().item()
+            return total
+"""
+
+
+def detr_like() -> Project:
+    return project(
+        {
+            "main.py": MAIN,
+            "engine.py": ENGINE,
+            "models/__init__.py": MODELS_INIT,
+            "models/detr.py": DETR,
+            "models/matcher.py": MATCHER,
+            "util/__init__.py": "",
+            "util/box_ops.py": BOX_OPS,
+            "util/misc.py": MISC,
+            "util/metrics.py": METRICS,
+        }
+    )
+
+
+def test_module_names():
+    assert module_name("pkg/sub/mod.py") == "pkg.sub.mod"
+    assert module_name("pkg/__init__.py") == "pkg"
+
+
+def test_function_called_per_step_from_another_file_is_hot_and_names_the_path():
+    proj = detr_like()
+    (finding,) = found(proj, "util/misc.py", "TT101")
+    assert finding.span.line == 4  # reduce_dict, called in the step loop
+    assert finding.extra["hot_path"] == ["engine.py:13"]
+    assert "Runs every step: called from engine.py:13." in finding.message
+    assert finding.to_json()["hot_path"] == ["engine.py:13"]
+    # summarize() is called once after the loop: quiet.
+    assert 7 not in lines(proj, "util/misc.py", "TT101")
+
+
+def test_loss_module_forward_and_its_matcher_through_a_factory_are_hot():
+    proj = detr_like()
+    (matcher,) = found(proj, "models/matcher.py", "TT101")
+    assert matcher.span.line == 7
+    assert matcher.extra["hot_path"] == ["engine.py:9", "models/detr.py:19"]
+    assert "engine.py:9 → models/detr.py:19" in matcher.message
+    # a function of the matcher file nobody calls per step stays quiet
+    assert 14 not in lines(proj, "models/matcher.py", "TT101")
+
+
+def test_module_alias_callee_is_hot_and_uncalled_neighbours_are_not():
+    proj = detr_like()
+    assert lines(proj, "util/box_ops.py", "TT103") == {4}
+    # build() runs once: its assert is not per step; DETR.describe is never called per step
+    assert lines(proj, "models/detr.py", "TT103") == set()
+
+
+def test_per_batch_host_copy_in_a_validation_helper_is_hot_but_compute_after_the_loop_is_not():
+    proj = detr_like()
+    assert lines(proj, "util/metrics.py", "TT101") == {8}
+
+
+def test_device_from_the_entry_scripts_argparse_default_reaches_the_engine():
+    proj = detr_like()
+    (copy,) = found(proj, "engine.py", "TT301")
+    assert copy.span.line == 7
+    assert copy.extra["device_from"] == "main.py"
+    assert "CUDA is used by main.py" in copy.message
+
+
+def test_no_cuda_anywhere_keeps_cuda_rules_quiet():
+    cpu_main = MAIN.replace('default="cuda"', 'default="cpu"')
+    proj = project({"main.py": cpu_main, "engine.py": ENGINE})
+    assert found(proj, "engine.py", "TT301") == []
+    # and the engine alone, without the project, is quiet too
+    alone = project({"engine.py": ENGINE})
+    assert found(alone, "engine.py", "TT301") == []
+
+
+def test_a_cuda_file_that_does_not_import_the_engine_gives_it_no_device():
+    proj = project({"main.py": MAIN.replace("from engine import train_one_epoch, evaluate\n", ""), "engine.py": ENGINE})
+    assert found(proj, "engine.py", "TT301") == []
+
+
+def test_test_files_do_not_make_project_code_hot():
+    proj = project(
+        {
+            "test_misc.py": """
+                from util.misc import reduce_dict
+                for batch in loader:
+                    loss = model(batch); loss.backward(); opt.step()
+                    reduce_dict({"loss": loss})
+            """,
+            "util/misc.py": MISC,
+        }
+    )
+    assert found(proj, "util/misc.py", "TT101") == []
+
+
+def test_same_named_function_in_another_module_is_not_confused():
+    proj = project(
+        {
+            "train.py": """
+                import torch
+                from helpers import log_loss
+                for x, y in loader:
+                    loss = model(x); loss.backward(); opt.step()
+                    log_loss(loss)
+            """,
+            "helpers.py": """
+                def log_loss(loss):
+                    print(loss.item())
+            """,
+            "other.py": """
+                def log_loss(loss):
+                    print(loss.item())
+            """,
+        }
+    )
+    assert lines(proj, "helpers.py", "TT102") == {2}
+    assert found(proj, "other.py") == []
+
+
+NUM_WORKERS_CONFIG = """
+    from dataclasses import dataclass
+    NUM_WORKERS = 0
+
+    @dataclass
+    class TrainConfig:
+        workers: int = 6
+"""
+
+NUM_WORKERS_TRAIN = """
+    import argparse
+    from torch.utils.data import DataLoader
+    from config import NUM_WORKERS, TrainConfig
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--num-workers", default=4, type=int)
+    args = parser.parse_args()
+    cfg = TrainConfig()
+    a = DataLoader(ds, num_workers=args.num_workers)
+    b = DataLoader(ds, num_workers=NUM_WORKERS)
+    c = DataLoader(ds, num_workers=cfg.workers)
+    d = DataLoader(ds, num_workers=args.unknown_knob)
+    for epoch in range(3):
+        for x, y in a:
+            loss = model(x); loss.backward(); opt.step()
+        for x, y in b:
+            loss = model(x); loss.backward(); opt.step()
+        for x, y in c:
+            loss = model(x); loss.backward(); opt.step()
+        for x, y in d:
+            loss = model(x); loss.backward(); opt.step()
+"""
+
+
+def test_num_workers_from_argparse_default_constant_and_config_class_with_value_in_message():
+    proj = project({"config.py": NUM_WORKERS_CONFIG, "train.py": NUM_WORKERS_TRAIN})
+    persistent = {f.span.line: f.message for f in found(proj, "train.py", "TT304")}
+    assert set(persistent) == {9, 11}
+    assert "`args.num_workers` is 4: the `--num-workers` default (train.py:6)" in persistent[9]
+    assert "`cfg.workers` is 6: the `TrainConfig.workers` default (config.py:6)" in persistent[11]
+    (no_workers,) = found(proj, "train.py", "TT302")
+    assert no_workers.span.line == 10
+    assert "`NUM_WORKERS` is 0" in no_workers.message
+    # args.unknown_knob (line 12) has no default anywhere: unknown, quiet for both rules
+
+
+def test_conflicting_defaults_stay_unknown():
+    other = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--num-workers", default=0)\n'
+    proj = project({"config.py": NUM_WORKERS_CONFIG, "train.py": NUM_WORKERS_TRAIN, "eval.py": other})
+    assert 9 not in lines(proj, "train.py", "TT304")
+    assert 9 not in lines(proj, "train.py", "TT302")
+
+
+def test_store_true_flag_defaults_to_false():
+    proj = project(
+        {
+            "train.py": """
+                import argparse
+                import torch
+                from torch.utils.data import DataLoader
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--pin-mem", action="store_true")
+                args = parser.parse_args()
+                loader = DataLoader(ds, num_workers=4, pin_memory=args.pin_mem, persistent_workers=True)
+                for x, y in loader:
+                    x = x.cuda(non_blocking=True)
+                    loss = model(x); loss.backward(); opt.step()
+            """
+        }
+    )
+    assert lines(proj, "train.py", "TT303") == {7}
+
+
+def test_single_file_results_are_unchanged_by_the_project_model():
+    from torchtriage.analysis import analyze_source
+
+    source = textwrap.dedent(ENGINE).lstrip("\n")
+    alone = project({"engine.py": ENGINE})
+    assert [(f.code, f.span, f.message) for f in alone.analyze("engine.py")] == [
+        (f.code, f.span, f.message) for f in analyze_source(source, "engine.py")
+    ]
