@@ -355,3 +355,48 @@ def test_single_file_results_are_unchanged_by_the_project_model():
     assert [(f.code, f.span, f.message) for f in alone.analyze("engine.py")] == [
         (f.code, f.span, f.message) for f in analyze_source(source, "engine.py")
     ]
+
+
+def _detr_files() -> dict[str, str]:
+    return {
+        "main.py": MAIN, "engine.py": ENGINE, "models/__init__.py": MODELS_INIT, "models/detr.py": DETR,
+        "models/matcher.py": MATCHER, "util/__init__.py": "", "util/box_ops.py": BOX_OPS,
+        "util/misc.py": MISC, "util/metrics.py": METRICS,
+    }
+
+
+def _key(findings: list) -> list:
+    return [(f.code, f.span, f.message, f.extra) for f in findings]
+
+
+def test_a_view_applied_to_the_incremental_analyzer_gives_the_project_analysis():
+    from torchtriage.analysis.engine import IncrementalAnalyzer
+
+    proj = detr_like()
+    for path, text in _detr_files().items():
+        source = textwrap.dedent(text).lstrip("\n")
+        assert _key(IncrementalAnalyzer(path).analyze(source, project=proj.view(path))) == _key(proj.analyze(path))
+
+
+def test_random_edits_with_the_project_index_match_a_fresh_project_analysis():
+    import random
+
+    from torchtriage.analysis.engine import IncrementalAnalyzer
+
+    rng = random.Random(12)
+    files = {p: textwrap.dedent(t).lstrip("\n") for p, t in _detr_files().items()}
+    analyzers = {p: IncrementalAnalyzer(p) for p in files}
+    snippets = ["        print(loss.item())\n", "    x = 1\n", "\n", "def extra(v):\n    return v.item()\n", "  (\n"]
+    for _ in range(40):
+        path = rng.choice(["engine.py", "models/detr.py", "util/misc.py", "util/box_ops.py"])
+        lines = files[path].splitlines(keepends=True)
+        where = rng.randrange(len(lines) + 1)
+        if rng.random() < 0.3 and lines:
+            del lines[min(where, len(lines) - 1)]
+        else:
+            lines.insert(where, rng.choice(snippets))
+        files[path] = "".join(lines)
+        proj = Project((p, p, t) for p, t in files.items())
+        for name in files:
+            view = proj.view(name)
+            assert _key(analyzers[name].analyze(files[name], project=view)) == _key(proj.analyze(name)), (path, name)

@@ -28,6 +28,7 @@ class ModuleContext(ModuleIndex):
     # and the project file whose CUDA use reaches this module through its imports.
     hot_entries: tuple[HotEntry, ...] = field(default=(), repr=False, compare=False)
     cuda_from: str | None = field(default=None, repr=False, compare=False)
+    path_label: str | None = field(default=None, repr=False, compare=False)  # how call paths name this file
     # Attribute defaults (argparse, config classes) of every project file, and the constants
     # this file imports from project files (see :mod:`.defaults`).
     project_defaults: dict[str, list[Default]] | None = field(default=None, repr=False, compare=False)

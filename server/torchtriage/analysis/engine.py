@@ -15,6 +15,7 @@ from ..config import Settings
 from ..findings import INTERNAL_ERROR_CODE, Finding, Severity, Span
 from .context import ModuleContext
 from .incremental import ParsedModule, parse_module, reparse
+from .project_view import ProjectView, apply_view
 from .rules import Rule, all_rules
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
@@ -143,10 +144,14 @@ def analyze_parsed(
     path: str = "<string>",
     settings: Settings | None = None,
     rules: Iterable[type[Rule]] | None = None,
+    project: ProjectView | None = None,
 ) -> list[Finding]:
-    """All findings for an already parsed module (not opted out by a file noqa), sorted by position."""
+    """All findings for an already parsed module (not opted out by a file noqa), sorted by position.
+
+    ``project``: what the rest of the project tells this file (see :mod:`.project_view`)."""
     settings = settings or Settings()
     ctx = ModuleContext(source=parsed.source, tree=parsed.tree, path=path, settings=settings, parsed=parsed)
+    apply_view(ctx, project)
     selected = list(rules) if rules is not None else enabled_rules(settings, path)
     findings = analyze_context(ctx, selected)
     unique = {(f.code, f.span): f for f in findings}
@@ -188,12 +193,17 @@ class IncrementalAnalyzer:
         return parsed
 
     def analyze(
-        self, source: str, settings: Settings | None = None, rules: Iterable[type[Rule]] | None = None
+        self,
+        source: str,
+        settings: Settings | None = None,
+        rules: Iterable[type[Rule]] | None = None,
+        project: ProjectView | None = None,
     ) -> list[Finding]:
-        """All findings for this version of the document, sorted by position."""
+        """All findings for this version of the document, sorted by position (``project``: the
+        facts the rest of its project contributes, see :mod:`.project_view`)."""
         if has_file_noqa(source):
             return []  # before parsing: a file opted out of checks gets no syntax error either
         parsed = self.parse(source)
         if isinstance(parsed, Finding):
             return [parsed]  # always shown: nothing else can be checked
-        return analyze_parsed(parsed, self.path, settings, rules)
+        return analyze_parsed(parsed, self.path, settings, rules, project)

@@ -365,7 +365,7 @@ class _Finder:
     def _follow_call(self, call: ast.Call, region: HotRegion) -> None:
         """A per-step call to a function of this file makes that function per-step; so does
         passing one (``optimizer.step(closure)``)."""
-        hot_path = region.hot_path + (f"{self.ctx.path}:{call.lineno}",) if region.hot_path else ()
+        hot_path = region.hot_path + (f"{getattr(self.ctx, 'path_label', None) or self.ctx.path}:{call.lineno}",) if region.hot_path else ()
         for arg in call.args:
             if isinstance(arg, ast.Name):
                 for func in self.functions.get(arg.id, ()):

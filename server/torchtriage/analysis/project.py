@@ -37,6 +37,7 @@ from .engine import analyze_context, enabled_rules, has_file_noqa
 from .file_kinds import is_test_file
 from .hotloops import HotEntry, HotLoops, find_hot_loops
 from .incremental import ParsedModule, parse_module
+from .project_view import ProjectView, view_of
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 _CALLABLE_METHODS = ("forward", "__call__")
@@ -63,6 +64,7 @@ class ProjectModule:
     imports: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # local -> (module, attr)
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # top-level classes
     functions: dict[str, FunctionNode] = field(default_factory=dict)  # top-level functions
+    label: str = ""  # how call paths name the file
 
     def method(self, cls: ast.ClassDef, name: str) -> FunctionNode | None:
         for node in cls.body:
@@ -74,8 +76,12 @@ class ProjectModule:
 class Project:
     """A set of files analysed together: cross-file hot entries and CUDA reach, then the rules."""
 
-    def __init__(self, files: Iterable[tuple[str, str, str]], settings: Settings | None = None) -> None:
-        """``files``: (display path, path relative to the project root, source text) per Python file."""
+    def __init__(
+        self, files: Iterable[tuple[str, str, str]], settings: Settings | None = None, relative_labels: bool = False
+    ) -> None:
+        """``files``: (display path, path relative to the project root, source text) per Python file.
+
+        Call paths name files by display path, or by relative path with ``relative_labels``."""
         self.settings = settings or Settings()
         self.modules: dict[str, ProjectModule] = {}  # by dotted name
         self.by_path: dict[str, ProjectModule] = {}
@@ -87,6 +93,9 @@ class Project:
             if not isinstance(parsed, Finding):
                 ctx = ModuleContext(source=source, tree=parsed.tree, path=display, settings=self.settings, parsed=parsed)
             module = ProjectModule(display, name, relative.endswith("__init__.py"), ctx, parsed)
+            module.label = relative if relative_labels else display
+            if ctx is not None:
+                ctx.path_label = module.label
             self.modules.setdefault(name, module)
             self.by_path[display] = module
             parts = name.split(".")
@@ -348,7 +357,7 @@ class Project:
                 targets = self.callees(module, call)
                 if not targets:
                     continue
-                chain = region.hot_path + (f"{module.path}:{call.lineno}",)
+                chain = region.hot_path + (f"{module.label}:{call.lineno}",)
                 for target_module, func in targets:
                     known = self._entries.setdefault(target_module, {})
                     if func in known:
@@ -402,6 +411,11 @@ class Project:
         self.solve()
         module = self.by_path.get(path)
         return module.ctx if module is not None else None
+
+    def view(self, path: str) -> ProjectView | None:
+        """The facts the rest of the project contributes to one file, by name (see :mod:`.project_view`)."""
+        ctx = self.context(path)
+        return view_of(ctx) if ctx is not None else None
 
     def analyze(self, path: str, rules=None) -> list[Finding]:  # type: ignore[no-untyped-def]
         """All findings for one file of the project, as :func:`.engine.analyze_parsed` gives them."""
