@@ -25,7 +25,7 @@ files.  Nothing is imported or executed.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Iterable
 
@@ -415,7 +415,15 @@ class Project:
     def view(self, path: str) -> ProjectView | None:
         """The facts the rest of the project contributes to one file, by name (see :mod:`.project_view`)."""
         ctx = self.context(path)
-        return view_of(ctx) if ctx is not None else None
+        if ctx is None:
+            return None
+        view = view_of(ctx)
+        own = {k: v for k, v in ctx.own_defaults[0].items()}
+        if ctx.project_defaults is not None and ctx.project_defaults == own:
+            view = replace(view, defaults=None)  # nothing from other files: as if alone
+        if not (view.entries or view.cuda_from or view.imported_constants or view.defaults is not None):
+            return None  # the file analysed alone gives the same findings
+        return view
 
     def analyze(self, path: str, rules=None) -> list[Finding]:  # type: ignore[no-untyped-def]
         """All findings for one file of the project, as :func:`.engine.analyze_parsed` gives them."""
