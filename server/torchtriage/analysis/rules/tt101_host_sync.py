@@ -226,6 +226,8 @@ class HostSyncInStep(Rule):
             kind = tensors.sync_kind(call, region)
             if kind is None or enclosing_log_call(ctx, call) is not None:
                 continue  # printing / logging it is TT102's finding
+            if _guards_the_run(ctx, call):
+                continue  # a deliberate per-step check that stops a diverged run
             what = f"`{kind}(...)` of a tensor" if kind in ("float", "int", "bool") else f"`.{kind}()`"
             subject = ctx.segment(call.args[0] if kind in ("float", "int", "bool") else call.func.value)  # type: ignore[attr-defined]
             advice = (
@@ -238,6 +240,44 @@ class HostSyncInStep(Rule):
                 f"{what} on `{subject[:40]}` every step forces a GPU->CPU sync: {advice}",
                 fix=lambda call=call, region=region: _fix(ctx, call, region),
             )
+
+
+_RUN_ENDERS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
+
+
+def _ends_the_run(ctx: ModuleContext, body: list[ast.stmt]) -> bool:
+    """A branch that stops the program: ``raise`` or ``sys.exit(...)`` among its statements."""
+    for stmt in body:
+        if isinstance(stmt, ast.Raise):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            if ctx.call_qualname(stmt.value) in _RUN_ENDERS:
+                return True
+    return False
+
+
+def _guards_the_run(ctx: ModuleContext, call: ast.Call) -> bool:
+    """``loss_value = loss.item()`` tested by ``if not math.isfinite(loss_value): ...; sys.exit(1)``
+    (or the read inside such a test): the sync is the point of the check, which ends a diverged run."""
+    statement = ctx.enclosing_statement(call)
+    if isinstance(statement, ast.If) and _ends_the_run(ctx, statement.body):
+        return any(node is call for node in ast.walk(statement.test))
+    if not (
+        isinstance(statement, ast.Assign) and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name) and statement.value is call
+    ):
+        return False
+    name = statement.targets[0].id
+    body = getattr(ctx.parents.get(statement), "body", None)
+    if not isinstance(body, list) or statement not in body:
+        return False
+    for later in body[body.index(statement) + 1 :]:
+        if isinstance(later, ast.If) and _ends_the_run(ctx, later.body):
+            if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(later.test)):
+                return True
+        if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(later)):
+            return False
+    return False
 
 
 def _fix(ctx: ModuleContext, call: ast.Call, region: HotRegion) -> Fix | None:
