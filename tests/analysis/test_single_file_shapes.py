@@ -48,3 +48,41 @@ def test_a_read_that_guards_the_run_is_not_a_hazard_but_a_plain_read_is():
             opt.step()
     """
     assert lines(source, "TT101") == {12}
+
+
+def test_lazy_one_time_initialisation_is_not_per_step_but_a_plain_assignment_is():
+    source = """
+        import torch
+        bank = None
+        for x, y in loader:
+            x = x.cuda(non_blocking=True)
+            if bank is None:
+                bank = torch.zeros(128, 16).cuda()
+            if not hasattr(model, "queue"):
+                model.queue = torch.randn(4, 4).cuda()
+            if bank is None:
+                print("no bank")
+                scratch = torch.zeros(3).cuda()
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+    """
+    assert lines(source, "TT305") == {11}
+
+
+def test_cpu_branch_of_a_device_check_is_not_a_sync_but_an_unconditional_cpu_copy_is():
+    source = """
+        import torch
+        for x, y in loader:
+            out = model(x)
+            feats = out.cuda(0) if on_gpu else out.cpu()
+            if use_cuda:
+                z = out.cuda()
+            else:
+                z = out.cpu()
+            host = out.cpu()
+            loss = out.sum()
+            loss.backward()
+            opt.step()
+    """
+    assert lines(source, "TT101") == {9}

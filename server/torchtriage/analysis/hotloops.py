@@ -179,6 +179,35 @@ def _is_step_function(func: FunctionNode) -> bool:
     )
 
 
+def _is_lazy_init(stmt: ast.If) -> bool:
+    """``if bank is None: bank = torch.zeros(...).cuda()``: one-time initialisation, true once.
+
+    Also ``if not hasattr(self, "bank"): self.bank = ...``.  Only without an ``else`` branch."""
+    if stmt.orelse:
+        return False
+    test = stmt.test
+    target: str | None = None
+    if (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+    ):
+        target = ast.unparse(test.left)
+    elif (
+        isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call)
+        and isinstance(test.operand.func, ast.Name) and test.operand.func.id == "hasattr"
+        and len(test.operand.args) == 2 and isinstance(test.operand.args[1], ast.Constant)
+    ):
+        target = f"{ast.unparse(test.operand.args[0])}.{test.operand.args[1].value}"
+    if target is None:
+        return False
+    for node in stmt.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(ast.unparse(t) == target for t in targets):
+                return True
+    return False
+
+
 # --- the finder -------------------------------------------------------------------
 
 
@@ -323,6 +352,9 @@ class _Finder:
                     stack.append(child)
 
     def _is_rare(self, stmt: ast.If, region: HotRegion) -> bool:
+        if _is_lazy_init(stmt):
+            self.result.rare_guards.append(stmt)
+            return True
         if not (is_rare_guard(stmt.test, region.counter_names) or is_bounded_guard(stmt)):
             return False
         if does_optimizer_work(stmt.body):

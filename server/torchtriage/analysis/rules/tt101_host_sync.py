@@ -228,6 +228,8 @@ class HostSyncInStep(Rule):
                 continue  # printing / logging it is TT102's finding
             if _guards_the_run(ctx, call):
                 continue  # a deliberate per-step check that stops a diverged run
+            if kind == "cpu" and _cpu_branch_of_device_choice(ctx, call):
+                continue  # runs only when the data is not on an accelerator: nothing to wait for
             what = f"`{kind}(...)` of a tensor" if kind in ("float", "int", "bool") else f"`.{kind}()`"
             subject = ctx.segment(call.args[0] if kind in ("float", "int", "bool") else call.func.value)  # type: ignore[attr-defined]
             advice = (
@@ -277,6 +279,33 @@ def _guards_the_run(ctx: ModuleContext, call: ast.Call) -> bool:
                 return True
         if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(later)):
             return False
+    return False
+
+
+def _moves_to_accelerator(node: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("cuda", "to")
+        for n in ast.walk(node)
+    )
+
+
+def _cpu_branch_of_device_choice(ctx: ModuleContext, call: ast.Call) -> bool:
+    """``x.cuda(gpu) if on_gpu else x.cpu()`` (or the same as an if statement): the ``.cpu()``
+    branch is the one taken when nothing runs on the GPU."""
+    child: ast.AST = call
+    for parent in ctx.ancestors(call):
+        if isinstance(parent, ast.IfExp):
+            if child is parent.orelse:
+                return _moves_to_accelerator(parent.body)
+        elif isinstance(parent, ast.If):
+            if any(child is stmt for stmt in parent.orelse):
+                return any(_moves_to_accelerator(stmt) for stmt in parent.body)
+            return False
+        elif isinstance(parent, ast.stmt) and not isinstance(
+            parent, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)
+        ):
+            return False
+        child = parent
     return False
 
 
