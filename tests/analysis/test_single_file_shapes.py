@@ -86,3 +86,19 @@ def test_cpu_branch_of_a_device_check_is_not_a_sync_but_an_unconditional_cpu_cop
             opt.step()
     """
     assert lines(source, "TT101") == {9}
+
+
+def test_a_multi_line_print_is_reported_at_the_line_reading_the_tensor():
+    source = """
+        import torch
+        for step, (x, y) in enumerate(loader):
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+            print(
+                "step", step,
+                "loss", loss.item(),
+            )
+            print("loss", loss.item())
+    """
+    assert lines(source, "TT102") == {8, 10}
