@@ -320,11 +320,22 @@ def test_num_workers_from_argparse_default_constant_and_config_class_with_value_
     # args.unknown_knob (line 12) has no default anywhere: unknown, quiet for both rules
 
 
-def test_conflicting_defaults_stay_unknown():
+def test_a_files_own_parser_wins_and_conflicting_defaults_elsewhere_stay_unknown():
     other = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--num-workers", default=0)\n'
     proj = project({"config.py": NUM_WORKERS_CONFIG, "train.py": NUM_WORKERS_TRAIN, "eval.py": other})
-    assert 9 not in lines(proj, "train.py", "TT304")
-    assert 9 not in lines(proj, "train.py", "TT302")
+    assert 9 in lines(proj, "train.py", "TT304")  # train.py's own --num-workers default (4)
+    data = """
+        from torch.utils.data import DataLoader
+
+        def make_loader(args, ds):
+            return DataLoader(ds, num_workers=args.num_workers)
+    """
+    first = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--num_workers", default=4)\n'
+    proj = project({"data.py": data, "a.py": first, "b.py": other})
+    assert found(proj, "data.py", "TT302") == []  # 4 in a.py, 0 in b.py: unknown
+    proj = project({"data.py": data, "b.py": other})
+    (no_workers,) = found(proj, "data.py", "TT302")
+    assert "the `--num-workers` default (b.py:3)" in no_workers.message
 
 
 def test_store_true_flag_defaults_to_false():
@@ -400,3 +411,58 @@ def test_random_edits_with_the_project_index_match_a_fresh_project_analysis():
         for name in files:
             view = proj.view(name)
             assert _key(analyzers[name].analyze(files[name], project=view)) == _key(proj.analyze(name)), (path, name)
+
+
+LOADER_MAIN = """
+    import argparse
+    import torch
+    from torch.utils.data import DataLoader
+    from engine import train_one_epoch, evaluate, summarize
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--num_workers", default=2, type=int)
+    args = parser.parse_args()
+    device = torch.device("cuda")
+    train_loader = DataLoader(train_set, batch_size=8, num_workers=args.num_workers)
+    val_loader = DataLoader(val_set, batch_size=8, num_workers=args.num_workers, pin_memory=True, persistent_workers=True)
+    once_loader = DataLoader(val_set, batch_size=8, num_workers=args.num_workers)
+    for epoch in range(10):
+        train_one_epoch(model, train_loader, optimizer, device)
+        evaluate(model, val_loader)
+    summarize(model, once_loader)
+"""
+
+LOADER_ENGINE = """
+    import torch
+
+    def train_one_epoch(model, data_loader, optimizer, device):
+        for samples, targets in logger.log_every(data_loader, 10):
+            samples = samples.to(device, non_blocking=True)
+            loss = model(samples).sum()
+            loss.backward()
+            optimizer.step()
+
+    @torch.no_grad()
+    def evaluate(model, loader):
+        for images, labels in loader:
+            out = model(images)
+
+    @torch.no_grad()
+    def summarize(model, loader):
+        for images, labels in loader:
+            out = model(images)
+"""
+
+
+def test_loader_iterated_per_epoch_by_another_files_step_loop_gets_pinning_and_persistence_advice():
+    proj = project({"main.py": LOADER_MAIN, "engine.py": LOADER_ENGINE})
+    pin = {f.span.line: f.message for f in found(proj, "main.py", "TT303")}
+    assert set(pin) == {10}  # val_loader pins already; once_loader's batches are never moved
+    assert "step loop at engine.py:4" in pin[10]
+    persistent = {f.span.line: f.message for f in found(proj, "main.py", "TT304")}
+    assert set(persistent) == {10}  # once_loader is read once, after the epoch loop
+    assert "`args.num_workers` is 2: the `--num_workers` default (main.py:7)" in persistent[10]
+    assert "iterated by the step loop at engine.py:4, called once per epoch" in persistent[10]
+    # without the project, main.py alone says nothing about them
+    alone = project({"main.py": LOADER_MAIN})
+    assert found(alone, "main.py", "TT303") == [] and found(alone, "main.py", "TT304") == []

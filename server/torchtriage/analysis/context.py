@@ -8,9 +8,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from ..config import Settings
 from .defaults import Default, file_defaults, unique
+
+if TYPE_CHECKING:
+    from .project_view import LoaderRead
 from .hotloops import HotEntry, HotLoops, find_hot_loops
 from .module_index import ModuleIndex
 
@@ -29,6 +33,8 @@ class ModuleContext(ModuleIndex):
     hot_entries: tuple[HotEntry, ...] = field(default=(), repr=False, compare=False)
     cuda_from: str | None = field(default=None, repr=False, compare=False)
     path_label: str | None = field(default=None, repr=False, compare=False)  # how call paths name this file
+    # Loaders of this file that step loops of other project files iterate (see :mod:`.project`).
+    loader_reads: tuple["LoaderRead", ...] = field(default=(), repr=False, compare=False)
     # Attribute defaults (argparse, config classes) of every project file, and the constants
     # this file imports from project files (see :mod:`.defaults`).
     project_defaults: dict[str, list[Default]] | None = field(default=None, repr=False, compare=False)
@@ -40,8 +46,10 @@ class ModuleContext(ModuleIndex):
 
     def attribute_default(self, attr: str) -> Default | None:
         """What ``args.<attr>`` / ``cfg.<attr>`` holds by default, from this file or the project."""
-        table = self.project_defaults if self.project_defaults is not None else self.own_defaults[0]
-        return unique(table.get(attr))
+        own = self.own_defaults[0].get(attr)
+        if own:  # this file's parser or config class decides what its ``args.x`` holds
+            return unique(own)
+        return unique(self.project_defaults.get(attr)) if self.project_defaults is not None else None
 
     def constant_default(self, name: str) -> Default | None:
         """A module constant of this file, or one it imports from a project file."""

@@ -36,16 +36,18 @@ def _constant(node: ast.AST | None) -> tuple[bool, object]:
     return False, None
 
 
-def _dest(call: ast.Call) -> str | None:
-    for keyword in call.keywords:
-        if keyword.arg == "dest" and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):
-            return keyword.value.value
+def _dest(call: ast.Call) -> tuple[str, str] | None:
+    """(destination, option as written) of an ``add_argument`` call."""
     options = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     long = [o for o in options if o.startswith("--")]
     chosen = long[0] if long else (options[0] if options else None)
+    for keyword in call.keywords:
+        if keyword.arg == "dest" and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):
+            return keyword.value.value, chosen or keyword.value.value
     if chosen is None:
         return None
-    return chosen.lstrip("-").replace("-", "_") or None
+    dest = chosen.lstrip("-").replace("-", "_")
+    return (dest, chosen) if dest else None
 
 
 def file_defaults(index: "ModuleIndex") -> tuple[dict[str, list[Default]], dict[str, list[Default]]]:
@@ -62,15 +64,15 @@ def file_defaults(index: "ModuleIndex") -> tuple[dict[str, list[Default]], dict[
         assert isinstance(call, ast.Call)
         if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"):
             continue
-        dest = _dest(call)
+        found = _dest(call)
+        dest, option = found if found else (None, "")
         default = next((k.value for k in call.keywords if k.arg == "default"), None)
         ok, value = _constant(default)
         action = next((k.value for k in call.keywords if k.arg == "action"), None)
         if default is None and isinstance(action, ast.Constant) and action.value in ("store_true", "store_false"):
             ok, value = True, action.value == "store_false"
         if dest and ok:
-            option = dest.replace("_", "-")
-            attributes.setdefault(dest, []).append(Default(value, f"the `--{option}` default ({name}:{call.lineno})"))
+            attributes.setdefault(dest, []).append(Default(value, f"the `{option}` default ({name}:{call.lineno})"))
     for cls in index.nodes_of(ast.ClassDef):
         assert isinstance(cls, ast.ClassDef)
         for stmt in cls.body:

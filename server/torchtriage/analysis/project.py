@@ -37,7 +37,8 @@ from .engine import analyze_context, enabled_rules, has_file_noqa
 from .file_kinds import is_test_file
 from .hotloops import HotEntry, HotLoops, find_hot_loops
 from .incremental import ParsedModule, parse_module
-from .project_view import ProjectView, view_of
+from .hotloops import unwrap_iterable
+from .project_view import LoaderRead, ProjectView, view_of
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 _CALLABLE_METHODS = ("forward", "__call__")
@@ -373,6 +374,42 @@ class Project:
             module.ctx.hot_entries = tuple(entries.values())
             module.ctx.__dict__.pop("hot", None)
         self._propagate_cuda()
+        self._link_loaders()
+
+    def _link_loaders(self) -> None:
+        """Loaders handed to another file's function whose step loop iterates that parameter."""
+        from .rules._loaders import moves_data_to_device
+
+        for module in self.by_path.values():
+            if module.ctx is None or "DataLoader" not in module.ctx.source:
+                continue
+            reads: list[LoaderRead] = []
+            for call in module.ctx.nodes_of(ast.Call):
+                assert isinstance(call, ast.Call)
+                passed = [(i, a.id) for i, a in enumerate(call.args) if isinstance(a, ast.Name)]
+                named = [(k.arg, k.value.id) for k in call.keywords if k.arg and isinstance(k.value, ast.Name)]
+                if not (passed or named):
+                    continue
+                target = self._resolve_dotted(module, call.func)
+                if not isinstance(target, tuple) or not isinstance(target[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                owner, func = target
+                if owner is module or owner.ctx is None or is_test_file(owner.path):
+                    continue
+                params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+                by_param = {params[i]: name for i, name in passed if i < len(params)}
+                by_param.update({k: name for k, name in named})
+                for region in owner.ctx.hot.step_loops:
+                    loop = region.node
+                    if not isinstance(loop, (ast.For, ast.AsyncFor)) or owner.ctx.enclosing_function(loop) is not func:
+                        continue
+                    iterated = _iterated_name(loop.iter, by_param)
+                    if iterated is not None:
+                        moves = moves_data_to_device(owner.ctx, [region])
+                        reads.append(
+                            LoaderRead(by_param[iterated], call.lineno, call.col_offset, moves, f"{owner.label}:{loop.lineno}")
+                        )
+            module.ctx.loader_reads = tuple(reads)
 
     def _propagate_cuda(self) -> None:
         """A file imported (directly or through project files) by a file that uses CUDA runs on it."""
@@ -421,7 +458,7 @@ class Project:
         own = {k: v for k, v in ctx.own_defaults[0].items()}
         if ctx.project_defaults is not None and ctx.project_defaults == own:
             view = replace(view, defaults=None)  # nothing from other files: as if alone
-        if not (view.entries or view.cuda_from or view.imported_constants or view.defaults is not None):
+        if not (view.entries or view.cuda_from or view.imported_constants or view.defaults is not None or view.loader_reads):
             return None  # the file analysed alone gives the same findings
         return view
 
@@ -474,6 +511,30 @@ def _assigned_value(scope: ast.AST, name: str) -> ast.expr | None:
             best = (node.lineno, value)
         stack.extend(ast.iter_child_nodes(node))
     return best[1]
+
+
+def _iterated_name(iterable: ast.expr, wanted: dict[str, str]) -> str | None:
+    """The parameter a loop iterates: ``loader``, ``enumerate(tqdm(loader))``, or a wrapper
+    taking it first (``metric_logger.log_every(loader, 10, header)``)."""
+    name = _last_name(unwrap_iterable(iterable))
+    if name in wanted:
+        return name
+    node: ast.expr = iterable
+    for _ in range(4):
+        if not (isinstance(node, ast.Call) and node.args):
+            return None
+        node = node.args[0]
+        if isinstance(node, ast.Name) and node.id in wanted:
+            return node.id
+    return None
+
+
+def _last_name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
 
 
 def _names(node: ast.AST) -> set[str]:

@@ -20,6 +20,18 @@ FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 @dataclass(frozen=True)
+class LoaderRead:
+    """A loader passed (``train_one_epoch(model, train_loader, ...)``, at ``line``/``col``) to a
+    function of another project file whose step loop iterates it."""
+
+    name: str  # the name passed
+    line: int
+    col: int
+    moves_to_device: bool  # that step loop copies its batches to a device
+    where: str  # "engine.py:28", the step loop
+
+
+@dataclass(frozen=True)
 class EntryByName:
     qualname: str  # "func", "Class.method", "outer.inner"
     batch: frozenset[str]
@@ -33,6 +45,7 @@ class ProjectView:
     defaults: tuple[tuple[str, tuple[Default, ...]], ...] | None = None  # sorted by name
     imported_constants: tuple[tuple[str, Default], ...] = ()
     label: str | None = None  # how call paths name this file
+    loader_reads: tuple[LoaderRead, ...] = ()
 
 
 def qualname_of(func: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
@@ -57,7 +70,8 @@ def view_of(ctx) -> ProjectView:  # type: ignore[no-untyped-def]
     if ctx.project_defaults is not None:
         defaults = tuple(sorted((k, tuple(v)) for k, v in ctx.project_defaults.items()))
     return ProjectView(
-        entries, ctx.cuda_from, defaults, tuple(sorted(ctx.imported_constants.items())), ctx.path_label
+        entries, ctx.cuda_from, defaults, tuple(sorted(ctx.imported_constants.items())), ctx.path_label,
+        tuple(ctx.loader_reads),
     )
 
 
@@ -78,6 +92,7 @@ def apply_view(ctx, view: ProjectView | None) -> None:  # type: ignore[no-untype
         )
     ctx.cuda_from = view.cuda_from
     ctx.path_label = view.label
+    ctx.loader_reads = view.loader_reads
     if view.defaults is not None:
         ctx.project_defaults = {k: list(v) for k, v in view.defaults}
     ctx.imported_constants = dict(view.imported_constants)

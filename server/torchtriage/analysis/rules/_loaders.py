@@ -322,6 +322,21 @@ def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
     return found
 
 
+def loader_reads_elsewhere(ctx: "ModuleContext", call: ast.Call) -> list:
+    """Step loops of other project files that iterate this loader (see :mod:`..project`)."""
+    if not ctx.loader_reads:
+        return []
+    name = loader_name(ctx, call)
+    return [read for read in ctx.loader_reads if read.name == name] if name else []
+
+
+def call_at(ctx: "ModuleContext", line: int, col: int) -> ast.Call | None:
+    for node in ctx.nodes_of(ast.Call):
+        if node.lineno == line and node.col_offset == col:  # type: ignore[attr-defined]
+            return node  # type: ignore[return-value]
+    return None
+
+
 def regions_reached(ctx: "ModuleContext", roots: list[HotRegion]) -> list[HotRegion]:
     """The given regions plus the per-step functions they call, transitively."""
     reached = list(roots)
