@@ -466,3 +466,16 @@ def test_loader_iterated_per_epoch_by_another_files_step_loop_gets_pinning_and_p
     # without the project, main.py alone says nothing about them
     alone = project({"main.py": LOADER_MAIN})
     assert found(alone, "main.py", "TT303") == [] and found(alone, "main.py", "TT304") == []
+
+
+def test_optimizer_of_a_script_whose_training_loop_lives_in_another_file_gets_the_fused_hint():
+    main = LOADER_MAIN.replace(
+        "    for epoch in range(10):",
+        "    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)\n    for epoch in range(10):",
+    )
+    proj = project({"main.py": main, "engine.py": LOADER_ENGINE})
+    assert lines(proj, "main.py", "TT503") == {13}
+    # a script that only evaluates through the other file gets no hint
+    evaluating = main.replace("        train_one_epoch(model, train_loader, optimizer, device)\n", "")
+    proj = project({"main.py": evaluating, "engine.py": LOADER_ENGINE})
+    assert found(proj, "main.py", "TT503") == []

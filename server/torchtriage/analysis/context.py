@@ -35,6 +35,8 @@ class ModuleContext(ModuleIndex):
     path_label: str | None = field(default=None, repr=False, compare=False)  # how call paths name this file
     # Loaders of this file that step loops of other project files iterate (see :mod:`.project`).
     loader_reads: tuple["LoaderRead", ...] = field(default=(), repr=False, compare=False)
+    # The training step loop of another project file this file calls (``train_one_epoch(...)``).
+    trains_via: str | None = field(default=None, repr=False, compare=False)
     # Attribute defaults (argparse, config classes) of every project file, and the constants
     # this file imports from project files (see :mod:`.defaults`).
     project_defaults: dict[str, list[Default]] | None = field(default=None, repr=False, compare=False)

@@ -381,14 +381,15 @@ class Project:
         from .rules._loaders import moves_data_to_device
 
         for module in self.by_path.values():
-            if module.ctx is None or "DataLoader" not in module.ctx.source:
+            if module.ctx is None:
                 continue
             reads: list[LoaderRead] = []
+            trains_via: str | None = None
             for call in module.ctx.nodes_of(ast.Call):
                 assert isinstance(call, ast.Call)
                 passed = [(i, a.id) for i, a in enumerate(call.args) if isinstance(a, ast.Name)]
                 named = [(k.arg, k.value.id) for k in call.keywords if k.arg and isinstance(k.value, ast.Name)]
-                if not (passed or named):
+                if not (passed or named) and trains_via is not None:
                     continue
                 target = self._resolve_dotted(module, call.func)
                 if not isinstance(target, tuple) or not isinstance(target[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -401,7 +402,11 @@ class Project:
                 by_param.update({k: name for k, name in named})
                 for region in owner.ctx.hot.step_loops:
                     loop = region.node
-                    if not isinstance(loop, (ast.For, ast.AsyncFor)) or owner.ctx.enclosing_function(loop) is not func:
+                    if owner.ctx.enclosing_function(loop) is not func:
+                        continue
+                    if region.trains and trains_via is None:
+                        trains_via = f"{owner.label}:{loop.lineno}"
+                    if not isinstance(loop, (ast.For, ast.AsyncFor)):
                         continue
                     iterated = _iterated_name(loop.iter, by_param)
                     if iterated is not None:
@@ -410,6 +415,7 @@ class Project:
                             LoaderRead(by_param[iterated], call.lineno, call.col_offset, moves, f"{owner.label}:{loop.lineno}")
                         )
             module.ctx.loader_reads = tuple(reads)
+            module.ctx.trains_via = trains_via
 
     def _propagate_cuda(self) -> None:
         """A file imported (directly or through project files) by a file that uses CUDA runs on it."""
@@ -458,7 +464,8 @@ class Project:
         own = {k: v for k, v in ctx.own_defaults[0].items()}
         if ctx.project_defaults is not None and ctx.project_defaults == own:
             view = replace(view, defaults=None)  # nothing from other files: as if alone
-        if not (view.entries or view.cuda_from or view.imported_constants or view.defaults is not None or view.loader_reads):
+        if not (view.entries or view.cuda_from or view.imported_constants or view.defaults is not None or view.loader_reads
+                or view.trains_via):
             return None  # the file analysed alone gives the same findings
         return view
 

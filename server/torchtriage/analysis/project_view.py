@@ -46,6 +46,7 @@ class ProjectView:
     imported_constants: tuple[tuple[str, Default], ...] = ()
     label: str | None = None  # how call paths name this file
     loader_reads: tuple[LoaderRead, ...] = ()
+    trains_via: str | None = None
 
 
 def qualname_of(func: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
@@ -71,7 +72,7 @@ def view_of(ctx) -> ProjectView:  # type: ignore[no-untyped-def]
         defaults = tuple(sorted((k, tuple(v)) for k, v in ctx.project_defaults.items()))
     return ProjectView(
         entries, ctx.cuda_from, defaults, tuple(sorted(ctx.imported_constants.items())), ctx.path_label,
-        tuple(ctx.loader_reads),
+        tuple(ctx.loader_reads), ctx.trains_via,
     )
 
 
@@ -93,6 +94,7 @@ def apply_view(ctx, view: ProjectView | None) -> None:  # type: ignore[no-untype
     ctx.cuda_from = view.cuda_from
     ctx.path_label = view.label
     ctx.loader_reads = view.loader_reads
+    ctx.trains_via = view.trains_via
     if view.defaults is not None:
         ctx.project_defaults = {k: list(v) for k, v in view.defaults}
     ctx.imported_constants = dict(view.imported_constants)
