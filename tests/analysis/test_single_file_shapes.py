@@ -102,3 +102,80 @@ def test_a_multi_line_print_is_reported_at_the_line_reading_the_tensor():
             print("loss", loss.item())
     """
     assert lines(source, "TT102") == {8, 10}
+
+
+def test_the_body_of_a_branch_that_ends_the_run_is_not_per_step_but_its_test_is():
+    source = """
+        import sys
+        import torch
+        for x, y in loader:
+            loss = model(x).sum()
+            if torch.isnan(loss):
+                print("Loss is {}, stopping".format(loss.item()))
+                sys.exit(1)
+            loss.backward()
+            opt.step()
+    """
+    assert lines(source, "TT102") == set()
+    assert lines(source, "TT103") == {5}
+
+
+def test_lazy_initialisation_under_a_rank_guard_and_cpu_branch_named_after_the_device():
+    source = """
+        import torch
+        features = None
+        for samples, index in loader:
+            samples = samples.cuda(non_blocking=True)
+            feats = model(samples)
+            if rank == 0 and features is None:
+                features = torch.zeros(10, feats.shape[-1])
+                features = features.cuda(non_blocking=True)
+            if use_cuda:
+                features.index_copy_(0, index, feats)
+            else:
+                features.index_copy_(0, index.cpu(), feats.cpu())
+            host = feats.cpu()
+    """
+    assert lines(source, "TT305") == set()
+    assert lines(source, "TT101") == {13}
+
+
+def test_shapes_unpacked_from_a_batch_tensor_are_python_ints():
+    source = """
+        import torch
+
+        def resize(x, w, h):
+            if w == h:
+                return x
+            return x[:, : int(w)]
+
+        for x, y in loader:
+            B, C, w, h = x.shape
+            n = x.size(0)
+            out = resize(x, w, h)
+            loss = model(out).sum()
+            loss.backward()
+            opt.step()
+    """
+    assert lines(source, "TT103") == set()
+    assert lines(source, "TT101") == set()
+
+
+def test_loader_read_through_a_logging_wrapper_in_the_same_file_is_read_every_epoch():
+    source = """
+        from torch.utils.data import DataLoader
+        loader = DataLoader(ds, batch_size=8, num_workers=4)
+        once = DataLoader(ds, batch_size=8, num_workers=4)
+
+        def train_one_epoch(model, data_loader, opt):
+            for x, y in metric_logger.log_every(data_loader, 10, "train"):
+                loss = model(x).sum()
+                loss.backward()
+                opt.step()
+
+        for epoch in range(10):
+            train_one_epoch(model, loader, opt)
+        for x, y in once:
+            out = model(x)
+    """
+    assert lines(source, "TT304") == {2}

@@ -179,6 +179,30 @@ def _is_step_function(func: FunctionNode) -> bool:
     )
 
 
+_RUN_ENDERS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
+
+
+def _ends_the_run(ctx: ModuleIndex, body: list[ast.stmt]) -> bool:
+    """A branch that stops the program (``raise`` or ``sys.exit(...)`` among its statements):
+    it runs at most once, so its body is not per-step (its test still is)."""
+    for stmt in body:
+        if isinstance(stmt, ast.Raise):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            if ctx.call_qualname(stmt.value) in _RUN_ENDERS:
+                return True
+    return False
+
+
+def _is_none_test(test: ast.expr) -> str | None:
+    if (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+    ):
+        return ast.unparse(test.left)
+    return None
+
+
 def _is_lazy_init(stmt: ast.If) -> bool:
     """``if bank is None: bank = torch.zeros(...).cuda()``: one-time initialisation, true once.
 
@@ -186,12 +210,12 @@ def _is_lazy_init(stmt: ast.If) -> bool:
     if stmt.orelse:
         return False
     test = stmt.test
-    target: str | None = None
-    if (
-        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
-        and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
-    ):
-        target = ast.unparse(test.left)
+    target: str | None = _is_none_test(test)
+    if target is None and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        # ``if rank == 0 and bank is None:`` still initialises once
+        target = next((t for t in map(_is_none_test, test.values) if t is not None), None)
+    if target is not None:
+        pass
     elif (
         isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call)
         and isinstance(test.operand.func, ast.Name) and test.operand.func.id == "hasattr"
@@ -352,7 +376,7 @@ class _Finder:
                     stack.append(child)
 
     def _is_rare(self, stmt: ast.If, region: HotRegion) -> bool:
-        if _is_lazy_init(stmt):
+        if _is_lazy_init(stmt) or _ends_the_run(self.ctx, stmt.body):
             self.result.rare_guards.append(stmt)
             return True
         if not (is_rare_guard(stmt.test, region.counter_names) or is_bounded_guard(stmt)):

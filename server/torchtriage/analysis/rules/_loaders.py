@@ -247,9 +247,20 @@ def loader_name(ctx: "ModuleContext", call: ast.Call) -> str | None:
 
 
 def _loop_reads(loop: ast.AST, name: str) -> bool:
+    """``for b in loader``, ``enumerate(tqdm(loader))``, or a wrapper taking the loader first
+    (``metric_logger.log_every(loader, 10, header)``)."""
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return False
-    return _last_name(unwrap_iterable(loop.iter)) == name
+    if _last_name(unwrap_iterable(loop.iter)) == name:
+        return True
+    node: ast.expr = loop.iter
+    for _ in range(4):
+        if not (isinstance(node, ast.Call) and node.args):
+            return False
+        node = node.args[0]
+        if isinstance(node, ast.Name) and node.id == name:
+            return True
+    return False
 
 
 def _argument_index(

@@ -289,6 +289,13 @@ def _moves_to_accelerator(node: ast.AST) -> bool:
     )
 
 
+def _tests_for_gpu(test: ast.expr) -> bool:
+    """``if use_cuda:``, ``if args.gpu:``, ``if torch.cuda.is_available():``."""
+    words = [n.id for n in ast.walk(test) if isinstance(n, ast.Name)]
+    words += [n.attr for n in ast.walk(test) if isinstance(n, ast.Attribute)]
+    return any("cuda" in w.lower() or "gpu" in w.lower() for w in words)
+
+
 def _cpu_branch_of_device_choice(ctx: ModuleContext, call: ast.Call) -> bool:
     """``x.cuda(gpu) if on_gpu else x.cpu()`` (or the same as an if statement): the ``.cpu()``
     branch is the one taken when nothing runs on the GPU."""
@@ -296,10 +303,10 @@ def _cpu_branch_of_device_choice(ctx: ModuleContext, call: ast.Call) -> bool:
     for parent in ctx.ancestors(call):
         if isinstance(parent, ast.IfExp):
             if child is parent.orelse:
-                return _moves_to_accelerator(parent.body)
+                return _moves_to_accelerator(parent.body) or _tests_for_gpu(parent.test)
         elif isinstance(parent, ast.If):
             if any(child is stmt for stmt in parent.orelse):
-                return any(_moves_to_accelerator(stmt) for stmt in parent.body)
+                return any(_moves_to_accelerator(stmt) for stmt in parent.body) or _tests_for_gpu(parent.test)
             return False
         elif isinstance(parent, ast.stmt) and not isinstance(
             parent, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)
