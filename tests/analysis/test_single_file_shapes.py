@@ -179,3 +179,27 @@ def test_loader_read_through_a_logging_wrapper_in_the_same_file_is_read_every_ep
             out = model(x)
     """
     assert lines(source, "TT304") == {2}
+
+
+def test_a_once_per_epoch_function_named_like_a_model_is_not_a_forward():
+    from torchtriage.analysis.context import ModuleContext
+    from torchtriage.analysis.hotloops import find_hot_loops
+    import ast
+
+    source = textwrap.dedent("""
+        import torch
+        from viz import render_with_model
+
+        def validate_network(val_loader, model):
+            for x, y in val_loader:
+                out = model(x)
+
+        for epoch in range(10):
+            validate_network(val_loader, model)
+            render_with_model(model, noise)
+        for step in range(100):
+            out = model(noise)
+    """).lstrip("\n")
+    hot = find_hot_loops(ModuleContext(source, ast.parse(source)))
+    assert sorted(r.node.lineno for r in hot.step_loops) == [5, 11]
+    assert [loop.lineno for loop in hot.epoch_loops] == [8]

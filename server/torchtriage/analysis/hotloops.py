@@ -152,6 +152,7 @@ class _LoopFacts:
     trains: bool  # its own body runs backward or steps an optimizer
     calls_model: bool  # its own body calls the model on the loop's data
     called_names: tuple[str, ...]  # plain-name functions its own body calls, in order
+    model_callees: tuple[str | None, ...] = ()  # for the model calls: the plain name called, else None
 
 
 def _loop_facts(loop: Loop) -> _LoopFacts:
@@ -161,11 +162,13 @@ def _loop_facts(loop: Loop) -> _LoopFacts:
             data_names = target_names(loop.target, loop.iter)[0]
         data_names = propagate_batch_names(loop.body, data_names)
         own = list(own_nodes(loop.body))
+        model_calls = [n for n in own if is_model_call(n, data_names)]
         return _LoopFacts(
             frozenset(data_names),
             any(is_backward_call(n) or is_optimizer_step(n) for n in own),
-            any(is_model_call(n, data_names) for n in own),
+            bool(model_calls),
             tuple(dict.fromkeys(n.func.id for n in own if isinstance(n, ast.Call) and isinstance(n.func, ast.Name))),
+            tuple(n.func.id if isinstance(n.func, ast.Name) else None for n in model_calls),  # type: ignore[attr-defined]
         )
 
     return subtree_memo(loop, "loop_facts", compute)
@@ -280,11 +283,20 @@ class _Finder:
         if facts.trains:
             return True, True
         step = isinstance(loop, (ast.For, ast.AsyncFor)) and is_loader_like(loop.iter, self.loader_vars)
-        if not step and facts.calls_model and self._enclosing_name(loop) not in _NOT_FOLLOWED:
+        if not step and self._calls_model(facts) and self._enclosing_name(loop) not in _NOT_FOLLOWED:
             step = True
         if not step:
             step = any(self._is_step_function(f) for name in facts.called_names for f in self.functions.get(name, ()))
         return step, False
+
+    def _calls_model(self, facts: _LoopFacts) -> bool:
+        """A model call among the loop's own calls; ``validate_network(loader, model)`` or
+        ``render_with_model(model, noise)`` is a function of this file or an imported one, not a
+        module's forward (whether it does per-step work is :meth:`_is_step_function`'s question)."""
+        return any(
+            name is None or (name not in self.functions and name not in self.ctx.aliases)
+            for name in facts.model_callees
+        )
 
     def _is_step_function(self, func: FunctionNode) -> bool:
         """A function whose own body (not its loops) trains or calls the model on its batch params:
