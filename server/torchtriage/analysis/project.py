@@ -78,18 +78,30 @@ class Project:
     """A set of files analysed together: cross-file hot entries and CUDA reach, then the rules."""
 
     def __init__(
-        self, files: Iterable[tuple[str, str, str]], settings: Settings | None = None, relative_labels: bool = False
+        self,
+        files: Iterable[tuple[str, str, str]],
+        settings: Settings | None = None,
+        relative_labels: bool = False,
+        parse_cache: dict[str, tuple[str, ParsedModule | Finding]] | None = None,
     ) -> None:
         """``files``: (display path, path relative to the project root, source text) per Python file.
 
-        Call paths name files by display path, or by relative path with ``relative_labels``."""
+        Call paths name files by display path, or by relative path with ``relative_labels``.
+        ``parse_cache`` (display path -> (text, parse)) lets a long-lived caller (the language
+        server's index) re-parse only the files whose text changed; it is updated in place."""
         self.settings = settings or Settings()
         self.modules: dict[str, ProjectModule] = {}  # by dotted name
         self.by_path: dict[str, ProjectModule] = {}
         self._suffixes: dict[str, list[ProjectModule]] = {}
         for display, relative, source in files:
             name = module_name(relative)
-            parsed = parse_module(source, display)
+            cached = parse_cache.get(display) if parse_cache is not None else None
+            if cached is not None and cached[0] == source:
+                parsed = cached[1]
+            else:
+                parsed = parse_module(source, display)
+                if parse_cache is not None:
+                    parse_cache[display] = (source, parsed)
             ctx = None
             if not isinstance(parsed, Finding):
                 ctx = ModuleContext(source=source, tree=parsed.tree, path=display, settings=self.settings, parsed=parsed)

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-OPEN_DELAY_S = 0.05  # open, save, close, files changed on disk
-EDIT_DELAY_S = 0.5  # after the last edit: the index is rebuilt when typing pauses
+OPEN_DELAY_S = 0.05  # open, save, close, files changed on disk (after the document's own analysis)
+EDIT_DELAY_S = 1.5  # after the last edit: the index is rebuilt when typing pauses
 
 
 class _Root:
@@ -51,6 +51,7 @@ class _Root:
         self.timer: asyncio.TimerHandle | None = None
         self.running: asyncio.Future[object] | None = None
         self.dirty = 0  # bumped by every change; a build of an older one rebuilds again
+        self.parses: dict = {}  # display path -> (text, parse): only changed files are re-parsed
 
 
 class WorkspaceIndex:
@@ -109,11 +110,13 @@ class WorkspaceIndex:
     async def _rebuild(self, root: _Root) -> None:
         if root.running is not None and not root.running.done():
             await asyncio.wait([root.running])
-        generation = root.dirty
         open_states = [s for s in self.store.all() if not s.notebook and s.path is not None]
         members = [s for s in open_states if s.path.resolve().is_relative_to(root.root)]  # type: ignore[union-attr]
         if not members:
             return
+        # The documents' own analyses go first: the index never delays their diagnostics.
+        await asyncio.gather(*(s.done.wait() for s in members))
+        generation = root.dirty
         texts = {s.path.resolve(): s.targets[s.uri].text for s in members if s.uri in s.targets}  # type: ignore[union-attr]
         settings = self.settings.for_path(members[0].path)
         loop = asyncio.get_running_loop()
@@ -151,6 +154,8 @@ class WorkspaceIndex:
         paths = list(dict.fromkeys([*root.files, *texts]))
         if not root.files:
             paths = list(texts)  # too big to model: open documents only
+        if len(paths) <= 1:
+            return {path: None for path in texts}  # a file alone: nothing to add to its own analysis
         entries = []
         for path in paths:
             text = texts.get(path)
@@ -160,7 +165,10 @@ class WorkspaceIndex:
                 continue
             relative = path.relative_to(root.root).as_posix() if path.is_relative_to(root.root) else path.name
             entries.append((str(path), relative, text))
-        project = Project(entries, settings, relative_labels=True)
+        live = {display for display, _, _ in entries}
+        for stale in [p for p in root.parses if p not in live]:
+            del root.parses[stale]
+        project = Project(entries, settings, relative_labels=True, parse_cache=root.parses)
         return {path: project.view(str(path)) for path in texts}
 
     def _disk_text(self, root: _Root, path: Path) -> str | None:
