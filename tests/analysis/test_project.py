@@ -479,3 +479,39 @@ def test_optimizer_of_a_script_whose_training_loop_lives_in_another_file_gets_th
     evaluating = main.replace("        train_one_epoch(model, train_loader, optimizer, device)\n", "")
     proj = project({"main.py": evaluating, "engine.py": LOADER_ENGINE})
     assert found(proj, "main.py", "TT503") == []
+
+
+def test_shapes_and_starred_sizes_passed_to_another_files_helper_are_not_batch_data():
+    proj = project(
+        {
+            "train.py": """
+                import torch
+                from aug import cutmix_bbox, Erasing
+                erase = Erasing()
+                for x, y in loader:
+                    x = x.cuda(non_blocking=True)
+                    box = cutmix_bbox(x.shape, 0.5)
+                    x = erase(x)
+                    loss = model(x).sum()
+                    loss.backward()
+                    opt.step()
+            """,
+            "aug.py": """
+                import torch
+
+                def cutmix_bbox(img_shape, lam):
+                    img_h, img_w = img_shape[-2:]
+                    return int(img_h * lam), int(img_w * lam)
+
+                class Erasing:
+                    def _erase(self, img, chan, img_h, img_w, dtype):
+                        if img_w > 4 and img_h > 4:
+                            img[:, :2, :2] = 0
+
+                    def __call__(self, input):
+                        self._erase(input, *input.size(), input.dtype)
+                        return input
+            """,
+        }
+    )
+    assert found(proj, "aug.py") == []

@@ -56,6 +56,7 @@ from .step_markers import (
     is_model_call,
     is_optimizer_step,
     is_rare_guard,
+    is_shape_read,
     last_name,
     looks_like_batch_param,
     names_in,
@@ -172,6 +173,14 @@ def _loop_facts(loop: Loop) -> _LoopFacts:
         )
 
     return subtree_memo(loop, "loop_facts", compute)
+
+
+def _before_starred(args: list[ast.expr]) -> list[ast.expr]:
+    """Positional arguments up to the first ``*args``: after it, positions are unknown."""
+    for index, arg in enumerate(args):
+        if isinstance(arg, ast.Starred):
+            return args[:index]
+    return args
 
 
 def _is_step_function(func: FunctionNode) -> bool:
@@ -443,9 +452,12 @@ class _Finder:
             if candidate.name in _NOT_FOLLOWED:
                 continue
             params = [a.arg for a in candidate.args.args if a.arg not in ("self", "cls")]
-            batch = {param for param, arg in zip(params, call.args) if names_in(arg) & region.batch_names}
+            batch = {
+                param for param, arg in zip(params, _before_starred(call.args))
+                if names_in(arg) & region.batch_names and not is_shape_read(arg)
+            }
             for keyword in call.keywords:
-                if keyword.arg and names_in(keyword.value) & region.batch_names:
+                if keyword.arg and names_in(keyword.value) & region.batch_names and not is_shape_read(keyword.value):
                     batch.add(keyword.arg)
             if not batch:
                 batch = {p for p in params if looks_like_batch_param(p)}

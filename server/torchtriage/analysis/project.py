@@ -37,7 +37,8 @@ from .engine import analyze_context, enabled_rules, has_file_noqa
 from .file_kinds import is_test_file
 from .hotloops import HotEntry, HotLoops, find_hot_loops
 from .incremental import ParsedModule, parse_module
-from .hotloops import unwrap_iterable
+from .hotloops import _before_starred, unwrap_iterable
+from .step_markers import is_shape_read
 from .project_view import LoaderRead, ProjectView, view_of
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -377,7 +378,10 @@ class Project:
                         continue
                     rounds += 1
                     params = [a.arg for a in func.args.args if a.arg not in ("self", "cls")]
-                    batch = {p for p, arg in zip(params, call.args) if _names(arg) & region.batch_names}
+                    batch = {
+                        p for p, arg in zip(params, _before_starred(call.args))
+                        if _names(arg) & region.batch_names and not is_shape_read(arg)
+                    }
                     known[func] = HotEntry(func, frozenset(batch), chain)
                     if target_module not in pending:
                         pending.append(target_module)

@@ -201,7 +201,7 @@ def propagate_batch_names(body: list[ast.stmt], names: set[str]) -> set[str]:
     for _ in range(2):
         for node in assigns:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if _is_shape_read(node.value):  # ``B, C, w, h = x.shape``: Python ints, not batch data
+            if is_shape_read(node.value):  # ``B, C, w, h = x.shape``: Python ints, not batch data
                 continue
             if is_batch_fetch(node.value) or names_in(node.value) & result:  # type: ignore[arg-type]
                 for target in targets:
@@ -209,7 +209,7 @@ def propagate_batch_names(body: list[ast.stmt], names: set[str]) -> set[str]:
     return result
 
 
-def _is_shape_read(value: ast.AST | None) -> bool:
+def is_shape_read(value: ast.AST | None) -> bool:
     """``x.shape``, ``x.shape[-1]``, ``x.size()``, ``x.size(0)``, ``x.dim()``, ``x.ndim``, ``len(x)``."""
     if isinstance(value, ast.Subscript):
         value = value.value
