@@ -515,3 +515,24 @@ def test_shapes_and_starred_sizes_passed_to_another_files_helper_are_not_batch_d
         }
     )
     assert found(proj, "aug.py") == []
+
+
+def test_set_defaults_wins_over_conflicting_flag_defaults():
+    source = """
+        import argparse
+        import torch
+        from torch.utils.data import DataLoader
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--pin-mem", action="store_true")
+        parser.add_argument("--no-pin-mem", action="store_false", dest="pin_mem")
+        parser.set_defaults(pin_mem={value})
+        args = parser.parse_args()
+        loader = DataLoader(ds, num_workers=4, pin_memory=args.pin_mem, persistent_workers=True)
+        for x, y in loader:
+            x = x.cuda(non_blocking=True)
+            loss = model(x).sum(); loss.backward(); opt.step()
+    """
+    assert lines(project({"train.py": source.replace("{value}", "True")}), "train.py", "TT303") == set()
+    (pin,) = found(project({"train.py": source.replace("{value}", "False")}), "train.py", "TT303")
+    assert pin.span.line == 9
+    assert "`args.pin_mem` is False: `set_defaults(pin_mem=...)` (train.py:7)" in pin.message

@@ -73,6 +73,15 @@ def file_defaults(index: "ModuleIndex") -> tuple[dict[str, list[Default]], dict[
             ok, value = True, action.value == "store_false"
         if dest and ok:
             attributes.setdefault(dest, []).append(Default(value, f"the `{option}` default ({name}:{call.lineno})"))
+    for call in index.nodes_of(ast.Call):  # ``parser.set_defaults(pin_mem=True)`` wins over the arguments'
+        assert isinstance(call, ast.Call)
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "set_defaults":
+            for keyword in call.keywords:
+                ok, value = _constant(keyword.value)
+                if keyword.arg and ok:
+                    attributes[keyword.arg] = [
+                        Default(value, f"`set_defaults({keyword.arg}=...)` ({name}:{call.lineno})")
+                    ]
     for cls in index.nodes_of(ast.ClassDef):
         assert isinstance(cls, ast.ClassDef)
         for stmt in cls.body:

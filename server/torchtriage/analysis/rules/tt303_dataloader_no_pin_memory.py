@@ -7,7 +7,7 @@ from typing import Iterator
 from ...findings import Applicability, Severity
 from ..context import ModuleContext
 from ._loaders import (
-    dataloader_calls, is_false, loader_reads_elsewhere, loops_reading, moves_data_to_device, set_keyword_fix, setting,
+    dataloader_calls, is_false, loader_reads_elsewhere, resolution_note, loops_reading, moves_data_to_device, set_keyword_fix, setting,
 )
 from .base import Invalid, Report, Rule, Valid
 
@@ -184,7 +184,7 @@ class DataLoaderNoPinMemory(Rule):
             yield Report(
                 call.func,
                 "Batches from this DataLoader are copied to the GPU from pageable memory: "
-                "set `pin_memory=True` so copies can overlap compute" + note,
+                "set `pin_memory=True` so copies can overlap compute" + resolution_note(ctx, pinned.values, call) + note,
                 fix=lambda call=call, pinned=pinned: set_keyword_fix(
                     ctx, call, "pin_memory", pinned, "True", "Set pin_memory=True", Applicability.SAFE
                 ),
