@@ -536,3 +536,38 @@ def test_set_defaults_wins_over_conflicting_flag_defaults():
     (pin,) = found(project({"train.py": source.replace("{value}", "False")}), "train.py", "TT303")
     assert pin.span.line == 9
     assert "`args.pin_mem` is False: `set_defaults(pin_mem=...)` (train.py:7)" in pin.message
+
+
+LOGGER = """
+    import torch
+
+    class MetricLogger:
+        def __init__(self):
+            self.meters = {}
+
+        def update(self, **kwargs):
+            for k, v in kwargs.items():
+                if isinstance(v, torch.Tensor):
+                    v = v.item()
+                self.meters[k] = v
+"""
+
+
+def test_a_tensor_check_in_a_logger_fires_only_when_a_step_tensor_reaches_it():
+    floats = """
+        import torch
+        from logger import MetricLogger
+        metric_logger = MetricLogger()
+        for x, y in loader:
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+            loss_value = loss.item()
+            metric_logger.update(loss=loss_value, lr=opt.param_groups[0]["lr"])
+            metric_logger.update(acc=loss.item())
+    """
+    proj = project({"train.py": floats, "logger.py": LOGGER})
+    assert found(proj, "logger.py", "TT101") == []
+    tensors = floats.replace('metric_logger.update(acc=loss.item())', 'metric_logger.update(**{"loss": loss})')
+    proj = project({"train.py": tensors, "logger.py": LOGGER})
+    assert lines(proj, "logger.py", "TT101") == {10}

@@ -374,15 +374,15 @@ class Project:
                 chain = region.hot_path + (f"{module.label}:{call.lineno}",)
                 for target_module, func in targets:
                     known = self._entries.setdefault(target_module, {})
-                    if func in known:
+                    batch = _step_data_params(module, call, region, func)
+                    entry = known.get(func)
+                    if entry is not None and batch <= entry.batch:
                         continue
                     rounds += 1
-                    params = [a.arg for a in func.args.args if a.arg not in ("self", "cls")]
-                    batch = {
-                        p for p, arg in zip(params, _before_starred(call.args))
-                        if _names(arg) & region.batch_names and not is_shape_read(arg)
-                    }
-                    known[func] = HotEntry(func, frozenset(batch), chain)
+                    if entry is None:
+                        known[func] = HotEntry(func, frozenset(batch), chain)
+                    else:  # another per-step call site hands it step data too: merge
+                        known[func] = HotEntry(func, entry.batch | batch, entry.hot_path)
                     if target_module not in pending:
                         pending.append(target_module)
         for module, entries in self._entries.items():
@@ -534,6 +534,46 @@ def _assigned_value(scope: ast.AST, name: str) -> ast.expr | None:
             best = (node.lineno, value)
         stack.extend(ast.iter_child_nodes(node))
     return best[1]
+
+
+_HOST_READS = frozenset({"item", "tolist", "float", "int", "bool"})
+
+
+def _is_host_value(module: ProjectModule, expr: ast.AST, at: ast.AST) -> bool:
+    """A Python number read from the device (``loss.item()``, ``float(acc)``), directly or
+    through a name assigned from one: no step tensor is passed on."""
+    assert module.ctx is not None
+    if isinstance(expr, ast.Name):
+        scope = module.ctx.enclosing_function(at) or module.ctx.tree
+        value = _assigned_value(scope, expr.id)
+        if value is None:
+            return False
+        expr = value
+    if not isinstance(expr, ast.Call):
+        return False
+    name = expr.func.attr if isinstance(expr.func, ast.Attribute) else getattr(expr.func, "id", None)
+    return name in _HOST_READS
+
+
+def _step_data_params(module: ProjectModule, call: ast.Call, region, func: FunctionNode) -> set[str]:  # type: ignore[no-untyped-def]
+    """The callee's parameters that receive step data (batch-derived values that are not shapes or
+    host numbers) at this call; a ``**kwargs`` parameter when a keyword or ``**dict`` does."""
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args] if a.arg not in ("self", "cls")]
+    keyword_params = set(params) | {a.arg for a in func.args.kwonlyargs}
+    spread = func.args.kwarg.arg if func.args.kwarg is not None else None
+
+    def carries(arg: ast.AST) -> bool:
+        return bool(_names(arg) & region.batch_names) and not is_shape_read(arg) and not _is_host_value(module, arg, call)
+
+    batch = {p for p, arg in zip(params, _before_starred(call.args)) if carries(arg)}
+    for keyword in call.keywords:
+        if not carries(keyword.value):
+            continue
+        if keyword.arg in keyword_params:
+            batch.add(keyword.arg)  # type: ignore[arg-type]
+        elif spread is not None:
+            batch.add(spread)
+    return batch
 
 
 def _iterated_name(iterable: ast.expr, wanted: dict[str, str]) -> str | None:

@@ -228,6 +228,8 @@ class HostSyncInStep(Rule):
                 continue  # printing / logging it is TT102's finding
             if _guards_the_run(ctx, call):
                 continue  # a deliberate per-step check that stops a diverged run
+            if _only_if_a_tensor_arrives(ctx, call, region):
+                continue  # ``if isinstance(v, torch.Tensor): v = v.item()``, never handed a step tensor
             if kind == "cpu" and _cpu_branch_of_device_choice(ctx, call):
                 continue  # runs only when the data is not on an accelerator: nothing to wait for
             what = f"`{kind}(...)` of a tensor" if kind in ("float", "int", "bool") else f"`.{kind}()`"
@@ -280,6 +282,29 @@ def _guards_the_run(ctx: ModuleContext, call: ast.Call) -> bool:
         if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(later)):
             return False
     return False
+
+
+def _only_if_a_tensor_arrives(ctx: ModuleContext, call: ast.Call, region: HotRegion) -> bool:
+    """A read under ``if isinstance(v, torch.Tensor):`` in a function other project files call
+    per step, none of whose per-step call sites hands it step data (``update(loss=loss.item())``)."""
+    if not region.hot_path or region.via is not None:
+        return False
+    entry = next((e for e in ctx.hot_entries if e.func is region.node), None)
+    if entry is None or entry.batch:
+        return False
+    for ancestor in ctx.ancestors(call):
+        if isinstance(ancestor, ast.If) and _is_tensor_check(ctx, ancestor.test):
+            return True
+        if ancestor is region.node:
+            break
+    return False
+
+
+def _is_tensor_check(ctx: ModuleContext, test: ast.expr) -> bool:
+    return (
+        isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
+        and len(test.args) == 2 and (ctx.qualname(test.args[1]) or "").endswith("Tensor")
+    )
 
 
 def _moves_to_accelerator(node: ast.AST) -> bool:
