@@ -571,3 +571,36 @@ def test_a_tensor_check_in_a_logger_fires_only_when_a_step_tensor_reaches_it():
     tensors = floats.replace('metric_logger.update(acc=loss.item())', 'metric_logger.update(**{"loss": loss})')
     proj = project({"train.py": tensors, "logger.py": LOGGER})
     assert lines(proj, "logger.py", "TT101") == {10}
+
+
+def test_a_step_loop_whose_backward_runs_in_another_files_callable_trains():
+    files = {
+        "main.py": """
+            import torch
+            from engine import train_one_epoch
+            from misc import NativeScaler
+            device = torch.device("cuda")
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+            loss_scaler = NativeScaler()
+            for epoch in range(3):
+                train_one_epoch(model, loader, optimizer, loss_scaler)
+        """,
+        "engine.py": """
+            import torch
+
+            def train_one_epoch(model, data_loader, optimizer, loss_scaler):
+                for samples, targets in data_loader:
+                    with torch.autocast("cuda", dtype=torch.bfloat16):
+                        loss = model(samples).sum()
+                    loss_scaler(loss, optimizer)
+        """,
+        "misc.py": """
+            class NativeScaler:
+                def __call__(self, loss, optimizer):
+                    loss.backward()
+                    optimizer.step()
+        """,
+    }
+    assert lines(project(files), "main.py", "TT503") == {5}
+    files["misc.py"] = "class NativeScaler:\n    def __call__(self, loss, optimizer):\n        return loss\n"
+    assert found(project(files), "main.py", "TT503") == []

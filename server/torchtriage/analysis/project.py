@@ -38,7 +38,7 @@ from .file_kinds import is_test_file
 from .hotloops import HotEntry, HotLoops, find_hot_loops
 from .incremental import ParsedModule, parse_module
 from .hotloops import _before_starred, unwrap_iterable
-from .step_markers import is_shape_read
+from .step_markers import is_backward_call, is_optimizer_step, is_shape_read
 from .project_view import LoaderRead, ProjectView, view_of
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -420,7 +420,7 @@ class Project:
                     loop = region.node
                     if owner.ctx.enclosing_function(loop) is not func:
                         continue
-                    if region.trains and trains_via is None:
+                    if trains_via is None and self._trains(owner, region):
                         trains_via = f"{owner.label}:{loop.lineno}"
                     if not isinstance(loop, (ast.For, ast.AsyncFor)):
                         continue
@@ -449,6 +449,20 @@ class Project:
             if module.ctx is not None and not module.ctx.mentions_cuda:
                 module.ctx.cuda_from = source
                 module.ctx.__dict__.pop("uses_cuda", None)
+
+    def _trains(self, module: ProjectModule, region) -> bool:  # type: ignore[no-untyped-def]
+        """Whether a step loop trains: itself, or through a per-step call into another project
+        file that runs backward or steps an optimizer (``loss_scaler(loss, optimizer)``)."""
+        if region.trains:
+            return True
+        assert module.ctx is not None
+        for call, owner in module.ctx.hot.nodes(ast.Call):
+            if owner is not region:
+                continue
+            for _target, func in self.callees(module, call):
+                if any(is_backward_call(n) or is_optimizer_step(n) for n in ast.walk(func)):
+                    return True
+        return False
 
     def _imported(self, module: ProjectModule) -> list[ProjectModule]:
         found: dict[ProjectModule, None] = {}
