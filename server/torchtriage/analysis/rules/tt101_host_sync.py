@@ -331,7 +331,9 @@ def _cpu_branch_of_device_choice(ctx: ModuleContext, call: ast.Call) -> bool:
                 return _moves_to_accelerator(parent.body) or _tests_for_gpu(parent.test)
         elif isinstance(parent, ast.If):
             if any(child is stmt for stmt in parent.orelse):
-                return any(_moves_to_accelerator(stmt) for stmt in parent.body) or _tests_for_gpu(parent.test)
+                # only a test about the device: ``if is_transformer: ... .to(device) else: ... .cpu()``
+                # chooses a model, not a device
+                return _tests_for_gpu(parent.test)
             return False
         elif isinstance(parent, ast.stmt) and not isinstance(
             parent, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)
