@@ -207,3 +207,27 @@ def test_a_once_per_epoch_function_named_like_a_model_is_not_a_forward():
     hot = find_hot_loops(ModuleContext(source, ast.parse(source)))
     assert sorted(r.node.lineno for r in hot.step_loops) == [5, 11]
     assert [loop.lineno for loop in hot.epoch_loops] == [8]
+
+
+def test_rank_formatted_cuda_devices_count_as_cuda():
+    for spelling in ('torch.device("cuda:{}".format(rank))', 'torch.device(f"cuda:{local_rank}")', 'torch.device("cuda:%d" % rank)'):
+        source = f"""
+            import torch
+            device = {spelling}
+            for x, y in loader:
+                x = x.to(device)
+                loss = model(x).sum()
+                loss.backward()
+                opt.step()
+        """
+        assert lines(source, "TT301") == {4}, spelling
+    cpu = """
+        import torch
+        device = torch.device("cpu:{}".format(rank))
+        for x, y in loader:
+            x = x.to(device)
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+    """
+    assert lines(cpu, "TT301") == set()
