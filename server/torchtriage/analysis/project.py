@@ -120,6 +120,9 @@ class Project:
         self._share_defaults()
         self._constructed: dict[str, set[tuple[ProjectModule, ast.ClassDef]]] | None = None
         self._entries: dict[ProjectModule, dict[FunctionNode, HotEntry]] = {}
+        self._last_hot: dict[ProjectModule, tuple[tuple[HotEntry, ...], HotLoops]] = {}
+        self._factories: dict[ast.AST, tuple[ProjectModule, ast.ClassDef] | None] = {}
+        self._assignments: dict[ast.AST, dict[str, ast.expr]] = {}  # scope -> name -> last value
         self._solved = False
 
     # --- indexing ----------------------------------------------------------------------
@@ -242,17 +245,21 @@ class Project:
         if isinstance(node, ast.ClassDef):
             return owner, node
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and owner.ctx is not None:
+            if node in self._factories:
+                return self._factories[node]
+            self._factories[node] = None  # (recursion guard)
             found: set[tuple[ProjectModule, ast.ClassDef]] = set()
             for ret in ast.walk(node):
                 if isinstance(ret, ast.Return) and ret.value is not None:
                     expr = ret.value
                     if isinstance(expr, ast.Name):
-                        expr = _assigned_value(node, expr.id) or expr
+                        expr = _assigned_value(node, expr.id, self._assignments) or expr
                     cls = self._class_of_value(owner, expr, depth + 1)
                     if cls is not None:
                         found.add(cls)
-            if len(found) == 1:
-                return next(iter(found))
+            result = next(iter(found)) if len(found) == 1 else None
+            self._factories[node] = result
+            return result
         return None
 
     @property
@@ -284,9 +291,9 @@ class Project:
         """The project class of the instance a name holds at ``at``."""
         assert module.ctx is not None
         scope = module.ctx.enclosing_function(at) or module.ctx.tree
-        value = _assigned_value(scope, name)
+        value = _assigned_value(scope, name, self._assignments)
         if value is None and scope is not module.ctx.tree:
-            value = _assigned_value(module.ctx.tree, name)
+            value = _assigned_value(module.ctx.tree, name, self._assignments)
         if value is not None:
             return self._class_of_value(module, value)
         return self._by_name(name)
@@ -353,9 +360,12 @@ class Project:
     # --- solving -------------------------------------------------------------------------
 
     def _hot(self, module: ProjectModule) -> HotLoops:
+        """The module's hot loops with its current entries (kept for the rules when final)."""
         assert module.ctx is not None
         entries = tuple(self._entries.get(module, {}).values())
-        return find_hot_loops(module.ctx, entries)
+        hot = find_hot_loops(module.ctx, entries)
+        self._last_hot[module] = (entries, hot)
+        return hot
 
     def solve(self) -> None:
         """Propagate per-step calls across files until nothing new is reached, then CUDA reach."""
@@ -389,6 +399,11 @@ class Project:
             assert module.ctx is not None
             module.ctx.hot_entries = tuple(entries.values())
             module.ctx.__dict__.pop("hot", None)
+        for module, (entries_used, hot) in self._last_hot.items():
+            assert module.ctx is not None
+            if entries_used == module.ctx.hot_entries:  # computed with the final entries: reuse
+                module.ctx.__dict__["hot"] = hot
+        self._last_hot.clear()
         self._propagate_cuda()
         self._link_loaders()
 
@@ -531,23 +546,35 @@ def _owner_class(ctx: ModuleContext, node: ast.AST) -> ast.ClassDef | None:
     return None
 
 
-def _assigned_value(scope: ast.AST, name: str) -> ast.expr | None:
+def _assigned_value(
+    scope: ast.AST, name: str, cache: dict[ast.AST, dict[str, ast.expr]] | None = None
+) -> ast.expr | None:
     """The value last assigned to a plain name directly in a scope (not nested scopes)."""
-    best: tuple[int, ast.expr | None] = (-1, None)
+    table = cache.get(scope) if cache is not None else None
+    if table is None:
+        table = _scope_assignments(scope)
+        if cache is not None:
+            cache[scope] = table
+    return table.get(name)
+
+
+def _scope_assignments(scope: ast.AST) -> dict[str, ast.expr]:
+    """Plain name -> the value of its last (by line) assignment directly in a scope."""
+    best: dict[str, tuple[int, ast.expr]] = {}
     stack = list(ast.iter_child_nodes(scope))
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        value = None
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            value = node.value
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
-            value = node.value
-        if value is not None and node.lineno > best[0]:
-            best = (node.lineno, value)
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and node.lineno > best.get(target.id, (-1, None))[0]:
+                    best[target.id] = (node.lineno, node.value)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            if node.lineno > best.get(node.target.id, (-1, None))[0]:
+                best[node.target.id] = (node.lineno, node.value)
         stack.extend(ast.iter_child_nodes(node))
-    return best[1]
+    return {name: value for name, (_, value) in best.items()}
 
 
 _HOST_READS = frozenset({"item", "tolist", "float", "int", "bool"})
