@@ -397,6 +397,7 @@ def test_random_edits_with_the_project_index_match_a_fresh_project_analysis():
     rng = random.Random(12)
     files = {p: textwrap.dedent(t).lstrip("\n") for p, t in _detr_files().items()}
     analyzers = {p: IncrementalAnalyzer(p) for p in files}
+    cache: dict = {}
     snippets = ["        print(loss.item())\n", "    x = 1\n", "\n", "def extra(v):\n    return v.item()\n", "  (\n"]
     for _ in range(40):
         path = rng.choice(["engine.py", "models/detr.py", "util/misc.py", "util/box_ops.py"])
@@ -408,8 +409,11 @@ def test_random_edits_with_the_project_index_match_a_fresh_project_analysis():
             lines.insert(where, rng.choice(snippets))
         files[path] = "".join(lines)
         proj = Project((p, p, t) for p, t in files.items())
+        # the language server's index re-parses only changed files: same views
+        cached = Project(((p, p, t) for p, t in files.items()), parse_cache=cache)
         for name in files:
             view = proj.view(name)
+            assert cached.view(name) == view
             assert _key(analyzers[name].analyze(files[name], project=view)) == _key(proj.analyze(name)), (path, name)
 
 
