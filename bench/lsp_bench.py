@@ -17,7 +17,8 @@ computed up front); the default client declares it, as VS Code does.
                               [--debounce-ms N] [--out bench/RESULTS-lsp.md]
 
 ``--file PATH`` benches a real file instead (e.g. timm's ``train.py`` fetched at its
-pinned HEAD, never committed): it is copied into an empty temp folder (a one-file
+pinned HEAD, never committed; ``--file huggingface+pytorch-image-models:train.py`` reads
+it from the mirror): it is copied into an empty temp folder (a one-file
 project), and the edits change one line in the middle of its longest function,
 alternating a trailing comment and a new statement, as one-line incremental changes.
 """
@@ -234,6 +235,15 @@ def _long_function_line(text: str) -> tuple[int, str]:
     return index, lines[index]
 
 
+def _read_source(source: Path) -> str:
+    """A file, or ``owner+name:path`` read from a mirror at its HEAD (fetched at bench time)."""
+    if source.exists():
+        return source.read_text(encoding="utf-8")
+    from corpus import mirror_file
+
+    return mirror_file(str(source)).decode("utf-8")
+
+
 def file_edits(line: str) -> tuple[str, ...]:
     indent = line[: len(line) - len(line.lstrip())]
     return (line + "  # edit {n}", f"{indent}_bench_value_{{n}} = {{n}}", line)
@@ -244,9 +254,9 @@ async def run_file(
 ) -> dict[str, object]:
     """The real-file mode: open a copy of ``source`` alone in a folder, then one-line edits inside
     its longest function, each followed by a code-action request on the edited line."""
-    text = source.read_text(encoding="utf-8")
+    text = _read_source(source)
     folder = Path(tempfile.mkdtemp(prefix="lsp-bench-file-"))
-    path = folder / source.name
+    path = folder / Path(str(source).rpartition(":")[2]).name
     path.write_text(text, encoding="utf-8")
     uri = path.as_uri()
     session = Session(capabilities)
@@ -285,7 +295,7 @@ def core_file(source: Path, repeats: int = 15) -> dict[str, float]:
     from torchtriage.analysis import analyze_source
     from torchtriage.analysis.engine import IncrementalAnalyzer
 
-    text = source.read_text(encoding="utf-8")
+    text = _read_source(source)
     index, line = _long_function_line(text)
     lines = text.splitlines(keepends=True)
     variants = file_edits(line)
