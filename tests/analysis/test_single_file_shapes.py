@@ -231,3 +231,26 @@ def test_rank_formatted_cuda_devices_count_as_cuda():
             opt.step()
     """
     assert lines(cpu, "TT301") == set()
+
+
+def test_retain_graph_in_a_step_loop_nested_in_an_epoch_loop():
+    source = """
+        import torch
+        for epoch in range(10):
+            for x, y in loader:
+                loss = model(x).sum()
+                loss.backward(retain_graph=True)
+                opt.step()
+    """
+    assert lines(source, "TT506") == {5}
+    carried = """
+        import torch
+        for epoch in range(10):
+            hidden = model.init_hidden()
+            for x, y in loader:
+                out, hidden = model(x, hidden)
+                loss = out.sum()
+                loss.backward(retain_graph=True)
+                opt.step()
+    """
+    assert lines(carried, "TT506") == set()
