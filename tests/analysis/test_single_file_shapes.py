@@ -254,3 +254,17 @@ def test_retain_graph_in_a_step_loop_nested_in_an_epoch_loop():
                 opt.step()
     """
     assert lines(carried, "TT506") == set()
+
+
+def test_a_batch_sliced_from_a_host_tensor_by_the_step_counter_is_a_blocking_copy():
+    source = """
+        import torch
+        device = torch.device("cuda")
+        for i in range(0, corpus.size(1) - 64, 64):
+            x = corpus[:, i:i + 64].to(device)
+            w = weights[0].to(device)
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+    """
+    assert lines(source, "TT301") == {4}

@@ -37,6 +37,16 @@ def _model_outputs(ctx: ModuleContext, region: HotRegion) -> set[str]:
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
+def _counter_slice(receiver: ast.AST, region) -> bool:  # type: ignore[no-untyped-def]
+    """``corpus[:, i:i + 64]`` in ``for i in range(...)``: a batch sliced from a big host tensor
+    by the step counter."""
+    if not isinstance(receiver, ast.Subscript) or not region.counter_names:
+        return False
+    sliced = receiver.slice
+    parts = sliced.elts if isinstance(sliced, ast.Tuple) else [sliced]
+    return any(isinstance(p, ast.Slice) and names_in(p) & region.counter_names for p in parts)
+
+
 def _comprehension_batch_names(ctx: ModuleContext, call: ast.AST, region) -> set[str]:  # type: ignore[no-untyped-def]
     """Names a comprehension around ``call`` binds from the batch, outermost first:
     ``[{k: v.to(d) for k, v in t.items()} for t in targets]`` binds ``t`` then ``k, v``."""
@@ -169,8 +179,10 @@ class NonBlockingTransfer(Rule):
             if not is_device_move(call) or keyword_value(call, "non_blocking") is not None:
                 continue
             receiver = call.func.value  # type: ignore[attr-defined]
-            batch_receiver = is_batch_expression(receiver, region) or bool(
-                names_in(receiver) & _comprehension_batch_names(ctx, call, region)
+            batch_receiver = (
+                is_batch_expression(receiver, region)
+                or bool(names_in(receiver) & _comprehension_batch_names(ctx, call, region))
+                or _counter_slice(receiver, region)
             )
             if not batch_receiver or names_in(receiver) & _model_outputs(ctx, region):
                 continue
