@@ -9,6 +9,11 @@ with ``--extra`` for accuracy runs; the benchmark figures use the default set.
 
     python bench/corpus.py            # -> bench/corpus/<owner+name>/...
     python bench/corpus.py --list     # what is there, files and lines
+    python bench/corpus.py --projects --dest /tmp/projects   # the labelled repos of
+        # bench/labels/issue12_real_code.json, for bench/score_labels.py
+
+``mirror_file("owner+name:path")`` reads one file at a mirror's HEAD (the LSP bench's
+``--file huggingface+pytorch-image-models:train.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from pathlib import Path
 MIRRORS = Path("/work/.mirror")
 DEFAULT_REPOS = ("pytorch+examples", "huggingface+pytorch-image-models", "karpathy+nanoGPT")
 EXTRA_REPOS = ("karpathy+minGPT", "Lightning-AI+pytorch-lightning:examples")
+# Untuned repositories labelled for issue 12 (bench/ACCURACY.md, "Projects"); the labels name
+# the commit each was read at: check that the mirror's HEAD matches before scoring.
+LABELLED_REPOS = ("facebookresearch+detr", "facebookresearch+mae", "facebookresearch+dino", "facebookresearch+deit")
 CORPUS = Path(__file__).resolve().parent / "corpus"
 
 
@@ -67,6 +75,12 @@ def build(repos: tuple[str, ...] = DEFAULT_REPOS, dest_root: Path = CORPUS) -> d
     return {spec: export_repo(spec, dest_root) for spec in repos}
 
 
+def mirror_file(spec: str) -> bytes:
+    """``owner+name:path`` at the mirror's HEAD."""
+    name, _, path = spec.partition(":")
+    return _git(MIRRORS / name / "repo", "show", f"HEAD:{path}")
+
+
 def corpus_files(root: Path = CORPUS) -> list[Path]:
     return sorted(root.rglob("*.py"))
 
@@ -76,9 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extra", action="store_true", help="also minGPT and the Lightning examples")
     parser.add_argument("--dest", type=Path, default=CORPUS)
     parser.add_argument("--list", action="store_true", help="only describe the existing corpus")
+    parser.add_argument("--projects", action="store_true", help="the labelled repositories (detr, mae, dino, deit) instead")
     args = parser.parse_args(argv)
     if not args.list:
-        repos = DEFAULT_REPOS + (EXTRA_REPOS if args.extra else ())
+        repos = LABELLED_REPOS if args.projects else DEFAULT_REPOS + (EXTRA_REPOS if args.extra else ())
         for spec, (files, lines) in build(repos, args.dest).items():
             print(f"{spec:45} {files:5} files {lines:8} lines")
     files = corpus_files(args.dest)

@@ -13,8 +13,14 @@ comes back without its edit, the ``codeAction/resolve`` that computes it is
 timed too.  ``--client eager`` declares no ``resolveSupport`` (every edit
 computed up front); the default client declares it, as VS Code does.
 
-    python bench/lsp_bench.py [--notebook] [--edits 60] [--client resolve|eager]
+    python bench/lsp_bench.py [--notebook | --file PATH] [--edits 60] [--client resolve|eager]
                               [--debounce-ms N] [--out bench/RESULTS-lsp.md]
+
+``--file PATH`` benches a real file instead (e.g. timm's ``train.py`` fetched at its
+pinned HEAD, never committed; ``--file huggingface+pytorch-image-models:train.py`` reads
+it from the mirror): it is copied into an empty temp folder (a one-file
+project), and the edits change one line in the middle of its longest function,
+alternating a trailing comment and a new statement, as one-line incremental changes.
 """
 
 from __future__ import annotations
@@ -213,6 +219,100 @@ async def run(edits: int, debounce_ms: float | None, capabilities: types.ClientC
     return result | summary(latencies, actions, resolves)
 
 
+def _long_function_line(text: str) -> tuple[int, str]:
+    """0-based index and text of a statement line in the middle of the file's longest function."""
+    import ast
+
+    tree = ast.parse(text)
+    funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    longest = max(funcs, key=lambda f: (f.end_lineno or f.lineno) - f.lineno)
+    lines = text.splitlines()
+    simple = sorted(
+        n.lineno - 1 for n in ast.walk(longest)
+        if isinstance(n, (ast.Assign, ast.Expr)) and n.lineno == n.end_lineno and "#" not in lines[n.lineno - 1]
+    )
+    index = simple[len(simple) // 2]
+    return index, lines[index]
+
+
+def _read_source(source: Path) -> str:
+    """A file, or ``owner+name:path`` read from a mirror at its HEAD (fetched at bench time)."""
+    if source.exists():
+        return source.read_text(encoding="utf-8")
+    from corpus import mirror_file
+
+    return mirror_file(str(source)).decode("utf-8")
+
+
+def file_edits(line: str) -> tuple[str, ...]:
+    indent = line[: len(line) - len(line.lstrip())]
+    return (line + "  # edit {n}", f"{indent}_bench_value_{{n}} = {{n}}", line)
+
+
+async def run_file(
+    source: Path, edits: int, debounce_ms: float | None, capabilities: types.ClientCapabilities
+) -> dict[str, object]:
+    """The real-file mode: open a copy of ``source`` alone in a folder, then one-line edits inside
+    its longest function, each followed by a code-action request on the edited line."""
+    text = _read_source(source)
+    folder = Path(tempfile.mkdtemp(prefix="lsp-bench-file-"))
+    path = folder / Path(str(source).rpartition(":")[2]).name
+    path.write_text(text, encoding="utf-8")
+    uri = path.as_uri()
+    session = Session(capabilities)
+    await session.start(folder, {} if debounce_ms is None else {"debounceMs": debounce_ms})
+    sent = time.perf_counter()
+    session.client.text_document_did_open(
+        types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+    )
+    first_open = await session.wait_published(uri, 1, sent)
+    target_line, line = _long_function_line(text)
+    variants = file_edits(line)
+    latencies, actions, resolves = [], [], []
+    for n in range(edits):
+        version = n + 2
+        change = line_change(target_line, variants[n % len(variants)].format(n=n))
+        sent = time.perf_counter()
+        session.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version), content_changes=[change]
+            )
+        )
+        latencies.append(await session.wait_published(uri, version, sent))
+        await asyncio.sleep(0.05)
+        action, resolve = await session.code_actions(uri, target_line)
+        actions.append(action)
+        if resolve is not None:
+            resolves.append(resolve)
+        await asyncio.sleep(0.2)
+    await session.stop()
+    result = {"lines": len(text.splitlines()), "findings": session.counts.get(uri), "first_open_ms": first_open}
+    return result | summary(latencies, actions, resolves)
+
+
+def core_file(source: Path, repeats: int = 15) -> dict[str, float]:
+    """Medians in this process for the real file: fresh analysis, and incremental after each edit."""
+    from torchtriage.analysis import analyze_source
+    from torchtriage.analysis.engine import IncrementalAnalyzer
+
+    text = _read_source(source)
+    index, line = _long_function_line(text)
+    lines = text.splitlines(keepends=True)
+    variants = file_edits(line)
+    full, edit = [], []
+    analyzer = IncrementalAnalyzer(str(source))
+    analyzer.analyze(text)
+    for n in range(repeats):
+        started = time.perf_counter()
+        analyze_source(text, str(source))
+        full.append((time.perf_counter() - started) * 1000)
+        edited = "".join([*lines[:index], variants[n % len(variants)].format(n=n) + "\n", *lines[index + 1 :]])
+        started = time.perf_counter()
+        analyzer.analyze(edited)
+        edit.append((time.perf_counter() - started) * 1000)
+    return {"core_full_ms": statistics.median(full), "core_edit_ms": statistics.median(edit)}
+
+
 async def run_notebook(edits: int, debounce_ms: float | None, capabilities: types.ClientCapabilities) -> dict[str, object]:
     """The notebook mode: open the 20-cell notebook, then edits in the training cell, each
     followed by a code-action request on that cell."""
@@ -335,6 +435,7 @@ def _ms(value: object) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notebook", action="store_true", help="a 20-cell notebook instead of the 1,000-line file")
+    parser.add_argument("--file", type=Path, help="bench this real file (e.g. timm's train.py) instead")
     parser.add_argument("--edits", type=int, default=60)
     parser.add_argument("--client", choices=("resolve", "eager"), default="resolve", help="declare codeAction resolveSupport or not")
     parser.add_argument("--debounce-ms", type=float, help="fixed debounce (default: the server's adaptive one)")
@@ -351,8 +452,12 @@ def main() -> None:
             f"{result['core_full_ms']:.0f} | {_ms(result['core_edit_ms'])} | {result['edits']} |"
         )
     else:
-        result = asyncio.run(run(args.edits, args.debounce_ms, capabilities))
-        result.update(core_analysis())
+        if args.file is not None:
+            result = asyncio.run(run_file(args.file, args.edits, args.debounce_ms, capabilities))
+            result.update(core_file(args.file))
+        else:
+            result = asyncio.run(run(args.edits, args.debounce_ms, capabilities))
+            result.update(core_analysis())
         edits_row = (
             f"{_stamp(mode)} {result['lines']} | {result['findings']} | {result['first_open_ms']:.0f} | "
             f"{result['edit_p50_ms']:.0f} | {result['edit_p95_ms']:.0f} | {result['edit_max_ms']:.0f} | "

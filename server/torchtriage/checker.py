@@ -91,7 +91,12 @@ def check_paths(
     unsafe: bool = False,
     jobs: int | None = None,
 ) -> list[FileReport]:
-    """Check every file under ``paths``; folders skip files that never mention torch."""
+    """Check every file under ``paths``; folders skip files that never mention torch.
+
+    Without ``fix``, Python files are analysed within their project (see
+    :func:`check_project_paths`); fixing works file by file."""
+    if not fix:
+        return check_project_paths(paths, settings)
     explicit = {p.resolve() for p in paths if p.is_file()}
     files = list(iter_source_files(paths, settings))
     work = [(f, settings, fix, unsafe, f.resolve() not in explicit) for f in files]
@@ -115,3 +120,82 @@ def write_fixes(reports: Iterable[FileReport]) -> int:
             path.write_text(report.new_text, encoding="utf-8-sig" if bom else "utf-8", newline="")
             written += 1
     return written
+
+
+# --- projects: files analysed together (see analysis.project) ---------------------------------
+
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+MAX_PROJECT_FILES = 2000
+
+
+def project_root(path: Path) -> Path:
+    """The folder holding a file's project: the nearest with pyproject/setup/git markers, else its own."""
+    start = path.resolve().parent
+    for folder in (start, *start.parents):
+        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
+            return folder
+    return start
+
+
+def _python_files(root: Path, settings: Settings) -> list[Path]:
+    files = []
+    for file in iter_source_files([root], settings):
+        if file.suffix == ".py":
+            files.append(file)
+            if len(files) > MAX_PROJECT_FILES:
+                return []  # too big to model as one program: files are checked one by one
+    return files
+
+
+def _load_project(root: Path, files: list[Path], settings: Settings):  # type: ignore[no-untyped-def]
+    from .analysis.project import Project
+
+    entries = []
+    for file in files:
+        source = read_source(file)
+        if source is None or source.text is None:
+            continue
+        relative = file.resolve().relative_to(root.resolve()).as_posix() if file.resolve().is_relative_to(root.resolve()) else file.name
+        entries.append((_display_path(file), relative, source.text))
+    return Project(entries, settings)
+
+
+def check_project_paths(paths: Sequence[Path], settings: Settings) -> list[FileReport]:
+    """Check ``paths`` with each Python file analysed inside its project: a folder is one project;
+    a file named directly is analysed within the project found from its markers.  Notebooks and
+    files that cannot be read are checked as before, one by one."""
+    explicit = {p.resolve() for p in paths if p.is_file()}
+    files = list(iter_source_files(paths, settings))
+    projects: dict[Path, list[Path]] = {}
+    for path in paths:
+        if path.is_dir():
+            projects.setdefault(path.resolve(), [])
+    loaded: dict[Path, object] = {}
+    reports: list[FileReport] = []
+    for file in files:
+        resolved = file.resolve()
+        if file.suffix != ".py":
+            report = check_file(file, settings, require_torch=resolved not in explicit)
+            if report is not None:
+                reports.append(report)
+            continue
+        roots = [root for root in projects if resolved.is_relative_to(root)]
+        root = max(roots, key=lambda r: len(r.parts)) if roots else project_root(file)
+        if root not in loaded:
+            members = _python_files(root, settings)
+            if resolved not in {m.resolve() for m in members} and members:
+                members.append(file)
+            loaded[root] = _load_project(root, members, settings) if members else None
+        project = loaded[root]
+        source = read_source(file, require_torch=resolved not in explicit)
+        if source is None:
+            continue
+        display = _display_path(file)
+        if source.text is None:
+            reports.append(FileReport(display, error=source.error))
+            continue
+        if project is None or display not in project.by_path:  # type: ignore[attr-defined]
+            reports.append(FileReport(display, check_text(source.text, display, settings, False)))
+            continue
+        reports.append(FileReport(display, project.analyze(display)))  # type: ignore[attr-defined]
+    return reports

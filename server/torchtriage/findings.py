@@ -116,6 +116,9 @@ class Finding:
         }
         if self.cell is not None:
             data["cell"] = self.cell.to_json()
+        for key in ("hot_path", "device_from"):  # project context (see analysis.project)
+            if key in self.extra:
+                data[key] = self.extra[key]
         return data
 
 

@@ -192,3 +192,77 @@ def test_a_line_shift_moves_findings_after_the_edit() -> None:
     before = analyzer.analyze(text)
     after = analyzer.analyze("# one more line\n" + text)
     assert [f.span.line + 1 for f in before] == [f.span.line for f in after] and before
+
+
+def long_main_file(statements: int = 300) -> str:
+    """An invented script shaped like timm's train.py: one very long ``main()`` (argument
+    set-up, model and loader construction, an epoch loop with a step loop) plus helpers."""
+    setup = "\n".join(
+        f"    parser.add_argument('--opt{i}', default={i}, type=int)\n    value{i} = args.opt{i} * {i} if {i} % 3 else None"
+        for i in range(statements // 2)
+    )
+    return f'''import argparse
+import time
+import torch
+from torch.utils.data import DataLoader
+
+
+def helper(x):
+    return x * 2
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", default=4, type=int)
+    args = parser.parse_args()
+{setup}
+    device = torch.device("cuda")
+    model = torch.nn.Linear(8, 2).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    loader = DataLoader(dataset, batch_size=32, num_workers=args.workers)
+    for epoch in range(10):
+        start = time.time()
+        for step, (x, y) in enumerate(loader):
+            x, y = x.to(device), y.to(device)
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if not torch.isfinite(loss):
+                raise RuntimeError("diverged")
+            total = loss.item()
+            print("loss", loss.item())
+        print(epoch, time.time() - start)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_random_edits_inside_a_long_function_find_what_a_full_analysis_finds() -> None:
+    text = long_main_file()
+    assert text.count("\n") > 300
+    rng = random.Random("long-main")
+    analyzer = IncrementalAnalyzer("long_main.py")
+    assert analyzer.analyze(text) == analyze_source(text, "long_main.py")
+    last_good = text
+    for _ in range(40):
+        if rng.random() < 0.7:
+            # edits land inside main(), as when typing in a long training function
+            lines = text.split("\n")
+            first, last = text.find("def main():"), text.find("if __name__")
+            start = text[:first].count("\n") + 1 if first >= 0 else 0
+            end = text[:last].count("\n") - 1 if last >= 0 else len(lines)
+            at = rng.randrange(start, max(start + 1, min(end, len(lines))))
+            choice = rng.choice(["    total += loss.item()", "    x = 1", "    # note", "    y = (", ""])
+            if rng.random() < 0.5:
+                lines.insert(at, choice)
+            else:
+                lines[at] = choice
+            text = "\n".join(lines)
+        else:
+            text = last_good
+        if not isinstance(parse_module(text, "long_main.py"), Finding):
+            last_good = text
+        assert analyzer.analyze(text) == analyze_source(text, "long_main.py")

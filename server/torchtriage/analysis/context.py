@@ -8,13 +8,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from ..config import Settings
-from .hotloops import HotLoops, find_hot_loops
+from .defaults import Default, file_defaults, unique
+
+if TYPE_CHECKING:
+    from .project_view import LoaderRead
+from .hotloops import HotEntry, HotLoops, find_hot_loops
 from .module_index import ModuleIndex
 
 _CUDA_PATTERNS = re.compile(
     r"""\.cuda\s*\(|["']cuda(?::\d+)?["']|torch\.accelerator|cuda\.is_available\s*\(|\.to\s*\(\s*["']cuda"""
+    r"""|["']cuda:(?:\{[^}'"]*\}|%d)["']"""  # "cuda:{}".format(rank), f"cuda:{local_rank}", "cuda:%d" % rank
 )
 
 
@@ -23,17 +29,51 @@ class ModuleContext(ModuleIndex):
     """A module's syntax index plus what rules need beyond syntax: settings, device and hot loops."""
 
     settings: Settings = field(default_factory=Settings)
+    # Set by the project model (see :mod:`.project`): functions other files call once per step,
+    # and the project file whose CUDA use reaches this module through its imports.
+    hot_entries: tuple[HotEntry, ...] = field(default=(), repr=False, compare=False)
+    cuda_from: str | None = field(default=None, repr=False, compare=False)
+    path_label: str | None = field(default=None, repr=False, compare=False)  # how call paths name this file
+    # Loaders of this file that step loops of other project files iterate (see :mod:`.project`).
+    loader_reads: tuple["LoaderRead", ...] = field(default=(), repr=False, compare=False)
+    # The training step loop of another project file this file calls (``train_one_epoch(...)``).
+    trains_via: str | None = field(default=None, repr=False, compare=False)
+    # Attribute defaults (argparse, config classes) of every project file, and the constants
+    # this file imports from project files (see :mod:`.defaults`).
+    project_defaults: dict[str, list[Default]] | None = field(default=None, repr=False, compare=False)
+    imported_constants: dict[str, Default] = field(default_factory=dict, repr=False, compare=False)
+
+    @cached_property
+    def own_defaults(self) -> tuple[dict[str, list[Default]], dict[str, list[Default]]]:
+        return file_defaults(self)
+
+    def attribute_default(self, attr: str) -> Default | None:
+        """What ``args.<attr>`` / ``cfg.<attr>`` holds by default, from this file or the project."""
+        own = self.own_defaults[0].get(attr)
+        if own:  # this file's parser or config class decides what its ``args.x`` holds
+            return unique(own)
+        return unique(self.project_defaults.get(attr)) if self.project_defaults is not None else None
+
+    def constant_default(self, name: str) -> Default | None:
+        """A module constant of this file, or one it imports from a project file."""
+        return unique(self.own_defaults[1].get(name)) or self.imported_constants.get(name)
+
+    @cached_property
+    def mentions_cuda(self) -> bool:
+        """Whether the file itself uses CUDA (``.cuda()``, ``"cuda"``, ``torch.accelerator`` ...)."""
+        return bool(_CUDA_PATTERNS.search(self.source))
 
     @cached_property
     def uses_cuda(self) -> bool:
-        """Whether CUDA-only rules apply: by setting, or when the file mentions CUDA."""
+        """Whether CUDA-only rules apply: by setting, when the file mentions CUDA, or when a
+        project file that imports it does."""
         if self.settings.device == "cuda":
             return True
         if self.settings.device == "cpu":
             return False
-        return bool(_CUDA_PATTERNS.search(self.source))
+        return self.mentions_cuda or self.cuda_from is not None
 
     @cached_property
     def hot(self) -> HotLoops:
         """The step loops and per-step functions of this module."""
-        return find_hot_loops(self)
+        return find_hot_loops(self, self.hot_entries)

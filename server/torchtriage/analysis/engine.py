@@ -6,6 +6,7 @@ inside one rule becomes a TT999 finding for that rule and the others still run.
 
 from __future__ import annotations
 
+import ast
 import re
 import traceback
 from typing import Iterable
@@ -14,6 +15,7 @@ from ..config import Settings
 from ..findings import INTERNAL_ERROR_CODE, Finding, Severity, Span
 from .context import ModuleContext
 from .incremental import ParsedModule, parse_module, reparse
+from .project_view import ProjectView, apply_view
 from .rules import Rule, all_rules
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
@@ -85,12 +87,49 @@ def analyze_context(ctx: ModuleContext, rules: Iterable[type[Rule]]) -> list[Fin
                 )
                 if is_suppressed(finding, ctx.lines):
                     continue
+                finding = _explain_project_context(ctx, rule_class, report.node, finding)
                 if report.fix is not None:
                     finding = finding.with_changes(fix=_build_fix(report.fix))
                 findings.append(finding)
         except Exception as exc:  # one broken rule must not hide the others
             findings.append(_internal_error(ctx.path, rule_class, exc))
     return findings
+
+
+def hot_path_of(ctx: ModuleContext, node: ast.AST) -> tuple[str, ...]:
+    """The per-step call sites in other files that make ``node`` hot (empty when its own file does)."""
+    if not ctx.hot_entries:
+        return ()
+    hot = ctx.hot
+    current: ast.AST | None = node
+    while current is not None:
+        region = hot.region_of(current)
+        if region is not None:
+            return region.hot_path
+        current = ctx.parents.get(current)
+    return ()
+
+
+def _sentence(message: str) -> str:
+    message = message.rstrip()
+    return message if message.endswith((".", "!", "?")) else f"{message}."
+
+
+def _explain_project_context(ctx: ModuleContext, rule: type[Rule], node: ast.AST, finding: Finding) -> Finding:
+    """Say why a finding holds when the reason lies in another file: the per-step call path
+    (``extra["hot_path"]``) and where the CUDA device came from (``extra["device_from"]``)."""
+    extra: dict[str, object] = {}
+    message = finding.message
+    path = hot_path_of(ctx, node)
+    if path:
+        extra["hot_path"] = list(path)
+        message = f"{_sentence(message)} Runs every step: called from {' → '.join(path)}."
+    if rule.requires_cuda and ctx.cuda_from is not None and not ctx.mentions_cuda and ctx.settings.device != "cuda":
+        extra["device_from"] = ctx.cuda_from
+        message = f"{_sentence(message)} CUDA is used by {ctx.cuda_from}, which imports this file."
+    if not extra:
+        return finding
+    return finding.with_changes(message=message, extra={**finding.extra, **extra})
 
 
 def _build_fix(builder):  # type: ignore[no-untyped-def]
@@ -105,10 +144,14 @@ def analyze_parsed(
     path: str = "<string>",
     settings: Settings | None = None,
     rules: Iterable[type[Rule]] | None = None,
+    project: ProjectView | None = None,
 ) -> list[Finding]:
-    """All findings for an already parsed module (not opted out by a file noqa), sorted by position."""
+    """All findings for an already parsed module (not opted out by a file noqa), sorted by position.
+
+    ``project``: what the rest of the project tells this file (see :mod:`.project_view`)."""
     settings = settings or Settings()
     ctx = ModuleContext(source=parsed.source, tree=parsed.tree, path=path, settings=settings, parsed=parsed)
+    apply_view(ctx, project)
     selected = list(rules) if rules is not None else enabled_rules(settings, path)
     findings = analyze_context(ctx, selected)
     unique = {(f.code, f.span): f for f in findings}
@@ -150,12 +193,17 @@ class IncrementalAnalyzer:
         return parsed
 
     def analyze(
-        self, source: str, settings: Settings | None = None, rules: Iterable[type[Rule]] | None = None
+        self,
+        source: str,
+        settings: Settings | None = None,
+        rules: Iterable[type[Rule]] | None = None,
+        project: ProjectView | None = None,
     ) -> list[Finding]:
-        """All findings for this version of the document, sorted by position."""
+        """All findings for this version of the document, sorted by position (``project``: the
+        facts the rest of its project contributes, see :mod:`.project_view`)."""
         if has_file_noqa(source):
             return []  # before parsing: a file opted out of checks gets no syntax error either
         parsed = self.parse(source)
         if isinstance(parsed, Finding):
             return [parsed]  # always shown: nothing else can be checked
-        return analyze_parsed(parsed, self.path, settings, rules)
+        return analyze_parsed(parsed, self.path, settings, rules, project)

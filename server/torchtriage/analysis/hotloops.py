@@ -56,6 +56,7 @@ from .step_markers import (
     is_model_call,
     is_optimizer_step,
     is_rare_guard,
+    is_shape_read,
     last_name,
     looks_like_batch_param,
     names_in,
@@ -83,7 +84,7 @@ _NOT_FOLLOWED = frozenset({"forward", "__call__"})
 T = TypeVar("T", bound=ast.AST)
 
 __all__ = [
-    "HotLoops", "HotRegion", "LIGHTNING_STEP_METHODS", "LIGHTNING_BATCH_HOOKS", "find_hot_loops",
+    "HotEntry", "HotLoops", "HotRegion", "LIGHTNING_STEP_METHODS", "LIGHTNING_BATCH_HOOKS", "find_hot_loops",
     "is_backward_call", "is_optimizer_step", "is_rare_guard", "unwrap_iterable", "_MODEL_NAME",
 ]
 
@@ -98,10 +99,22 @@ class HotRegion:
     counter_names: set[str] = field(default_factory=set)
     trains: bool = False  # calls backward() or steps an optimizer
     via: ast.Call | None = None  # for step functions: the per-step call that reaches them
+    # For code made hot from another file of the project: the per-step call sites that reach it,
+    # outermost first, as "file:line" (empty for code hot within its own file).
+    hot_path: tuple[str, ...] = ()
 
     @property
     def header_line(self) -> int:
         return self.node.lineno
+
+
+@dataclass(frozen=True)
+class HotEntry:
+    """A function of this module that another module of the project calls once per step."""
+
+    func: "FunctionNode"
+    batch: frozenset[str] = frozenset()
+    hot_path: tuple[str, ...] = ()
 
 
 @dataclass
@@ -140,6 +153,7 @@ class _LoopFacts:
     trains: bool  # its own body runs backward or steps an optimizer
     calls_model: bool  # its own body calls the model on the loop's data
     called_names: tuple[str, ...]  # plain-name functions its own body calls, in order
+    model_callees: tuple[str | None, ...] = ()  # for the model calls: the plain name called, else None
 
 
 def _loop_facts(loop: Loop) -> _LoopFacts:
@@ -149,14 +163,24 @@ def _loop_facts(loop: Loop) -> _LoopFacts:
             data_names = target_names(loop.target, loop.iter)[0]
         data_names = propagate_batch_names(loop.body, data_names)
         own = list(own_nodes(loop.body))
+        model_calls = [n for n in own if is_model_call(n, data_names)]
         return _LoopFacts(
             frozenset(data_names),
             any(is_backward_call(n) or is_optimizer_step(n) for n in own),
-            any(is_model_call(n, data_names) for n in own),
+            bool(model_calls),
             tuple(dict.fromkeys(n.func.id for n in own if isinstance(n, ast.Call) and isinstance(n.func, ast.Name))),
+            tuple(n.func.id if isinstance(n.func, ast.Name) else None for n in model_calls),  # type: ignore[attr-defined]
         )
 
     return subtree_memo(loop, "loop_facts", compute)
+
+
+def _before_starred(args: list[ast.expr]) -> list[ast.expr]:
+    """Positional arguments up to the first ``*args``: after it, positions are unknown."""
+    for index, arg in enumerate(args):
+        if isinstance(arg, ast.Starred):
+            return args[:index]
+    return args
 
 
 def _is_step_function(func: FunctionNode) -> bool:
@@ -167,12 +191,66 @@ def _is_step_function(func: FunctionNode) -> bool:
     )
 
 
+_RUN_ENDERS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
+
+
+def _ends_the_run(ctx: ModuleIndex, body: list[ast.stmt]) -> bool:
+    """A branch that stops the program (``raise`` or ``sys.exit(...)`` among its statements):
+    it runs at most once, so its body is not per-step (its test still is)."""
+    for stmt in body:
+        if isinstance(stmt, ast.Raise):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            if ctx.call_qualname(stmt.value) in _RUN_ENDERS:
+                return True
+    return False
+
+
+def _is_none_test(test: ast.expr) -> str | None:
+    if (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+    ):
+        return ast.unparse(test.left)
+    return None
+
+
+def _is_lazy_init(stmt: ast.If) -> bool:
+    """``if bank is None: bank = torch.zeros(...).cuda()``: one-time initialisation, true once.
+
+    Also ``if not hasattr(self, "bank"): self.bank = ...``.  Only without an ``else`` branch."""
+    if stmt.orelse:
+        return False
+    test = stmt.test
+    target: str | None = _is_none_test(test)
+    if target is None and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        # ``if rank == 0 and bank is None:`` still initialises once
+        target = next((t for t in map(_is_none_test, test.values) if t is not None), None)
+    if target is not None:
+        pass
+    elif (
+        isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call)
+        and isinstance(test.operand.func, ast.Name) and test.operand.func.id == "hasattr"
+        and len(test.operand.args) == 2 and isinstance(test.operand.args[1], ast.Constant)
+    ):
+        target = f"{ast.unparse(test.operand.args[0])}.{test.operand.args[1].value}"
+    if target is None:
+        return False
+    for node in stmt.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(ast.unparse(t) == target for t in targets):
+                return True
+    return False
+
+
 # --- the finder -------------------------------------------------------------------
 
 
 class _Finder:
-    def __init__(self, ctx: ModuleIndex) -> None:
+    def __init__(self, ctx: ModuleIndex, entries: tuple[HotEntry, ...] = ()) -> None:
         self.ctx = ctx
+        self.entries = entries
         self.result = HotLoops()
         self.functions: dict[str, list[FunctionNode]] = {}
         self.classes: dict[str, ast.ClassDef] = {}
@@ -214,11 +292,20 @@ class _Finder:
         if facts.trains:
             return True, True
         step = isinstance(loop, (ast.For, ast.AsyncFor)) and is_loader_like(loop.iter, self.loader_vars)
-        if not step and facts.calls_model and self._enclosing_name(loop) not in _NOT_FOLLOWED:
+        if not step and self._calls_model(facts) and self._enclosing_name(loop) not in _NOT_FOLLOWED:
             step = True
         if not step:
             step = any(self._is_step_function(f) for name in facts.called_names for f in self.functions.get(name, ()))
         return step, False
+
+    def _calls_model(self, facts: _LoopFacts) -> bool:
+        """A model call among the loop's own calls; ``validate_network(loader, model)`` or
+        ``render_with_model(model, noise)`` is a function of this file or an imported one, not a
+        module's forward (whether it does per-step work is :meth:`_is_step_function`'s question)."""
+        return any(
+            name is None or (name not in self.functions and name not in self.ctx.aliases)
+            for name in facts.model_callees
+        )
 
     def _is_step_function(self, func: FunctionNode) -> bool:
         """A function whose own body (not its loops) trains or calls the model on its batch params:
@@ -239,6 +326,8 @@ class _Finder:
         loops.sort(key=lambda item: -item[2])
         for loop, trains, _depth in loops:
             self._add_loop(loop, trains)
+        for entry in self.entries:  # per-step bodies called from other files of the project
+            self._add_function(entry.func, "step-function", set(entry.batch), set(), None, entry.hot_path)
         self.result.regions.sort(key=lambda r: (r.node.lineno, r.node.col_offset))
         self._propagate_trains()
         self._find_epoch_loops({loop for loop, _, _ in loops})
@@ -277,13 +366,19 @@ class _Finder:
         self._walk_body(loop.body, region)
 
     def _add_function(
-        self, func: FunctionNode, kind: str, batch: set[str], counters: set[str], via: ast.Call | None
+        self,
+        func: FunctionNode,
+        kind: str,
+        batch: set[str],
+        counters: set[str],
+        via: ast.Call | None,
+        hot_path: tuple[str, ...] = (),
     ) -> None:
         if func in self._visited_functions:
             return
         self._visited_functions.add(func)
         trains = any(is_backward_call(n) or is_optimizer_step(n) for n in own_nodes(func.body))
-        region = HotRegion(kind, func, propagate_batch_names(func.body, batch), counters, trains, via)
+        region = HotRegion(kind, func, propagate_batch_names(func.body, batch), counters, trains, via, hot_path)
         self.result.regions.append(region)
         self._walk_body(func.body, region)
 
@@ -302,6 +397,9 @@ class _Finder:
                     stack.append(child)
 
     def _is_rare(self, stmt: ast.If, region: HotRegion) -> bool:
+        if _is_lazy_init(stmt) or _ends_the_run(self.ctx, stmt.body):
+            self.result.rare_guards.append(stmt)
+            return True
         if not (is_rare_guard(stmt.test, region.counter_names) or is_bounded_guard(stmt)):
             return False
         if does_optimizer_work(stmt.body):
@@ -344,22 +442,26 @@ class _Finder:
     def _follow_call(self, call: ast.Call, region: HotRegion) -> None:
         """A per-step call to a function of this file makes that function per-step; so does
         passing one (``optimizer.step(closure)``)."""
+        hot_path = region.hot_path + (f"{getattr(self.ctx, 'path_label', None) or self.ctx.path}:{call.lineno}",) if region.hot_path else ()
         for arg in call.args:
             if isinstance(arg, ast.Name):
                 for func in self.functions.get(arg.id, ()):
                     if not self._is_method(func):
-                        self._add_function(func, "step-function", set(), set(), call)
+                        self._add_function(func, "step-function", set(), set(), call, hot_path)
         for candidate in self._callees(call, region):
             if candidate.name in _NOT_FOLLOWED:
                 continue
             params = [a.arg for a in candidate.args.args if a.arg not in ("self", "cls")]
-            batch = {param for param, arg in zip(params, call.args) if names_in(arg) & region.batch_names}
+            batch = {
+                param for param, arg in zip(params, _before_starred(call.args))
+                if names_in(arg) & region.batch_names and not is_shape_read(arg)
+            }
             for keyword in call.keywords:
-                if keyword.arg and names_in(keyword.value) & region.batch_names:
+                if keyword.arg and names_in(keyword.value) & region.batch_names and not is_shape_read(keyword.value):
                     batch.add(keyword.arg)
             if not batch:
                 batch = {p for p in params if looks_like_batch_param(p)}
-            self._add_function(candidate, "step-function", batch, set(), call)
+            self._add_function(candidate, "step-function", batch, set(), call, hot_path)
 
     def _callees(self, call: ast.Call, region: HotRegion) -> list[FunctionNode]:
         func = call.func
@@ -408,9 +510,12 @@ class _Finder:
         self.result.epoch_loops = sorted(epoch, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[arg-type]
 
 
-def find_hot_loops(ctx: ModuleIndex) -> HotLoops:
+def find_hot_loops(ctx: ModuleIndex, entries: tuple[HotEntry, ...] = ()) -> HotLoops:
     """Compute the per-step code of a module (none in test modules: their loops check
-    behaviour, not speed, and an ``assert`` on a tensor is what a test is for)."""
+    behaviour, not speed, and an ``assert`` on a tensor is what a test is for).
+
+    ``entries`` are functions of this module that other files of the project call once per
+    step (see :mod:`.project`); they are per-step like a same-file ``train_step``."""
     if is_test_file(ctx.path):
         return HotLoops()
-    return _Finder(ctx).run()
+    return _Finder(ctx, entries).run()

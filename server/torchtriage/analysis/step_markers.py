@@ -201,10 +201,25 @@ def propagate_batch_names(body: list[ast.stmt], names: set[str]) -> set[str]:
     for _ in range(2):
         for node in assigns:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if is_shape_read(node.value):  # ``B, C, w, h = x.shape``: Python ints, not batch data
+                continue
             if is_batch_fetch(node.value) or names_in(node.value) & result:  # type: ignore[arg-type]
                 for target in targets:
                     result |= names_in(target)
     return result
+
+
+def is_shape_read(value: ast.AST | None) -> bool:
+    """``x.shape``, ``x.shape[-1]``, ``x.size()``, ``x.size(0)``, ``x.dim()``, ``x.ndim``, ``len(x)``."""
+    if isinstance(value, ast.Subscript):
+        value = value.value
+    if isinstance(value, ast.Attribute):
+        return value.attr in ("shape", "ndim")
+    if isinstance(value, ast.Call):
+        if isinstance(value.func, ast.Attribute):
+            return value.func.attr in ("size", "dim", "numel")
+        return isinstance(value.func, ast.Name) and value.func.id == "len"
+    return False
 
 
 def incremented_counters(body: list[ast.stmt]) -> set[str]:

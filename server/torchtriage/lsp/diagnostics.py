@@ -29,9 +29,9 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from ..analysis import analyze_source
 from ..analysis.engine import IncrementalAnalyzer
 from ..analysis.notebooks import NotebookAnalyzer, analyze_cells
+from ..analysis.project_view import ProjectView
 from ..config import Settings
 from ..findings import SYNTAX_ERROR_CODE, Finding, Severity
 from .background import Spawn
@@ -63,18 +63,24 @@ def new_analyzer(path: str, notebook: bool) -> Analyzer:
 
 
 def analyse_snapshot(
-    snapshot: Snapshot, path: str, settings: Settings, notebook: bool, analyzer: Analyzer | None = None
+    snapshot: Snapshot,
+    path: str,
+    settings: Settings,
+    notebook: bool,
+    analyzer: Analyzer | None = None,
+    project: ProjectView | None = None,
 ) -> dict[str, list[Finding]]:
     """Run the core on a snapshot: one module, or all cells together (worker thread).
 
     ``analyzer``: the document's incremental analyzer (for ``path``, of the document's kind);
-    without one the snapshot is analysed from scratch.
+    without one the snapshot is analysed from scratch.  ``project``: what the rest of the
+    document's project contributes (text documents only, see :mod:`.workspace_index`).
     """
     if not notebook:
         uri, _, text = snapshot[0]
         if isinstance(analyzer, IncrementalAnalyzer):
-            return {uri: analyzer.analyze(text, settings)}
-        return {uri: analyze_source(text, path, settings)}
+            return {uri: analyzer.analyze(text, settings, project=project)}
+        return {uri: IncrementalAnalyzer(path).analyze(text, settings, project=project)}
     result: dict[str, list[Finding]] = {uri: [] for uri, _, _ in snapshot}
     cells = [text for _, _, text in snapshot]
     if isinstance(analyzer, NotebookAnalyzer):
@@ -182,7 +188,8 @@ class DiagnosticsEngine:
             state.analyzer = new_analyzer(path, state.notebook)
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(
-            self.executor, analyse_snapshot, snapshot, path, settings, state.notebook, state.analyzer
+            self.executor, analyse_snapshot, snapshot, path, settings, state.notebook, state.analyzer,
+            state.project_view,
         )
         self._running[state.uri] = future
         try:

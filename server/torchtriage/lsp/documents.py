@@ -19,6 +19,7 @@ from lsprotocol import types
 
 from ..analysis.engine import IncrementalAnalyzer
 from ..analysis.notebooks import NotebookAnalyzer
+from ..analysis.project_view import ProjectView
 from ..analysis.text import split_lines
 from ..findings import Finding, Span
 
@@ -86,6 +87,8 @@ class DocumentState:
     refresh_pending: bool = False  # the next analysis was not asked for by an edit: tell pulling clients
     # Re-parses only what each edit touched; used by one analysis at a time (see DiagnosticsEngine._run).
     analyzer: IncrementalAnalyzer | NotebookAnalyzer | None = field(default=None, repr=False)
+    # What the rest of the project contributes (see workspace_index); None before the first build.
+    project_view: ProjectView | None = field(default=None, repr=False)
 
     def target(self, uri: str) -> TargetState:
         return self.targets.setdefault(uri, TargetState(uri))

@@ -25,13 +25,20 @@ from .protocol import TorchTriageProtocol
 from .registrar import Registrar
 from .settings import SettingsManager
 from .texts import EditorTexts
+from .workspace_index import WorkspaceIndex
 
 
 PYPROJECT_GLOB = "**/pyproject.toml"
+PYTHON_GLOB = "**/*.py"
 
 
 def register_lifecycle(
-    on: Registrar, settings: SettingsManager, engine: DiagnosticsEngine, channel: ClientChannel, support: ClientSupport
+    on: Registrar,
+    settings: SettingsManager,
+    engine: DiagnosticsEngine,
+    channel: ClientChannel,
+    support: ClientSupport,
+    index: WorkspaceIndex | None = None,
 ) -> None:
     """``initialize``/``initialized``, configuration and pyproject changes."""
 
@@ -43,7 +50,10 @@ def register_lifecycle(
     async def initialized(params: types.InitializedParams) -> None:
         if support.watched_files_registration:
             options = types.DidChangeWatchedFilesRegistrationOptions(
-                watchers=[types.FileSystemWatcher(glob_pattern=PYPROJECT_GLOB)]
+                watchers=[
+                    types.FileSystemWatcher(glob_pattern=PYPROJECT_GLOB),
+                    types.FileSystemWatcher(glob_pattern=PYTHON_GLOB),
+                ]
             )
             await channel.register(
                 types.Registration(
@@ -61,6 +71,11 @@ def register_lifecycle(
 
     @on.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(params: types.DidChangeWatchedFilesParams) -> None:
+        python = [event for event in params.changes if event.uri.endswith(".py")]
+        if python and index is not None:
+            paths = [p for p in (path_of(event.uri) for event in python) if p is not None]
+            shape = any(event.type != types.FileChangeType.Changed for event in python)
+            index.files_changed(paths, created_or_deleted=shape)
         changed = [path_of(event.uri) for event in params.changes if event.uri.endswith("pyproject.toml")]
         if changed:
             for path in changed:

@@ -60,6 +60,7 @@ from .registrar import Registrar
 from .settings import SettingsManager
 from .sync import register_notebook_documents, register_text_documents
 from .texts import EditorTexts
+from .workspace_index import WorkspaceIndex
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,8 @@ class TorchTriageServer(LanguageServer):
         self.engine = DiagnosticsEngine(
             self.store, self.config, self.texts, self.channel, self.support, self.executor, self.background.spawn
         )
+        self.index = WorkspaceIndex(self.store, self.config, self.executor, self.background.spawn)
+        self.index.engine = self.engine
         self.fix_all = FixAll(self.config)
         self.actions = CodeActions(self.store, self.engine, self.texts, self.support, self.fix_all)
         self.hovers = Hover(self.store, self.texts)
@@ -139,8 +142,8 @@ def build_server() -> TorchTriageServer:
     server = TorchTriageServer()
     on = Registrar(server, guarded)
     # Each handler group gets the collaborators it uses, never the server itself.
-    register_lifecycle(on, server.config, server.engine, server.channel, server.support)
-    register_text_documents(on, server.store, server.engine, server.config, server.texts)
+    register_lifecycle(on, server.config, server.engine, server.channel, server.support, server.index)
+    register_text_documents(on, server.store, server.engine, server.config, server.texts, server.index)
     register_notebook_documents(on, server.store, server.engine, server.texts)
     register_language_features(on, server.store, server.engine, server.texts, server.actions, server.hovers, server.lenses)
     register_commands(on, server.runner, server.protocol)

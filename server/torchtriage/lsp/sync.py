@@ -16,6 +16,7 @@ from .documents import DocumentStore, LineMap, apply_line_map
 from .registrar import Registrar
 from .settings import SettingsManager
 from .texts import EditorTexts
+from .workspace_index import WorkspaceIndex
 
 
 def is_python(document: types.TextDocumentItem) -> bool:
@@ -38,9 +39,14 @@ def track_edits(store: DocumentStore, texts: EditorTexts, uri: str, changes: Any
 
 
 def register_text_documents(
-    on: Registrar, store: DocumentStore, engine: DiagnosticsEngine, settings: SettingsManager, texts: EditorTexts
+    on: Registrar,
+    store: DocumentStore,
+    engine: DiagnosticsEngine,
+    settings: SettingsManager,
+    texts: EditorTexts,
+    index: WorkspaceIndex | None = None,
 ) -> None:
-    """``textDocument/didOpen|didChange|didSave|didClose``."""
+    """``textDocument/didOpen|didChange|didSave|didClose``; each also updates the workspace index."""
 
     @on.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: types.DidOpenTextDocumentParams) -> None:
@@ -51,6 +57,8 @@ def register_text_documents(
         target = state.target(document.uri)
         target.text, target.version = document.text, document.version
         engine.schedule(state, immediate=True)
+        if index is not None:
+            index.document_changed(state)
 
     @on.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(params: types.DidChangeTextDocumentParams) -> None:
@@ -61,6 +69,8 @@ def register_text_documents(
         track_edits(store, texts, uri, params.content_changes)
         state.target(uri).version = params.text_document.version
         engine.schedule(state)
+        if index is not None:
+            index.document_changed(state, edit=True)
 
     @on.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(params: types.DidSaveTextDocumentParams) -> None:
@@ -70,6 +80,8 @@ def register_text_documents(
             engine.refresh_all()
         elif (state := store.get(uri)) is not None:
             engine.schedule(state, immediate=True)
+            if index is not None:
+                index.document_changed(state)
 
     @on.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: types.DidCloseTextDocumentParams) -> None:
@@ -77,6 +89,8 @@ def register_text_documents(
         if state is not None:
             for target in state.targets.values():
                 engine.clear_target(target.uri)
+            if index is not None:
+                index.document_changed(state)  # other documents now see its text on disk
 
 
 def register_notebook_documents(on: Registrar, store: DocumentStore, engine: DiagnosticsEngine, texts: EditorTexts) -> None:

@@ -21,6 +21,7 @@ from ._helpers import is_batch_expression, is_device_move
 
 if TYPE_CHECKING:
     from ..context import ModuleContext
+    from ..defaults import Default
 
 DATALOADER_QUALNAMES = frozenset(
     {
@@ -102,7 +103,11 @@ def setting(ctx: "ModuleContext", call: ast.Call, name: str) -> Setting:
 
 
 def literal(ctx: "ModuleContext", expr: ast.expr, at: ast.AST) -> object:
-    """The constant an expression holds (through one local name), else ``...``."""
+    """The constant an expression holds (through one local name, an argparse or config-class
+    default, or a module constant), else ``...``."""
+    default = resolved_default(ctx, expr, at)
+    if default is not None:
+        return default.value
     if isinstance(expr, ast.Name):
         resolved = resolve_name(ctx, expr.id, at)
         if resolved is None:
@@ -111,6 +116,31 @@ def literal(ctx: "ModuleContext", expr: ast.expr, at: ast.AST) -> object:
     if isinstance(expr, ast.Constant):
         return expr.value
     return ...
+
+
+def resolved_default(ctx: "ModuleContext", expr: ast.expr, at: ast.AST) -> "Default | None":
+    """The default a non-literal knob holds: ``args.workers`` / ``cfg.num_workers`` (argparse or
+    config-class default), or a module constant not bound in the scope."""
+    if isinstance(expr, ast.Name):
+        resolved = resolve_name(ctx, expr.id, at)
+        if resolved is not None and not isinstance(resolved, ast.Constant):
+            return resolved_default(ctx, resolved, at) if isinstance(resolved, ast.Attribute) else None
+        if resolved is None:
+            return ctx.constant_default(expr.id)
+        return None
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, (ast.Name, ast.Attribute)):
+        return ctx.attribute_default(expr.attr)
+    return None
+
+
+def resolution_note(ctx: "ModuleContext", values: tuple[ast.expr, ...], at: ast.AST) -> str:
+    """`` (`args.workers` is 0: the `--workers` default (main.py:9))`` for knobs resolved from defaults."""
+    notes = []
+    for value in values:
+        default = resolved_default(ctx, value, at)
+        if default is not None:
+            notes.append(f"`{ctx.segment(value)}` is {default.value!r}: {default.where}")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def is_zero(ctx: "ModuleContext", expr: ast.expr, at: ast.AST) -> bool:
@@ -217,9 +247,20 @@ def loader_name(ctx: "ModuleContext", call: ast.Call) -> str | None:
 
 
 def _loop_reads(loop: ast.AST, name: str) -> bool:
+    """``for b in loader``, ``enumerate(tqdm(loader))``, or a wrapper taking the loader first
+    (``metric_logger.log_every(loader, 10, header)``)."""
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return False
-    return _last_name(unwrap_iterable(loop.iter)) == name
+    if _last_name(unwrap_iterable(loop.iter)) == name:
+        return True
+    node: ast.expr = loop.iter
+    for _ in range(4):
+        if not (isinstance(node, ast.Call) and node.args):
+            return False
+        node = node.args[0]
+        if isinstance(node, ast.Name) and node.id == name:
+            return True
+    return False
 
 
 def _argument_index(
@@ -290,6 +331,21 @@ def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
             next_frontier.extend(receivers.get(current, ()))
         frontier = next_frontier
     return found
+
+
+def loader_reads_elsewhere(ctx: "ModuleContext", call: ast.Call) -> list:
+    """Step loops of other project files that iterate this loader (see :mod:`..project`)."""
+    if not ctx.loader_reads:
+        return []
+    name = loader_name(ctx, call)
+    return [read for read in ctx.loader_reads if read.name == name] if name else []
+
+
+def call_at(ctx: "ModuleContext", line: int, col: int) -> ast.Call | None:
+    for node in ctx.nodes_of(ast.Call):
+        if node.lineno == line and node.col_offset == col:  # type: ignore[attr-defined]
+            return node  # type: ignore[return-value]
+    return None
 
 
 def regions_reached(ctx: "ModuleContext", roots: list[HotRegion]) -> list[HotRegion]:

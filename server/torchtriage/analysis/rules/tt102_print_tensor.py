@@ -210,8 +210,10 @@ class PrintTensorInStep(Rule):
             if shown is None:
                 continue
             what = ctx.dotted(call.func) or "log call"
+            # A call over several lines is reported where the tensor is read, not at `print(`.
+            where = shown if call.lineno != call.end_lineno else call
             yield Report(
-                call,
+                where,
                 f"`{what}` of `{ctx.segment(shown)[:40]}` every step forces a GPU->CPU sync: "
                 "log every N steps (`if step % 100 == 0:`)",
                 fix=lambda call=call, region=region: _fix(ctx, call, region),

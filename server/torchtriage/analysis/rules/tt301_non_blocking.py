@@ -34,6 +34,39 @@ def _model_outputs(ctx: ModuleContext, region: HotRegion) -> set[str]:
     return ctx.memo[key]  # type: ignore[return-value]
 
 
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _counter_slice(receiver: ast.AST, region) -> bool:  # type: ignore[no-untyped-def]
+    """``corpus[:, i:i + 64]`` in ``for i in range(...)``: a batch sliced from a big host tensor
+    by the step counter."""
+    if not isinstance(receiver, ast.Subscript) or not region.counter_names:
+        return False
+    sliced = receiver.slice
+    parts = sliced.elts if isinstance(sliced, ast.Tuple) else [sliced]
+    return any(isinstance(p, ast.Slice) and names_in(p) & region.counter_names for p in parts)
+
+
+def _comprehension_batch_names(ctx: ModuleContext, call: ast.AST, region) -> set[str]:  # type: ignore[no-untyped-def]
+    """Names a comprehension around ``call`` binds from the batch, outermost first:
+    ``[{k: v.to(d) for k, v in t.items()} for t in targets]`` binds ``t`` then ``k, v``."""
+    comps = []
+    for ancestor in ctx.ancestors(call):
+        if isinstance(ancestor, ast.stmt):
+            break
+        if isinstance(ancestor, _COMPREHENSIONS):
+            comps.append(ancestor)
+    batch = set(region.batch_names)
+    found: set[str] = set()
+    for comp in reversed(comps):
+        for generator in comp.generators:
+            if names_in(generator.iter) & batch:
+                bound = {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
+                batch |= bound
+                found |= bound
+    return found
+
+
 class NonBlockingTransfer(Rule):
     code = "TT301"
     name = "blocking-host-to-device-copy"
@@ -146,7 +179,12 @@ class NonBlockingTransfer(Rule):
             if not is_device_move(call) or keyword_value(call, "non_blocking") is not None:
                 continue
             receiver = call.func.value  # type: ignore[attr-defined]
-            if not is_batch_expression(receiver, region) or names_in(receiver) & _model_outputs(ctx, region):
+            batch_receiver = (
+                is_batch_expression(receiver, region)
+                or bool(names_in(receiver) & _comprehension_batch_names(ctx, call, region))
+                or _counter_slice(receiver, region)
+            )
+            if not batch_receiver or names_in(receiver) & _model_outputs(ctx, region):
                 continue
             if any(isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith("torch.") for n in ast.walk(receiver)):
                 continue  # a tensor made in the step (torch.tensor(r).to(d)) is TT305's case

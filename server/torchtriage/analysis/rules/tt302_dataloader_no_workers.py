@@ -9,6 +9,7 @@ from typing import Iterator
 from ...findings import Applicability, Severity
 from ..context import ModuleContext
 from ._loaders import (
+    resolution_note,
     dataloader_calls,
     is_in_memory_dataset,
     is_streaming_dataset,
@@ -202,7 +203,7 @@ class DataLoaderNoWorkers(Rule):
             yield Report(
                 call.func,
                 "DataLoader loads batches in the training process (num_workers=0): set `num_workers` "
-                "(start near half the physical cores) so loading overlaps compute",
+                "(start near half the physical cores) so loading overlaps compute" + resolution_note(ctx, workers.values, call),
                 fix=lambda call=call, workers=workers: set_keyword_fix(
                     ctx, call, "num_workers", workers, SUGGESTED_WORKERS,
                     f"Set num_workers={SUGGESTED_WORKERS}", Applicability.UNSAFE,

@@ -6,7 +6,9 @@ from typing import Iterator
 
 from ...findings import Applicability, Severity
 from ..context import ModuleContext
-from ._loaders import dataloader_calls, is_false, loops_reading, moves_data_to_device, set_keyword_fix, setting
+from ._loaders import (
+    dataloader_calls, is_false, loader_reads_elsewhere, resolution_note, loops_reading, moves_data_to_device, set_keyword_fix, setting,
+)
 from .base import Invalid, Report, Rule, Valid
 
 
@@ -173,12 +175,16 @@ class DataLoaderNoPinMemory(Rule):
             if not pinned.all_values(lambda v: is_false(ctx, v, call), default_matches=True):
                 continue
             loops = loops_reading(ctx, call)
+            note = ""
             if not moves_data_to_device(ctx, loops or None):
-                continue
+                elsewhere = [r for r in loader_reads_elsewhere(ctx, call) if r.moves_to_device] if not loops else []
+                if not elsewhere:
+                    continue
+                note = f" (its batches are copied to the GPU in the step loop at {elsewhere[0].where})"
             yield Report(
                 call.func,
                 "Batches from this DataLoader are copied to the GPU from pageable memory: "
-                "set `pin_memory=True` so copies can overlap compute",
+                "set `pin_memory=True` so copies can overlap compute" + resolution_note(ctx, pinned.values, call) + note,
                 fix=lambda call=call, pinned=pinned: set_keyword_fix(
                     ctx, call, "pin_memory", pinned, "True", "Set pin_memory=True", Applicability.SAFE
                 ),

@@ -8,7 +8,7 @@ from typing import Iterator
 from ...findings import Applicability, Severity
 from ..context import ModuleContext
 from ..hotloops import HotRegion
-from ._loaders import dataloader_calls, is_false, is_positive, loops_reading, set_keyword_fix, setting
+from ._loaders import call_at, loader_reads_elsewhere, resolution_note, dataloader_calls, is_false, is_positive, loops_reading, set_keyword_fix, setting
 from .base import Invalid, Report, Rule, Valid
 
 
@@ -41,9 +41,9 @@ def _called_name(call: ast.Call) -> str | None:
     return None
 
 
-def _mutates_dataset_per_epoch(ctx: ModuleContext) -> bool:
+def _mutates_dataset_per_epoch(ctx: ModuleContext, loops: list) -> bool:  # type: ignore[type-arg]
     """``train_set.set_epoch(e)`` and the like: persistent workers would keep a stale copy."""
-    for loop in ctx.hot.epoch_loops:
+    for loop in loops:
         for node in ast.walk(loop):
             target = None
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -192,7 +192,9 @@ class DataLoaderWorkersNotPersistent(Rule):
     )
 
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
-        if not ctx.hot.epoch_loops or _mutates_dataset_per_epoch(ctx):
+        if not ctx.hot.epoch_loops and not ctx.loader_reads:
+            return
+        if _mutates_dataset_per_epoch(ctx, list(ctx.hot.epoch_loops)):
             return
         for call in dataloader_calls(ctx):
             workers = setting(ctx, call, "num_workers")
@@ -201,13 +203,32 @@ class DataLoaderWorkersNotPersistent(Rule):
             persistent = setting(ctx, call, "persistent_workers")
             if not persistent.all_values(lambda v: is_false(ctx, v, call), default_matches=True):
                 continue
+            note = ""
             if not any(_read_every_epoch(ctx, region, call) for region in loops_reading(ctx, call)):
-                continue
+                where = _read_every_epoch_elsewhere(ctx, call)
+                if where is None:
+                    continue
+                note = f" (iterated by the step loop at {where}, called once per epoch)"
             yield Report(
                 call.func,
-                "Workers of this DataLoader restart every epoch: set `persistent_workers=True`",
+                "Workers of this DataLoader restart every epoch: set `persistent_workers=True`"
+                + resolution_note(ctx, workers.values, call) + note,
                 fix=lambda call=call, persistent=persistent: set_keyword_fix(
                     ctx, call, "persistent_workers", persistent, "True", "Set persistent_workers=True",
                     Applicability.SAFE,
                 ),
             )
+
+
+def _read_every_epoch_elsewhere(ctx: ModuleContext, creation: ast.Call) -> str | None:
+    """A loader handed, inside a loop, to another file's function whose step loop iterates it
+    (``for epoch ...: train_one_epoch(model, loader, ...)``), and created outside that loop."""
+    for read in loader_reads_elsewhere(ctx, creation):
+        passing = call_at(ctx, read.line, read.col)
+        if passing is None:
+            continue
+        loops = [a for a in ctx.ancestors(passing) if isinstance(a, (ast.For, ast.AsyncFor, ast.While))]
+        outer = [loop for loop in loops if not _inside(ctx, creation, [loop])]
+        if outer and not _mutates_dataset_per_epoch(ctx, outer):
+            return read.where
+    return None

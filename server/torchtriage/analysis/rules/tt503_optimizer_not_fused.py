@@ -41,8 +41,9 @@ def _chooses_implementation(ctx: ModuleContext, call: ast.Call) -> bool | None:
 
 
 def trains(ctx: ModuleContext) -> bool:
-    """Whether the module has per-step code that runs backward or steps an optimizer."""
-    return any(region.trains for region in ctx.hot.regions)
+    """Whether the module has per-step code that runs backward or steps an optimizer, or calls
+    another project file's training step loop (``train_one_epoch(model, ..., optimizer)``)."""
+    return ctx.trains_via is not None or any(region.trains for region in ctx.hot.regions)
 
 
 class OptimizerNotFused(Rule):

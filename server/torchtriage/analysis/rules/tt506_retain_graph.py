@@ -66,8 +66,33 @@ def _nested_in_loop(ctx: ModuleContext, region: HotRegion) -> bool:
         if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return False
         if isinstance(ancestor, _LOOPS):
+            # an epoch loop around the step loop runs no backward of its own: whether the graph is
+            # built in the step is checked by the caller
+            if ancestor in ctx.hot.epoch_loops and not _carries_state(ancestor, region.node):
+                continue
             return True
     return False
+
+
+def _assigned_names(nodes: list[ast.stmt], skip: ast.AST | None = None) -> set[str]:
+    names: set[str] = set()
+    stack: list[ast.AST] = list(nodes)
+    while stack:
+        node = stack.pop()
+        if node is skip or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        stack.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _carries_state(epoch: ast.AST, step: ast.AST) -> bool:
+    """A name set once per epoch and re-bound every step (``hidden = model.init_hidden()`` then
+    ``out, hidden = model(x, hidden)``): the graph may span steps."""
+    outer = _assigned_names(getattr(epoch, "body", []), skip=step)
+    inner = _assigned_names(getattr(step, "body", []))
+    return bool(outer & inner)
 
 
 class RetainGraphInStep(Rule):

@@ -1,0 +1,113 @@
+"""Knob values that are not literals: argparse defaults, config-class fields, module constants.
+
+``DataLoader(..., num_workers=args.workers)`` with ``add_argument("--workers", default=4)``
+holds 4 unless the command line says otherwise; ``cfg.num_workers`` with a config class
+field ``num_workers: int = 0`` holds 0.  Each source file contributes its own table
+(:func:`file_defaults`); the project model merges the tables of every project file so a
+default written in the entry script reaches the module that builds the loader.  A name
+with two different defaults is unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .module_index import ModuleIndex
+
+
+@dataclass(frozen=True)
+class Default:
+    """A constant a name or attribute holds by default, and where that was written."""
+
+    value: object
+    where: str  # "the `--workers` default (main.py:9)"
+
+
+def _constant(node: ast.AST | None) -> tuple[bool, object]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool, str)) :
+        return True, node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        value = node.operand.value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True, -value
+    return False, None
+
+
+def _dest(call: ast.Call) -> tuple[str, str] | None:
+    """(destination, option as written) of an ``add_argument`` call."""
+    options = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    long = [o for o in options if o.startswith("--")]
+    chosen = long[0] if long else (options[0] if options else None)
+    for keyword in call.keywords:
+        if keyword.arg == "dest" and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):
+            return keyword.value.value, chosen or keyword.value.value
+    if chosen is None:
+        return None
+    dest = chosen.lstrip("-").replace("-", "_")
+    return (dest, chosen) if dest else None
+
+
+def file_defaults(index: "ModuleIndex") -> tuple[dict[str, list[Default]], dict[str, list[Default]]]:
+    """(attribute defaults, module constants) written in one file.
+
+    Attribute defaults: argparse ``add_argument`` defaults by destination, and class-level
+    fields with a constant value (``num_workers: int = 4`` in a config/dataclass).
+    Module constants: top-level ``NAME = constant``.
+    """
+    attributes: dict[str, list[Default]] = {}
+    constants: dict[str, list[Default]] = {}
+    name = index.path.replace("\\", "/").rsplit("/", 1)[-1]
+    for call in index.nodes_of(ast.Call):
+        assert isinstance(call, ast.Call)
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"):
+            continue
+        found = _dest(call)
+        dest, option = found if found else (None, "")
+        default = next((k.value for k in call.keywords if k.arg == "default"), None)
+        ok, value = _constant(default)
+        action = next((k.value for k in call.keywords if k.arg == "action"), None)
+        if default is None and isinstance(action, ast.Constant) and action.value in ("store_true", "store_false"):
+            ok, value = True, action.value == "store_false"
+        if dest and ok:
+            attributes.setdefault(dest, []).append(Default(value, f"the `{option}` default ({name}:{call.lineno})"))
+    for call in index.nodes_of(ast.Call):  # ``parser.set_defaults(pin_mem=True)`` wins over the arguments'
+        assert isinstance(call, ast.Call)
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "set_defaults":
+            for keyword in call.keywords:
+                ok, value = _constant(keyword.value)
+                if keyword.arg and ok:
+                    attributes[keyword.arg] = [
+                        Default(value, f"`set_defaults({keyword.arg}=...)` ({name}:{call.lineno})")
+                    ]
+    for cls in index.nodes_of(ast.ClassDef):
+        assert isinstance(cls, ast.ClassDef)
+        for stmt in cls.body:
+            target, value = None, None
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                target, value = stmt.target.id, stmt.value
+            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                target, value = stmt.targets[0].id, stmt.value
+            ok, constant = _constant(value)
+            if target and ok:
+                attributes.setdefault(target, []).append(
+                    Default(constant, f"the `{cls.name}.{target}` default ({name}:{stmt.lineno})")
+                )
+    for stmt in index.tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            ok, constant = _constant(stmt.value)
+            if ok:
+                constants.setdefault(stmt.targets[0].id, []).append(
+                    Default(constant, f"`{stmt.targets[0].id}` ({name}:{stmt.lineno})")
+                )
+    return attributes, constants
+
+
+def unique(defaults: list[Default] | None) -> Default | None:
+    """The default when every definition agrees on the value, else None."""
+    if not defaults:
+        return None
+    values = {(type(d.value), d.value) for d in defaults}
+    return defaults[0] if len(values) == 1 else None

@@ -1,0 +1,102 @@
+"""What the rest of the project tells one file, in a form that survives re-parsing.
+
+The project model (:mod:`.project`) computes, per file, which of its functions other
+files call once per step (and through which call sites), where its CUDA device comes
+from, and the knob defaults it can see.  A :class:`ProjectView` holds those facts by
+*name* (``"SetCriterion.forward"``), not by syntax node, so the language server can
+keep it between edits and hand it to the file's incremental analyzer: applying a view
+to a freshly parsed module gives exactly what a fresh project analysis gives.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from .defaults import Default
+from .hotloops import HotEntry
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass(frozen=True)
+class LoaderRead:
+    """A loader passed (``train_one_epoch(model, train_loader, ...)``, at ``line``/``col``) to a
+    function of another project file whose step loop iterates it."""
+
+    name: str  # the name passed
+    line: int
+    col: int
+    moves_to_device: bool  # that step loop copies its batches to a device
+    where: str  # "engine.py:28", the step loop
+
+
+@dataclass(frozen=True)
+class EntryByName:
+    qualname: str  # "func", "Class.method", "outer.inner"
+    batch: frozenset[str]
+    hot_path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ProjectView:
+    entries: tuple[EntryByName, ...] = ()
+    cuda_from: str | None = None
+    defaults: tuple[tuple[str, tuple[Default, ...]], ...] | None = None  # sorted by name
+    imported_constants: tuple[tuple[str, Default], ...] = ()
+    label: str | None = None  # how call paths name this file
+    loader_reads: tuple[LoaderRead, ...] = ()
+    trains_via: str | None = None
+
+
+def qualname_of(func: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
+    parts = [getattr(func, "name", "?")]
+    parent = parents.get(func)
+    while parent is not None and not isinstance(parent, ast.Module):
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            parts.append(parent.name)
+        parent = parents.get(parent)
+    return ".".join(reversed(parts))
+
+
+def view_of(ctx) -> ProjectView:  # type: ignore[no-untyped-def]
+    """The project facts set on a solved :class:`.context.ModuleContext`, by name."""
+    entries = tuple(
+        sorted(
+            (EntryByName(qualname_of(e.func, ctx.parents), e.batch, e.hot_path) for e in ctx.hot_entries),
+            key=lambda e: e.qualname,
+        )
+    )
+    defaults = None
+    if ctx.project_defaults is not None:
+        defaults = tuple(sorted((k, tuple(v)) for k, v in ctx.project_defaults.items()))
+    return ProjectView(
+        entries, ctx.cuda_from, defaults, tuple(sorted(ctx.imported_constants.items())), ctx.path_label,
+        tuple(ctx.loader_reads), ctx.trains_via,
+    )
+
+
+def apply_view(ctx, view: ProjectView | None) -> None:  # type: ignore[no-untyped-def]
+    """Set a view's facts on a context before any rule runs."""
+    if view is None:
+        return
+    if view.entries:
+        by_name: dict[str, FunctionNode] = {}
+        wanted = {e.qualname for e in view.entries}
+        for funcs in ctx.functions.values():
+            for func in funcs:
+                name = qualname_of(func, ctx.parents)
+                if name in wanted:
+                    by_name.setdefault(name, func)
+        ctx.hot_entries = tuple(
+            HotEntry(by_name[e.qualname], e.batch, e.hot_path) for e in view.entries if e.qualname in by_name
+        )
+    ctx.cuda_from = view.cuda_from
+    ctx.path_label = view.label
+    ctx.loader_reads = view.loader_reads
+    ctx.trains_via = view.trains_via
+    if view.defaults is not None:
+        ctx.project_defaults = {k: list(v) for k, v in view.defaults}
+    ctx.imported_constants = dict(view.imported_constants)
+    for key in ("hot", "uses_cuda"):
+        ctx.__dict__.pop(key, None)
