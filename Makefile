@@ -99,7 +99,7 @@ vscode-package: vscode-deps
 
 test-vscode: vscode-package
 	npm run --silent test:unit -w extension/vscode
-	TORCHTRIAGE_PYTHON=$(PYTHON) npm run --silent test:e2e -w extension/vscode
+	TORCHTRIAGE_PYTHON="$$($(PYTHON) -c 'import sys; print(sys.executable)')" npm run --silent test:e2e -w extension/vscode  # absolute: npm runs it from extension/vscode
 
 # JupyterLab host (extension/jupyterlab): npm deps, the prebuilt labextension (built into
 # server/torchtriage/jupyter/labextension, which the wheel ships; never committed), then its tests.
