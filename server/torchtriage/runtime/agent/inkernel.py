@@ -26,7 +26,6 @@ import socket
 import sys
 import threading
 import time
-import traceback
 from typing import Any, Callable, Dict, List, Optional
 
 import torch
@@ -35,6 +34,7 @@ from torch.profiler import ProfilerAction, ProfilerActivity, profile, record_fun
 
 from .channel import write_json
 from .collect import Collector
+from .describe import device_name, user_traceback
 from .sampler import FrameSampler
 from .steps import StepDetector, cuda_available
 from .usercode import UserCode
@@ -197,7 +197,7 @@ class CellProfiler:
         except SystemExit as exc:
             self.status.update(status="exited", message=f"the cell called sys.exit({exc.code!r})", exit_code=1)
         except BaseException as exc:  # the cell raised: keep what was recorded
-            text = _user_traceback(exc, self.ignored_dir)
+            text = user_traceback(exc, self.ignored_dir)
             self.status.update(status="raised", message=f"{type(exc).__name__}: {exc}", traceback=text, exit_code=1)
 
     def _finish(self) -> None:
@@ -225,7 +225,7 @@ class CellProfiler:
         data["meta"] = dict(
             self.meta,
             device=self.device,
-            device_name=_device_name(self.device),
+            device_name=device_name(self.device),
             torch_version=torch.__version__,
             python=sys.version.split()[0],
             executable=sys.executable,
@@ -240,21 +240,3 @@ class CellProfiler:
         data["warnings"] = self.warnings
         write_json(os.path.join(self.out_dir, "agent.json"), data)
         return data
-
-
-def _device_name(device: str) -> str:
-    if device == "cuda":
-        try:
-            return torch.cuda.get_device_name(0)
-        except Exception:
-            return "cuda"
-    import platform
-
-    return platform.processor() or platform.machine() or "cpu"
-
-
-def _user_traceback(exc: BaseException, ignored_dir: str) -> str:
-    """The traceback without our own frames."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(ignored_dir)]
-    lines = ["Traceback (most recent call last):\n"] + traceback.format_list(frames) if frames else []
-    return "".join(lines + traceback.format_exception_only(type(exc), exc))

@@ -16,7 +16,6 @@ import signal
 import sys
 import threading
 import time
-import traceback
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
@@ -26,6 +25,7 @@ from torch.profiler import ProfilerAction, ProfilerActivity, profile
 from .channel import Channel, write_json
 from .wire import WIRE_VERSION, encode_samples
 from .collect import Collector
+from .describe import device_name, user_traceback
 from .sampler import FrameSampler
 from .steps import StepDetector, cuda_available
 from .tracefile import RAW_NAME, TraceWriter
@@ -33,6 +33,7 @@ from .usercode import UserCode, default_roots
 from .window import Window
 from .workers import FLUSH_S, WorkerSampling
 
+RUNPY = ("runpy.py",)  # the frames of runpy.run_path, which starts the script
 RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 MAX_EVENTS = 300_000  # profiler events per run: the window is sized to it, the walk stops at it (whole steps); 0: no limit
 PROGRESS_S = 0.5  # at most one progress event per this many seconds while walking
@@ -211,7 +212,7 @@ class Session:
             argv=list(sys.argv),
             cwd=os.getcwd(),
             device=self.device,
-            device_name=_device_name(self.device),
+            device_name=device_name(self.device),
             torch_version=torch.__version__,
             python=sys.version.split()[0],
             executable=sys.executable,
@@ -248,7 +249,7 @@ class Session:
         except SyntaxError as exc:
             code = 1
             self.status.update(status="syntax_error", message=f"syntax error: {exc.msg} ({exc.filename}:{exc.lineno})",
-                               traceback=_user_traceback(exc, self.agent_dir), exit_code=1)
+                               traceback=user_traceback(exc, self.agent_dir, RUNPY), exit_code=1)
         except Terminated:
             code = 143
             self.status.update(status="killed", message="terminated by torchtriage (timeout or interrupt)", exit_code=code)
@@ -257,7 +258,7 @@ class Session:
             self.status.update(status="interrupted", message="interrupted", exit_code=code)
         except BaseException as exc:  # the user's script raised: keep what was recorded
             code = 1
-            text = _user_traceback(exc, self.agent_dir)
+            text = user_traceback(exc, self.agent_dir, RUNPY)
             sys.stderr.write(text)
             self.status.update(status="raised", message=f"{type(exc).__name__}: {exc}", traceback=text, exit_code=1)
         self._finish()
@@ -287,21 +288,3 @@ class Session:
 
 def _raise_terminated(signum: int, frame: Any) -> None:
     raise Terminated()
-
-
-def _device_name(device: str) -> str:
-    if device == "cuda":
-        try:
-            return torch.cuda.get_device_name(0)
-        except Exception:
-            return "cuda"
-    import platform
-
-    return platform.processor() or platform.machine() or "cpu"
-
-
-def _user_traceback(exc: BaseException, agent_dir: str) -> str:
-    """The traceback without our own frames (runpy and the agent)."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(agent_dir) and "runpy.py" not in f.filename]
-    lines = ["Traceback (most recent call last):\n"] + traceback.format_list(frames) if frames else []
-    return "".join(lines + traceback.format_exception_only(type(exc), exc))
