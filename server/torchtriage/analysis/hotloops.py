@@ -191,17 +191,17 @@ def _is_step_function(func: FunctionNode) -> bool:
     )
 
 
-_RUN_ENDERS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
+RUN_ENDERS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
 
 
-def _ends_the_run(ctx: ModuleIndex, body: list[ast.stmt]) -> bool:
+def ends_the_run(ctx: ModuleIndex, body: list[ast.stmt]) -> bool:
     """A branch that stops the program (``raise`` or ``sys.exit(...)`` among its statements):
     it runs at most once, so its body is not per-step (its test still is)."""
     for stmt in body:
         if isinstance(stmt, ast.Raise):
             return True
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            if ctx.call_qualname(stmt.value) in _RUN_ENDERS:
+            if ctx.call_qualname(stmt.value) in RUN_ENDERS:
                 return True
     return False
 
@@ -397,7 +397,7 @@ class _Finder:
                     stack.append(child)
 
     def _is_rare(self, stmt: ast.If, region: HotRegion) -> bool:
-        if _is_lazy_init(stmt) or _ends_the_run(self.ctx, stmt.body):
+        if _is_lazy_init(stmt) or ends_the_run(self.ctx, stmt.body):
             self.result.rare_guards.append(stmt)
             return True
         if not (is_rare_guard(stmt.test, region.counter_names) or is_bounded_guard(stmt)):
