@@ -9,7 +9,6 @@ interpreter, syntax error, no torch).
 from __future__ import annotations
 
 import argparse
-import datetime
 import shutil
 import sys
 from pathlib import Path
@@ -53,18 +52,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run_profile)
 
 
-def _run_dir(args: argparse.Namespace) -> Path:
-    if args.out:
-        return args.out.resolve()
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = Path(".torchtriage") / "runs" / f"{stamp}-{args.script.stem}"
-    path, n = base, 1
-    while path.exists():
-        n += 1
-        path = base.with_name(f"{base.name}-{n}")
-    return path.resolve()
-
-
 def run_profile(args: argparse.Namespace) -> int:
     """Run the script under the agent, write the run folder, print the summary."""
     script_args = list(args.script_args)
@@ -78,11 +65,11 @@ def run_profile(args: argparse.Namespace) -> int:
     if min(args.active, 1) < 1 or min(args.skip_first, args.wait, args.warmup) < 0:
         raise UsageError("--active must be at least 1 and --skip-first/--wait/--warmup at least 0")
     # The runtime loads only for this command, so `check` starts as fast as before.
-    from ..runtime.profile_run import finish_run
+    from ..runtime.profile_run import finish_run, new_run_dir
     from ..runtime.progress import ProgressDisplay
     from ..runtime.runner import RunOptions, run_agent
 
-    run_dir = _run_dir(args)
+    run_dir = args.out.resolve() if args.out else new_run_dir(args.script.stem)
     options = RunOptions(
         script=args.script.resolve(), args=script_args, out_dir=run_dir, python=python, run_name=run_dir.name,
         skip_first=args.skip_first, wait=args.wait, warmup=args.warmup, active=args.active, device=args.device,

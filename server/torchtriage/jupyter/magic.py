@@ -10,7 +10,6 @@ it translates between IPython and the core.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import linecache
 import os
@@ -141,16 +140,9 @@ class TorchtriageMagics(Magics):
 
 
 def _run_dir(out: Optional[Path], number: int) -> Path:
-    if out is not None:
-        path = out.expanduser().resolve()
-    else:
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        base = Path(".torchtriage") / "runs" / f"{stamp}-cell{number}"
-        path, n = base, 1
-        while path.exists():
-            n += 1
-            path = base.with_name(f"{base.name}-{n}")
-        path = path.resolve()
+    from ..runtime.profile_run import new_run_dir
+
+    path = out.expanduser().resolve() if out is not None else new_run_dir(f"cell{number}")
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -8,6 +8,7 @@ profile.json, report.json and report.html.  Hosts decide how to show it.
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -19,6 +20,17 @@ from .report import write_reports
 from .runner import EXIT_NO_TORCH, RunOptions, RunOutcome
 
 HOT_FILES = 10  # static findings are looked up in the script and at most this many hot files
+RUNS_DIR = Path(".torchtriage") / "runs"  # where runs go when no folder is named (relative to the cwd)
+
+
+def new_run_dir(name: str) -> Path:
+    """A run folder not yet taken, ``.torchtriage/runs/<time>-<name>`` (then ``-2``, ``-3``...), absolute; not created."""
+    base = RUNS_DIR / f"{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}-{name}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path.resolve()
 
 
 @dataclass(frozen=True)
