@@ -20,7 +20,7 @@ from run_support import agent_json, profile_cli
 AGENT_DIR = Path(agent_package.__file__).resolve().parent
 # One record of each kind, every field a value no other field has.
 VALUES = {
-    "Step": (7, 1_000, 2_000),
+    "Step": (7, 1_000, 2_000, 150),
     "Site": ("scope", "/w/train.py", 12, "forward"),
     "Charge": (1, 3, "compute", "aten::mm", -1, True, 5_000, 2),
     "Root": (1_500, 1_600),
@@ -29,6 +29,9 @@ VALUES = {
     "GpuActivity": (4, 6, 1, "ampere_sgemm", 1_800, 300),
     "Sample": (1_900, 3, 4, 33),  # file and function: indexes into agent.json's strings
     "OpStat": ("aten::addmm", "cpu", False, 6, 7_000, 8_000, 9, 10),
+    "Compile": ("0/1", "dynamo", "forward", "/w/model.py", 14, "/w/train.py", 40, 2_100, 2_200, "tensor 'x' size mismatch", ""),
+    "GraphBreak": ("0/0", "/w/model.py", 16, "Unsupported Tensor.item() call", "Explanation: ..."),
+    "DtypeEvent": (5, 11, 12, "mixed", "aten::mul", "bfloat16[8] float32[8]", 13, 14, 15, 16, 17, "/w/model.py", 18, "scale"),
 }
 
 

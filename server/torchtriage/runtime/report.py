@@ -18,9 +18,12 @@ from typing import Any, Sequence
 from .. import __version__
 from ..findings import Finding
 from .diagnosis import Diagnosis, Verdict, diagnose
+from .compile_findings import compile_report
 from .model import CATEGORIES, ProfileData
+from .runtime_finding import finding_extras_json
 
-SCHEMA_VERSION = "1.1"  # 1.1 added operators, breakdown_spread, withheld_verdicts, applies_on_this_device, trace links
+SCHEMA_VERSION = "1.2"  # 1.1 added operators, breakdown_spread, withheld_verdicts, applies_on_this_device, trace links
+# 1.2 added compile (torch.compile), runtime findings' evidence / recommendations / details, TTR501-TTR503
 SCHEMA_PATH = Path(__file__).with_name("report_schema.json")
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
@@ -229,6 +232,7 @@ def build_report(profile: ProfileData, diagnosis: Diagnosis, run_dir: Path | Non
         "warnings": list(profile.warnings),
         "trace": _trace_files(profile, run_dir),
         "operators": _operators(profile, step_us, src),
+        "compile": compile_report(profile),
     }
 
 
@@ -236,6 +240,7 @@ def _runtime_finding_json(f: Finding) -> dict[str, Any]:
     data = f.to_json()
     data["share"] = _share(float(f.extra.get("share", 0.0)))
     data["self_ms_per_step"] = round(float(f.extra.get("self_ms_per_step", 0.0)), 4)
+    data.update(finding_extras_json(f))
     return data
 
 

@@ -26,6 +26,8 @@ from .channel import Channel, write_json
 from .wire import WIRE_VERSION, encode_samples
 from .collect import Collector
 from .describe import device_name, user_traceback
+from .dtypes import DtypeRecorder
+from .dynamo_watch import DynamoWatch
 from .sampler import FrameSampler
 from .steps import StepDetector, cuda_available
 from .tracefile import RAW_NAME, TraceWriter
@@ -58,6 +60,8 @@ class Session:
         self.sampler = FrameSampler(threading.get_ident(), self.user.is_user, config.get("sample_interval_s", 0.001))
         self.detector = StepDetector(self._on_step, self._on_mode)
         self.workers = WorkerSampling(self.out_dir, self.user.is_user, self.sampler.interval_s)
+        self.dynamo = DynamoWatch(self.user.is_user, self.user.absolute, self.detector.hook_codes())  # torch.compile's compiles, breaks
+        self.dtypes = DtypeRecorder(self.user.is_user, self.user.absolute)  # ops mixing float dtypes, casts
         self.prof: Optional[profile] = None
         self.window = Window(config.get("skip_first", 1), config.get("wait", 1), config.get("warmup", 2), config.get("active", 5),
                              int(config.get("max_events", MAX_EVENTS)))
@@ -87,7 +91,7 @@ class Session:
             activities=activities,
             schedule=self.window,
             on_trace_ready=self._on_trace_ready,
-            record_shapes=False,
+            record_shapes=True,  # input dtypes and sizes: dtype churn (agent/dtypes.py)
             profile_memory=True,
             with_stack=True,
         )
@@ -172,7 +176,8 @@ class Session:
         timings["export_s"] = time.perf_counter() - started
         started = time.perf_counter()
         self._stage("attributing events to lines", 0.0)
-        collector = Collector(self.user, self.agent_dir, max_events=int(self.config.get("max_events", MAX_EVENTS)), progress=self._walked)
+        collector = Collector(self.user, self.agent_dir, max_events=int(self.config.get("max_events", MAX_EVENTS)), progress=self._walked,
+                              dtypes=self.dtypes)
         collector.collect(prof.profiler.kineto_results.experimental_event_tree(), self.step_hints)
         timings["collect_s"] = time.perf_counter() - started
         self.meta["events"] = collector.events
@@ -188,6 +193,7 @@ class Session:
             )
             self.meta["steps_dropped"] = collector.steps_recorded - len(collector.steps)
         self.raw = collector.result()
+        self.raw["dtype_events"] = self.dtypes.records(len(collector.steps))
         strings: Dict[str, int] = {}
         self.raw["samples"] = encode_samples(self.sampler.samples, self.user.absolute, strings)
         if os.path.isdir(self.workers.folder):
@@ -221,6 +227,11 @@ class Session:
             user_roots=self.user.roots,
             sample_interval_s=self.sampler.interval_s,
         )
+        data["compiles"] = self.dynamo.compiles()
+        data["graph_breaks"] = self.dynamo.breaks
+        dynamo = self.dynamo.summary()
+        if dynamo:
+            data["meta"]["dynamo"] = dynamo
         data["wire_version"] = WIRE_VERSION
         data["status"] = self.status
         data["warnings"] = self.warnings
@@ -235,6 +246,8 @@ class Session:
         self.prof = self._profiler()
         self.detector.install()
         self.workers.install()
+        self.dynamo.install()
+        self.dtypes.install()
         self.prof.start()
         self.channel.send("phase", phase="running", device=self.device)
         code = 0
