@@ -81,6 +81,8 @@ def annotations_from_report(
         result.setdefault(uri, []).append(
             Annotation(line, hint_label(share, ms, category), message, share, "hotspot", codes, ms, category)
         )
+    for uri, annotation in runtime_annotations(report, mapper):
+        result.setdefault(uri, []).append(annotation)
     bottleneck = report.get("bottleneck") or {}
     if header is not None and bottleneck:
         share = _float(bottleneck.get("share"))
@@ -98,6 +100,26 @@ def annotations_from_report(
         uri, line = header
         result.setdefault(uri, []).append(Annotation(line, "", message, share, "verdict"))
     return result
+
+
+def runtime_annotations(report: dict[str, Any], mapper: LineMapper) -> list[tuple[str, Annotation]]:
+    """Each runtime finding (TTR...) as an Information diagnostic on its line: code, message and the first fix."""
+    out = []
+    for finding in report.get("runtime_findings") or []:
+        if not isinstance(finding, dict) or not finding.get("code"):
+            continue
+        where = mapper(str(finding.get("path", "")), int(_float(finding.get("line"))))
+        if where is None:
+            continue
+        message = str(finding.get("message", ""))
+        recommendations = [r for r in finding.get("recommendations") or [] if isinstance(r, dict) and r.get("action")]
+        if recommendations:
+            message += f". Try: {recommendations[0]['action']}"
+        code = str(finding["code"])
+        annotation = Annotation(where[1], "", message, _float(finding.get("share")), "runtime", (code,),
+                                _float(finding.get("self_ms_per_step")))
+        out.append((where[0], annotation))
+    return out
 
 
 def inlay_hints(annotations: list[Annotation], positions: Positions, range_: types.Range) -> list[types.InlayHint]:

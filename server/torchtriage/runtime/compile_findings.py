@@ -85,7 +85,12 @@ class CompiledFrame:
     """One code object dynamo compiled, with all its compile attempts."""
 
     frame: str
-    compiles: list[CompileEvent] = field(default_factory=list)
+    compiles: list[CompileEvent] = field(default_factory=list)  # dynamo's compiles of the frame, recompiles included
+    others: list[CompileEvent] = field(default_factory=list)  # other compiles of its graphs (the lazy backward)
+
+    @property
+    def compile_us(self) -> float:
+        return sum(c.duration_us for c in self.compiles + self.others)
 
     @property
     def named(self) -> CompileEvent:
@@ -140,9 +145,9 @@ class CompiledFrame:
 def compiled_frames(profile: ProfileData) -> list[CompiledFrame]:
     frames: dict[str, CompiledFrame] = {}
     for c in profile.compiles:
-        if c.trigger == "dynamo":
-            frames.setdefault(_frame_of(c.compile_id), CompiledFrame(_frame_of(c.compile_id))).compiles.append(c)
-    return sorted(frames.values(), key=lambda f: int(f.frame) if f.frame.isdigit() else 0)
+        frame = frames.setdefault(_frame_of(c.compile_id), CompiledFrame(_frame_of(c.compile_id)))
+        (frame.compiles if c.trigger == "dynamo" else frame.others).append(c)
+    return sorted((f for f in frames.values() if f.compiles), key=lambda f: int(f.frame) if f.frame.isdigit() else 0)
 
 
 def _user_paths(profile: ProfileData) -> set[str]:
@@ -163,6 +168,23 @@ def _graph_runs(profile: ProfileData) -> dict[str, tuple[float, float]]:
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
+def window_split(profile: ProfileData) -> dict[str, float]:
+    """frame -> the compile time (us) left out of recorded steps, each step's split between the frames compiling in it."""
+    out: dict[str, float] = collections.defaultdict(float)
+    for step in profile.steps:
+        if step.compile_us <= 0:
+            continue
+        overlaps: dict[str, float] = collections.defaultdict(float)
+        for c in profile.compiles:
+            overlap = min(c.start_us + c.duration_us, step.end_us) - max(c.start_us, step.start_us)
+            if overlap > 0:
+                overlaps[_frame_of(c.compile_id)] += overlap
+        total = sum(overlaps.values())
+        for frame, overlap in overlaps.items():
+            out[frame] += step.compile_us * overlap / total
+    return out
+
+
 def compile_report(profile: ProfileData) -> dict[str, Any] | None:
     """report.json's ``compile`` block (new in 1.2); None when the run compiled nothing."""
     if not profile.compiles and not profile.graph_breaks:
@@ -170,6 +192,7 @@ def compile_report(profile: ProfileData) -> dict[str, Any] | None:
     users = _user_paths(profile)
     runs = _graph_runs(profile)
     sites = _break_sites(profile)
+    window = window_split(profile)
     frames = []
     for frame in compiled_frames(profile):
         path, line = frame.call_site()
@@ -187,14 +210,14 @@ def compile_report(profile: ProfileData) -> dict[str, Any] | None:
             "failed_guards": frame.guards,
             "recompile_limit_hit": frame.limit_hit,
             "graph_breaks": sum(1 for s in sites if _frame_of(s[0].compile_id) == frame.frame),
-            "compile_time_s": round(sum(c.duration_us for c in frame.compiles) / 1e6, 4),
-            "compile_ms_in_window": round(sum(c.in_window_us for c in frame.compiles) / 1000.0, 3),
+            "compile_time_s": round(frame.compile_us / 1e6, 4),
+            "compile_ms_in_window": round(window.get(frame.frame, 0.0) / 1000.0, 3),
             "graph_runs_per_step": round(graphs, 3),
             "graph_ms_per_step": round(ms, 4),
         })
     return {
         "compile_time_s": round(sum(c.duration_us for c in profile.compiles) / 1e6, 4),
-        "compile_ms_in_window": round(sum(c.in_window_us for c in profile.compiles) / 1000.0, 3),
+        "compile_ms_in_window": round(sum(s.compile_us for s in profile.steps) / 1000.0, 3),
         "compiles": len(profile.compiles),
         "recompiles": sum(1 for c in profile.compiles if _attempt(c.compile_id) > 0),
         "graph_breaks": len(sites),
@@ -288,7 +311,7 @@ def _break_findings(profile: ProfileData, frames: dict[str, CompiledFrame], user
                 call_path, call_line,
             ))
         message = (
-            f"graph break in torch.compile'd {region}: {b.kind}. The compiled graph ends here, this line runs eagerly "
+            f"graph break in {region} under torch.compile: {b.kind}. The compiled graph ends here, this line runs eagerly "
             "and a new graph starts after it"
             + (f"; {us / n / 1000:.2f} ms per step is charged to this line" if us > 0 else "")
         )
@@ -381,6 +404,7 @@ def recompile_fixes(kind: str, limit_hit: bool, limit: int) -> list[Recommendati
 def _recompile_findings(profile: ProfileData, frames: list[CompiledFrame], users: set[str]) -> list[Finding]:
     n = max(1, profile.steps_profiled)
     limit = int((profile.extra.get("dynamo") or {}).get("recompile_limit", 8) or 8)
+    window = window_split(profile)
     out = []
     for frame in frames:
         recompiles = frame.recompiles
@@ -391,7 +415,7 @@ def _recompile_findings(profile: ProfileData, frames: list[CompiledFrame], users
         kind = guard_kind(guards[0]) if guards else "other"
         label = frame.label(users)
         seconds = sum(c.duration_us for c in recompiles) / 1e6
-        window_ms = sum(c.in_window_us for c in recompiles) / 1000.0
+        window_ms = window.get(frame.frame, 0.0) / 1000.0
         limit_hit = frame.limit_hit
         message = (
             f"{label} was recompiled {len(recompiles)} time{'s' if len(recompiles) != 1 else ''}: {WHAT_CHANGED[kind]}"

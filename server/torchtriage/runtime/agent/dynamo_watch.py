@@ -207,7 +207,12 @@ def _metrics() -> Dict[str, Any]:
     try:
         from torch._dynamo.utils import get_compilation_metrics
 
-        return {str(m.compile_id): m for m in get_compilation_metrics() if getattr(m, "compile_id", None)}
+        out: Dict[str, Any] = {}
+        for m in get_compilation_metrics():  # a backward compile shares its forward's id and names no code: keep the named one
+            key = str(getattr(m, "compile_id", "") or "")
+            if key and (key not in out or not getattr(out[key], "co_name", None)):
+                out[key] = m
+        return out
     except Exception:
         return {}
 

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..model import OK_STATUSES
+from .compile_section import compile_html, finding_more_html
 from .sections import base_dir, files_html, loc, operators_html, where
 from .svg import Bar, bar_chart, color, line_chart, stacked_bar
 
@@ -184,7 +185,7 @@ def _tables(r: dict[str, Any]) -> str:
     if r["runtime_findings"] or here:
         rows = "".join(
             f"<tr><td><span class='code rcode'>{escape(f['code'])}</span></td><td>{loc(f['path'], f['line'])}</td>"
-            f"<td>{f['share'] * 100:.1f}%</td><td>{escape(f['message'])}</td></tr>"
+            f"<td>{f['share'] * 100:.1f}%</td><td>{escape(f['message'])}{finding_more_html(f)}</td></tr>"
             for f in r["runtime_findings"]
         )
         rows += "".join(
@@ -227,6 +228,7 @@ def render_html(report: dict[str, Any], run_dir: Path | None = None) -> str:
             _hotlines(report),
             operators_html(report),
             _memory(report),
+            compile_html(report),
             _tables(report),
             files_html(report, run_dir if run_dir is not None else base_dir(report)),
             _footer(report),
