@@ -211,6 +211,8 @@ def test_thrash_hits_the_recompile_limit_and_compiling_is_not_step_time(runs: di
     assert compiling and all(s.duration_us == pytest.approx(s.end_us - s.start_us - s.compile_us) for s in compiling)
     assert run.report["step_times_ms"] == [round(s.duration_us / 1000, 4) for s in run.profile.steps]
     assert any("torch.compile compiled during" in w for w in run.report["warnings"])
+    # and the window was not cut short by counting a compile as the steps' event volume
+    assert run.report["steps_profiled"] == 3 and not any("profiler events" in w for w in run.report["warnings"])
     dynamo_internals = ("entire_frame_compile", "compile_inner", "convert_frame", "_compile")
     for spot in run.report["hotspots"]:
         assert not any(name in dynamo_internals for name in spot["top_names"]), spot

@@ -29,7 +29,7 @@ from .model import (
     SyncPoint,
 )
 from .sampling import FrameSample, LineResolver, read_samples
-from .compile_findings import read_compiles
+from .compile_frames import read_compiles
 from .dtype_findings import read_dtype_lines
 
 TOP_NAMES = 5

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from .. import __version__
 from ..findings import Finding
 from .diagnosis import Diagnosis, Verdict, diagnose
-from .compile_findings import compile_report
+from .compile_frames import compile_report
 from .model import CATEGORIES, ProfileData
 from .runtime_finding import finding_extras_json
 

@@ -38,6 +38,22 @@ def _operator(op: str) -> type[ast.operator] | None:
     return OPERATORS.get(name.rstrip("_"))
 
 
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _own_nodes(root: ast.AST) -> list[ast.AST]:
+    """The nodes of a function (or module) body, without those of the functions and classes defined in it."""
+    out: list[ast.AST] = []
+    stack = list(ast.iter_child_nodes(root))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, SCOPES):
+            continue  # its own frame
+        out.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
 def _names(node: ast.AST) -> set[str]:
     """Variable and attribute names an expression mentions."""
     out: set[str] = set()
@@ -64,10 +80,10 @@ class SourceOps:
         return self._trees[path]
 
     def _function(self, path: str, function: str, first_line: int) -> ast.AST | None:
-        """The def whose first line (its first decorator's, as Python counts it) is ``first_line``."""
+        """The def whose first line (its first decorator's, as Python counts it) is ``first_line``; the module for ``<module>``."""
         tree = self._tree(path)
-        if tree is None:
-            return None
+        if tree is None or function == "<module>":
+            return tree
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function:
                 first = min([node.lineno] + [d.lineno for d in node.decorator_list])
@@ -82,7 +98,7 @@ class SourceOps:
         if node is None:
             return None
         candidates: dict[int, set[str]] = {}
-        for sub in ast.walk(node):
+        for sub in _own_nodes(node):
             if isinstance(sub, ast.BinOp) and isinstance(sub.op, kind):
                 candidates.setdefault(sub.lineno, set()).update(_names(sub))
             elif isinstance(sub, ast.AugAssign) and isinstance(sub.op, kind):

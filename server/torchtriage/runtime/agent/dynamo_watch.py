@@ -59,11 +59,14 @@ class _BreakHandler(logging.Handler):
 class DynamoWatch:
     """Collects ``Compile`` and ``GraphBreak`` records; ``install()`` before the script runs."""
 
-    def __init__(self, is_user: Callable[[str], bool], absolute: Callable[[str], str], skipped: Sequence[Any] = ()) -> None:
-        """``skipped``: code objects of our own hooks, which dynamo must run as they are, never compile."""
+    def __init__(self, is_user: Callable[[str], bool], absolute: Callable[[str], str], skipped: Sequence[Any] = (),
+                 on_compile: Optional[Callable[[bool], None]] = None) -> None:
+        """``skipped``: code objects of our own hooks, which dynamo must run as they are, never compile;
+        ``on_compile(True/False)``: told when compiling starts and ends."""
         self.is_user = is_user
         self.absolute = absolute
         self.skipped = list(skipped)
+        self.on_compile = on_compile
         self.active = False
         self.breaks: List[GraphBreak] = []
         self._starts: Dict[Tuple[str, str], Tuple[int, str, int]] = {}  # (compile id, trigger) -> (start ns, call path, line)
@@ -122,18 +125,28 @@ class DynamoWatch:
 
     # -- callbacks ---------------------------------------------------------
     def _started(self, args: Any) -> None:
-        path, line = self._call_site()
-        self._starts[(str(args.compile_id), _trigger(args))] = (time.time_ns(), path, line)
+        try:  # a callback that raised would fail the user's compile
+            if self.on_compile is not None:
+                self.on_compile(True)
+            path, line = self._call_site()
+            self._starts[(str(args.compile_id), _trigger(args))] = (time.time_ns(), path, line)
+        except Exception:
+            pass
 
     def _ended(self, args: Any) -> None:
-        key = (str(args.compile_id), _trigger(args))
-        start = self._starts.pop(key, None)
-        if start is not None:
-            self._intervals.append((key[0], key[1], start[0], time.time_ns(), start[1], start[2]))
+        try:
+            key = (str(args.compile_id), _trigger(args))
+            start = self._starts.pop(key, None)
+            if start is not None:
+                self._intervals.append((key[0], key[1], start[0], time.time_ns(), start[1], start[2]))
+            if self.on_compile is not None:
+                self.on_compile(False)
+        except Exception:
+            pass
 
     def _call_site(self) -> Tuple[str, int]:
         """The innermost user frame on the live stack: the line that called the compiled code."""
-        frame = sys._getframe(2)
+        frame: Any = sys._getframe(1)
         while frame is not None:
             filename = frame.f_code.co_filename
             if self.is_user(filename):
@@ -228,12 +241,14 @@ def _record(compile_id: str, trigger: str, m: Any, start: int, end: int, call_pa
 
 
 def _break_line(message: str, is_user: Callable[[str], bool]) -> Tuple[str, int]:
-    """The user line a graph-break message names: "... in user code at FILE:LINE", else its last user frame."""
+    """The line a graph-break message names ("... in user code at FILE:LINE"; dynamo calls any traced code
+    "user code"): when that is library code, the innermost frame of the user's own in its traceback."""
     found = _AT.search(message)
-    if found:
-        return found.group(1), int(found.group(2))
+    named = (found.group(1), int(found.group(2))) if found else ("", 0)
+    if named[0] and is_user(named[0]):
+        return named
     frames = [(f, int(n)) for f, n in _FILE_LINE.findall(message) if is_user(f)]
-    return frames[-1] if frames else ("", 0)
+    return frames[-1] if frames else named
 
 
 def _first_line(text: str) -> str:

@@ -60,7 +60,8 @@ class Session:
         self.sampler = FrameSampler(threading.get_ident(), self.user.is_user, config.get("sample_interval_s", 0.001))
         self.detector = StepDetector(self._on_step, self._on_mode)
         self.workers = WorkerSampling(self.out_dir, self.user.is_user, self.sampler.interval_s)
-        self.dynamo = DynamoWatch(self.user.is_user, self.user.absolute, self.detector.hook_codes())  # torch.compile's compiles, breaks
+        self.dynamo = DynamoWatch(self.user.is_user, self.user.absolute, self.detector.hook_codes(),  # torch.compile's compiles, breaks
+                                  on_compile=lambda started: self.window.compiling(started))
         self.dtypes = DtypeRecorder(self.user.is_user, self.user.absolute)  # ops mixing float dtypes, casts
         self.prof: Optional[profile] = None
         self.window = Window(config.get("skip_first", 1), config.get("wait", 1), config.get("warmup", 2), config.get("active", 5),
