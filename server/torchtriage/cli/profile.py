@@ -4,6 +4,9 @@ Exit codes: 0 the window was recorded; 1 the script failed (raised, exited
 early, never stepped, timed out, was killed) and whatever was recorded was
 written; 2 usage error or the script could not run at all (missing file or
 interpreter, syntax error, no torch).
+
+``--nproc-per-node N`` (with torchrun's rendezvous options) runs the script
+under torchrun with the agent in every rank (``runtime/distributed``).
 """
 
 from __future__ import annotations
@@ -49,7 +52,23 @@ def register(subparsers: Any) -> None:
         help="bar: a progress bar on stderr; json: one JSON object per line on stdout "
         '({"event": "progress", "message": ..., "percentage": ...}), for editors',
     )
+    _register_distributed(parser)
     parser.set_defaults(handler=run_profile)
+
+
+def _register_distributed(parser: Any) -> None:
+    """torchrun's launch options; any of them makes the run multi-process."""
+    group = parser.add_argument_group("multi-process (torchrun)", "run under torchrun with the agent in every rank")
+    group.add_argument("--nproc-per-node", type=int, help="ranks on this node: runs the script under torchrun")
+    group.add_argument("--nnodes", default="1", help="nodes taking part (torchrun's --nnodes, M or MIN:MAX; default 1)")
+    group.add_argument("--node-rank", type=int, default=0, help="this node's rank, 0..nnodes-1 (default 0)")
+    group.add_argument("--master-addr", help="address of node 0 (static rendezvous)")
+    group.add_argument("--master-port", type=int, help="a free port on node 0 (static rendezvous)")
+    group.add_argument("--rdzv-backend", help="torchrun's rendezvous backend (e.g. c10d), passed through")
+    group.add_argument("--rdzv-endpoint", help="HOST:PORT of the rendezvous, passed through")
+    group.add_argument("--rdzv-id", help="the job id of the rendezvous, passed through")
+    group.add_argument("--rdzv-conf", help="torchrun's --rdzv-conf, passed through")
+    group.add_argument("--show-rank", type=int, help="the rank whose report the run folder shows (default: this node's first)")
 
 
 def run_profile(args: argparse.Namespace) -> int:
@@ -69,6 +88,7 @@ def run_profile(args: argparse.Namespace) -> int:
     from ..runtime.progress import ProgressDisplay
     from ..runtime.runner import RunOptions, run_agent
 
+    dist = _distributed_options(args)
     run_dir = args.out.resolve() if args.out else new_run_dir(args.script.stem)
     options = RunOptions(
         script=args.script.resolve(), args=script_args, out_dir=run_dir, python=python, run_name=run_dir.name,
@@ -77,12 +97,46 @@ def run_profile(args: argparse.Namespace) -> int:
         max_events=args.max_events,
     )
     with ProgressDisplay(args.active, enabled=not args.quiet, json_lines=args.progress == "json") as display:
-        outcome = run_agent(options, on_event=display.handle, on_output=display.output)
-        run = finish_run(outcome, options, on_stage=display.stage)
+        if dist is not None:
+            from ..runtime.distributed.finish import finish_ranks
+            from ..runtime.distributed.launch import TorchrunChild, lead_rank_events
+
+            child = TorchrunChild(options, dist, on_event=lead_rank_events(display.handle), on_output=display.output)
+            outcome = run_agent(options, child=child)
+            run: Any = finish_ranks(outcome, options, dist, on_stage=display.stage, shown_rank=args.show_rank)
+        else:
+            outcome = run_agent(options, on_event=display.handle, on_output=display.output)
+            run = finish_run(outcome, options, on_stage=display.stage)
     _print_result(run.profile, run.report, run_dir, args.quiet)
     if run.could_not_run:
         return EXIT_CANNOT_RUN
     return EXIT_OK if run.recorded else EXIT_SCRIPT_FAILED
+
+
+def _distributed_options(args: argparse.Namespace) -> Any:
+    """torchrun's options, checked; None for a single-process run."""
+    given = [name for name in ("master_addr", "master_port", "rdzv_backend", "rdzv_endpoint", "rdzv_id", "rdzv_conf", "show_rank")
+             if getattr(args, name) is not None] + (["nnodes"] if args.nnodes != "1" else []) + (["node_rank"] if args.node_rank else [])
+    if args.nproc_per_node is None:
+        if given:
+            flags = ", ".join("--" + name.replace("_", "-") for name in given)
+            raise UsageError(f"{flags} only apply to a multi-process run: add --nproc-per-node N")
+        return None
+    from ..runtime.distributed.launch import DistOptions, check_options
+    from ..runtime.machine import host_physical_cores
+
+    dist = DistOptions(
+        nproc_per_node=args.nproc_per_node, nnodes=str(args.nnodes), node_rank=args.node_rank, master_addr=args.master_addr,
+        master_port=args.master_port, rdzv_backend=args.rdzv_backend, rdzv_endpoint=args.rdzv_endpoint, rdzv_id=args.rdzv_id,
+        rdzv_conf=args.rdzv_conf,
+    )
+    try:
+        check_options(dist, host_physical_cores())
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.show_rank is not None and not 0 <= args.show_rank < dist.nproc_per_node * dist.max_nodes:
+        raise UsageError(f"--show-rank {args.show_rank} is not a rank of this run (0..{dist.nproc_per_node * dist.max_nodes - 1})")
+    return dist
 
 
 def _print_result(profile: "ProfileData", report: Optional[dict[str, Any]], run_dir: Path, quiet: bool) -> None:
@@ -105,6 +159,10 @@ def _print_result(profile: "ProfileData", report: Optional[dict[str, Any]], run_
             from ..runtime.summary import render_summary
 
             console.print(render_summary(report, run_dir))
+            if report.get("ranks"):
+                from ..runtime.distributed.summary import render_ranks
+
+                console.print(render_ranks(report))
             return
         except Exception:
             _fallback_summary(console, profile)

@@ -11,6 +11,8 @@ fields have defaults.
 record and stays a plain list of ints.  ``strings`` is a table of the file and
 function names of the frame samples (``Sample`` holds indexes into it).
 Version 2: samples name their file and function through ``strings``.
+``collectives`` (``Collective`` records) is a key added without a version bump:
+an older agent's file lacks it, which reads as "no collectives seen".
 """
 
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Type, TypeVar
@@ -119,7 +121,16 @@ class OpStat(NamedTuple):
     root: int
 
 
-Record = TypeVar("Record", Step, Site, Charge, Root, Alloc, Sync, GpuActivity, Sample, OpStat)
+class Collective(NamedTuple):
+    """One collective range on a thread other than the stepping one (gloo's workers), e.g. ``gloo:all_reduce``."""
+
+    step: int  # position in ``steps`` of the step it starts in, -1 outside them
+    name: str
+    start_ns: int
+    end_ns: int
+
+
+Record = TypeVar("Record", Step, Site, Charge, Root, Alloc, Sync, GpuActivity, Sample, OpStat, Collective)
 
 # agent.json key -> record type
 RECORDS: Dict[str, Type[Any]] = {
@@ -133,6 +144,7 @@ RECORDS: Dict[str, Type[Any]] = {
     "samples": Sample,
     "worker_samples": Sample,
     "ops": OpStat,
+    "collectives": Collective,
 }
 
 

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..model import OK_STATUSES
+from .ranks import ranks_html
 from .sections import base_dir, files_html, loc, operators_html, where
 from .svg import Bar, bar_chart, color, line_chart, stacked_bar
 
@@ -218,17 +219,19 @@ def render_html(report: dict[str, Any], run_dir: Path | None = None) -> str:
     ``run_dir`` is the folder report.html goes into (links to the run's files are
     relative to it); by default it is inferred from the paths in the report.
     """
+    base = run_dir if run_dir is not None else base_dir(report)
     body = "".join(
         [
             _header(report),
             _verdict_html(report["bottleneck"], primary=True),
             "".join(_verdict_html(v, primary=False) for v in report["secondary"]),
+            ranks_html(report, base),
             _breakdown(report),
             _hotlines(report),
             operators_html(report),
             _memory(report),
             _tables(report),
-            files_html(report, run_dir if run_dir is not None else base_dir(report)),
+            files_html(report, base),
             _footer(report),
         ]
     )
