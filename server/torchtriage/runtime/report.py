@@ -20,7 +20,7 @@ from ..findings import Finding
 from .diagnosis import Diagnosis, Verdict, diagnose
 from .model import CATEGORIES, ProfileData
 
-SCHEMA_VERSION = "1.1"  # 1.1 added operators, breakdown_spread, withheld_verdicts, applies_on_this_device, trace links
+SCHEMA_VERSION = "1.2"  # 1.1 added operators, breakdown_spread, withheld_verdicts, applies_on_this_device, trace links; 1.2 ranks
 SCHEMA_PATH = Path(__file__).with_name("report_schema.json")
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
