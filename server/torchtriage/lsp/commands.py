@@ -1,8 +1,9 @@
 """``workspace/executeCommand``: profile a script, clear or show its profile, fix all.
 
-``torchtriage.profile [uri | {uri, cell}]`` runs ``python -m torchtriage profile --out DIR
-[--python INTERPRETER] [--active N] [--timeout S] FILE`` in its own process group (a
-notebook: its code cells joined into a temporary script, up to ``cell`` when given), reports ``$/progress`` begin/report/end from the run's output lines,
+``torchtriage.profile [uri | {uri, cell, nprocPerNode, rank}]`` runs ``python -m torchtriage profile --out DIR
+[--python INTERPRETER] [--active N] [--timeout S] [--nproc-per-node N [--show-rank K]] FILE`` in its own process group (a
+notebook: its code cells joined into a temporary script, up to ``cell`` when given; ``nprocPerNode``: under
+torchrun, annotating rank ``rank``, default 0), reports ``$/progress`` begin/report/end from the run's output lines,
 and kills the process group when the request or the progress is cancelled.
 Nothing is ever run without this explicit command.
 """
@@ -63,6 +64,22 @@ def _cell_argument(arguments: list[Any] | None) -> str | int | None:
     if cell is not None and (isinstance(cell, bool) or not isinstance(cell, (str, int))):
         raise JsonRpcInvalidParams("expected `cell` to be a cell URI or a code-cell index")
     return cell
+
+
+def _ranks_argument(arguments: list[Any] | None) -> tuple[int | None, int | None]:
+    """``nprocPerNode`` and ``rank`` of a ``{uri, ...}`` argument (None when not given)."""
+    value = arguments[0] if arguments else None
+    if not isinstance(value, dict):
+        return None, None
+    nproc, rank = value.get("nprocPerNode"), value.get("rank")
+    for name, number in (("nprocPerNode", nproc), ("rank", rank)):
+        if number is not None and (isinstance(number, bool) or not isinstance(number, int) or number < 0):
+            raise JsonRpcInvalidParams(f"expected `{name}` to be a non-negative integer")
+    if nproc is not None and nproc < 1:
+        raise JsonRpcInvalidParams("expected `nprocPerNode` to be at least 1")
+    if rank is not None and (nproc is None or rank >= nproc):
+        raise JsonRpcInvalidParams(f"`rank` {rank} needs `nprocPerNode` above it (ranks 0..nprocPerNode-1)")
+    return nproc, rank
 
 
 def _up_to_cell(snapshot: list[tuple[str, int, str]], cell: str | int) -> list[tuple[str, int, str]]:
@@ -149,6 +166,7 @@ class Commands:
         state = self.store.get(uri)
         if state is None:
             raise JsonRpcInvalidParams(f"{uri} is not open")
+        nproc, rank = _ranks_argument(arguments)
         out = self._run_folder(state)
         script, mapper = self._script_for(state, out, _cell_argument(arguments))
         ran_text = script.read_text(encoding="utf-8", errors="replace")
@@ -165,6 +183,8 @@ class Commands:
             command += ["--active", str(self.settings.profile_steps)]
         if self.settings.profile_timeout_s is not None:
             command += ["--timeout", f"{self.settings.profile_timeout_s:g}"]
+        if nproc is not None:  # under torchrun; the run folder's report is rank `rank`'s
+            command += ["--nproc-per-node", str(nproc), "--show-rank", str(rank or 0)]
         command.append(str(script))
         progress = self.client.progress
         if token is None and self.support.work_done_progress:
@@ -227,6 +247,8 @@ class Commands:
             "reportPath": summary.report_path,
             "htmlPath": summary.html_path,
             "summary": {"bottleneck": summary.bottleneck, "share": summary.share, "stepTimeMs": summary.step_time_ms},
+            "rank": (report.get("ranks") or {}).get("shown_rank"),  # the rank annotated (multi-process runs), else None
+            "ranks": (report.get("ranks") or {}).get("covered", []),
             "hotLines": [
                 {
                     "uri": target.uri,

@@ -4,12 +4,16 @@ Options (all optional): ``--steps N``; ``--slow-rank K --slow-ms M``: rank K's D
 sleeps M ms per batch (a straggler whose extra time is data loading);
 ``--crash-rank K --crash-step S``: rank K raises at step S; ``--accumulate N``:
 N micro-batches per optimizer step, every one synchronised (no ``no_sync``);
-``--find-unused``: DDP with ``find_unused_parameters=True``; ``--no-sync``: the
-accumulation micro-batches but the last run under ``model.no_sync()``.
+``--find-unused``: DDP with ``find_unused_parameters=True``; ``--spare``: a layer
+that forward never uses; ``--no-sync``: the accumulation micro-batches but the
+last run under ``model.no_sync()``; ``--hang-rank K --hang-step S``: rank K
+ignores SIGTERM and sleeps for an hour at step S (the others block in the next
+all-reduce).
 """
 import argparse
 import contextlib
 import os
+import signal
 import time
 
 import torch
@@ -56,6 +60,9 @@ def main():
     parser.add_argument("--crash-step", type=int, default=4)
     parser.add_argument("--accumulate", type=int, default=1)
     parser.add_argument("--find-unused", action="store_true")
+    parser.add_argument("--spare", action="store_true")
+    parser.add_argument("--hang-rank", type=int, default=-1)
+    parser.add_argument("--hang-step", type=int, default=3)
     parser.add_argument("--no-sync", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -65,7 +72,7 @@ def main():
     delay = args.slow_ms / 1000.0 if rank == args.slow_rank else 0.0
     data = Batches(8 * args.steps * args.accumulate * dist.get_world_size(), delay)
     loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data, shuffle=False))
-    model = DistributedDataParallel(Net(args.find_unused), find_unused_parameters=args.find_unused)
+    model = DistributedDataParallel(Net(args.spare), find_unused_parameters=args.find_unused)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     micro = 0
     step = 0
@@ -83,6 +90,9 @@ def main():
         step += 1
         if rank == args.crash_rank and step == args.crash_step:
             raise RuntimeError(f"rank {rank} crashed on purpose at step {step}")
+        if rank == args.hang_rank and step == args.hang_step:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            time.sleep(3600)
     print(f"rank {rank} done after {step} steps (pid {os.getpid()})")
     dist.destroy_process_group()
 

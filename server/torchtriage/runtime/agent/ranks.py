@@ -2,9 +2,11 @@
 
 Standard library and torch only.  ``rank_identity`` reads the variables torchrun
 sets for every worker.  ``DdpWatch`` wraps ``DistributedDataParallel``'s
-constructor, ``forward`` and ``no_sync`` (class attributes, restored by
-``uninstall``) to record the arguments each DDP model was built with and, per
-training step, how many forwards ran and how many of them inside ``no_sync()``;
+constructor (a class attribute, restored by ``uninstall``) to record the
+arguments each DDP model was built with, and puts a forward pre-hook on each
+model to count, per training step, how many forwards ran and how many of them
+inside ``no_sync()`` (a hook, not a wrapper: the event-tree walk treats code
+of this folder as profiler overhead, so nothing of the model may run inside it);
 at the end it adds DDP's own logging data (bucket sizes, unused parameters,
 sampled compute/communication times).  Nothing here changes what the script does.
 """
@@ -69,21 +71,19 @@ class DdpWatch:
         except ImportError:
             return
         watch = self
-        init, forward = DDP.__init__, DDP.forward
+        init = DDP.__init__
 
         def __init__(ddp: Any, *args: Any, **kwargs: Any) -> None:
             init(ddp, *args, **kwargs)
             watch._constructed(ddp, kwargs)
 
-        def ddp_forward(ddp: Any, *args: Any, **kwargs: Any) -> Any:
-            watch._forwards += 1
-            if not getattr(ddp, "require_backward_grad_sync", True):
-                watch._unsynced += 1
-            return forward(ddp, *args, **kwargs)
-
-        self._saved = {"__init__": init, "forward": forward}
+        self._saved = {"__init__": init}
         DDP.__init__ = __init__  # type: ignore[method-assign]
-        DDP.forward = ddp_forward  # type: ignore[method-assign]
+
+    def _forward_pre(self, ddp: Any, args: Any) -> None:
+        self._forwards += 1
+        if not getattr(ddp, "require_backward_grad_sync", True):
+            self._unsynced += 1
 
     def uninstall(self) -> None:
         if not self._saved:
@@ -103,6 +103,7 @@ class DdpWatch:
             record["module"] = type(getattr(ddp, "module", ddp)).__name__
             record["parameters"] = sum(p.numel() for p in ddp.parameters() if p.requires_grad)
             record["parameter_bytes"] = sum(p.numel() * p.element_size() for p in ddp.parameters() if p.requires_grad)
+            ddp.register_forward_pre_hook(self._forward_pre)
             self.models.append(record)
             self._instances.append(ddp)
         except Exception as exc:  # never break the user's model over a record

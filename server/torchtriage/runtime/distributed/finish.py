@@ -83,6 +83,8 @@ def _rank_agent(rank: int, raw: Optional[dict[str, Any]], outcome: RunOutcome, r
         status = {"status": "killed", "message": f"rank {rank} ended without writing its results ({why})", "traceback": "", "exit_code": None}
     elif root is not None and rank != root and status.get("status") in VICTIM_STATUSES:
         status["message"] = f"stopped by torchrun after rank {root} failed"
+    elif root is not None and rank != root and status.get("status") not in OK_STATUSES:
+        status["message"] = f"after rank {root} failed: {status.get('message', '')}"
     data["status"] = status
     return data
 

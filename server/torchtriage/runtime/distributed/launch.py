@@ -57,9 +57,18 @@ class DistOptions:
     def max_nodes(self) -> int:
         return int(self.nnodes.split(":")[-1])
 
+    @property
+    def standalone(self) -> bool:
+        """One node and no rendezvous given: torchrun's ``--standalone`` picks a free port (its default,
+        29500, would clash with any other run on the machine)."""
+        return self.max_nodes == 1 and all(
+            v is None for v in (self.master_addr, self.master_port, self.rdzv_backend, self.rdzv_endpoint, self.rdzv_id))
+
     def torchrun_arguments(self) -> list[str]:
         """The options for ``torch.distributed.run``, in its own spelling."""
         args = [f"--nproc-per-node={self.nproc_per_node}", f"--nnodes={self.nnodes}", "--max-restarts=0"]
+        if self.standalone:
+            return args + ["--standalone"]
         if self.rdzv_backend is None:  # static rendezvous: torchrun wants a node rank
             args.append(f"--node-rank={self.node_rank}")
         for flag, value in (
@@ -100,9 +109,10 @@ class TorchrunChild(ChildRun):
     """torchrun and its ranks, seen by ``run_agent`` as one child."""
 
     def __init__(self, options: RunOptions, dist: DistOptions, on_event: Optional[EventCallback] = None,
-                 on_output: Optional[OutputCallback] = None) -> None:
+                 on_output: Optional[OutputCallback] = None, grace_s: float = DIST_GRACE_S) -> None:
         super().__init__(options, on_event, _without_banner(on_output))
         self.dist = dist
+        self.grace_s = grace_s  # between SIGTERM and SIGKILL
         self.marker = uuid.uuid4().hex
         self.rank_pids: dict[int, int] = {}
         self.rank_events: "queue.Queue[dict[str, Any]]" = queue.Queue()
@@ -152,8 +162,8 @@ class TorchrunChild(ChildRun):
                     self.rank_pids[event["rank"]] = event["pid"]
                 self.events.put(event)
 
-    def stop(self, grace_s: float = DIST_GRACE_S) -> None:
-        super().stop(grace_s)
+    def stop(self, grace_s: float | None = None) -> None:
+        super().stop(self.grace_s if grace_s is None else grace_s)
 
     def kill_group(self) -> None:
         """SIGKILL torchrun's group, every rank's group and every process marked as this run's; then let
