@@ -101,7 +101,7 @@ def _launch_failure(outcome: RunOutcome, dist: DistOptions, timeout_s: Optional[
     if outcome.reason:
         return RunStatus(outcome.reason, outcome.message, exit_code=outcome.returncode)
     tail = _log_tail(outcome)
-    if "No module named torch" in tail:
+    if "No module named torch" in tail or "No module named 'torch'" in tail:
         return RunStatus("no_torch", f"the interpreter cannot import torch, so torchrun cannot start: {tail}", exit_code=outcome.returncode)
     return RunStatus("raised", f"torchrun ended with exit code {outcome.returncode} before any rank started: {tail}",
                      exit_code=outcome.returncode)
