@@ -29,6 +29,7 @@ VALUES = {
     "GpuActivity": (4, 6, 1, "ampere_sgemm", 1_800, 300),
     "Sample": (1_900, 3, 4, 33),  # file and function: indexes into agent.json's strings
     "OpStat": ("aten::addmm", "cpu", False, 6, 7_000, 8_000, 9, 10),
+    "Collective": (0, "gloo:all_reduce", 2_100, 2_400),
 }
 
 
