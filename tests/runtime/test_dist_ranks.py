@@ -44,6 +44,8 @@ def test_every_rank_gets_its_folder_and_the_run_one_combined_report(slowed: tupl
         assert entry["report"] == str(folder / "report.json") and Path(entry["trace"]).is_file()
         meta = json.loads((folder / "agent.json").read_text())["meta"]
         assert meta["rank"]["rank"] == entry["rank"] and meta["rank"]["world_size"] == 2 and meta["rank"]["pid"] == entry["pid"]
+    assert combined["trace"]["chrome_traces"] == [str(run / "rank0" / "trace.json.gz"), str(run / "rank1" / "trace.json.gz")]
+    assert combined["trace"]["tensorboard_logdir"] == str(run / "tb")
     # the top-level fields are rank 0's report
     assert combined["step_times_ms"] == report(run / "rank0")["step_times_ms"]
     assert combined["status"]["status"] == "stopped_after_window"

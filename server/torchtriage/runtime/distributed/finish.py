@@ -91,13 +91,16 @@ def _rank_agent(rank: int, raw: Optional[dict[str, Any]], outcome: RunOutcome, r
 
 def _launch_failure(outcome: RunOutcome, dist: DistOptions, timeout_s: Optional[float]) -> RunStatus:
     """Why no rank started: a rendezvous that never completed, or torchrun's own error."""
+    where = f"{dist.master_addr}:{dist.master_port}" if dist.master_addr else (dist.rdzv_endpoint or "the rendezvous endpoint")
+    waiting = (
+        f"torchrun is still waiting in the rendezvous for --nnodes {dist.nnodes} nodes at {where}; start the other nodes "
+        "(same address and port, each with its own --node-rank), or check the address and that the port is free"
+    )
     if outcome.reason == "no_steps":
-        where = f"{dist.master_addr}:{dist.master_port}" if dist.master_addr else (dist.rdzv_endpoint or "the rendezvous endpoint")
-        return RunStatus("no_steps", (
-            f"no rank started within {timeout_s:g} s: torchrun is still waiting in the rendezvous for --nnodes "
-            f"{dist.nnodes} nodes at {where}; start the other nodes (same address and port, each with its own --node-rank), "
-            "or check the address and that the port is free (raise --no-step-timeout if they start later)"
-        ), exit_code=outcome.returncode)
+        return RunStatus("no_steps", f"no rank started within {timeout_s:g} s: {waiting} (raise --no-step-timeout if they start later)",
+                         exit_code=outcome.returncode)
+    if outcome.reason == "timeout" and dist.max_nodes > 1:
+        return RunStatus("timeout", f"{outcome.message}; no rank had started: {waiting}", exit_code=outcome.returncode)
     if outcome.reason:
         return RunStatus(outcome.reason, outcome.message, exit_code=outcome.returncode)
     tail = _log_tail(outcome)
@@ -161,6 +164,7 @@ def finish_ranks(outcome: RunOutcome, options: RunOptions, dist: DistOptions, on
     extra = dict(base.extra, run_dir=str(run_dir), output_log=str(outcome.log_path) if outcome.log_path else None)
     if (run_dir / "tb").is_dir():
         extra["tensorboard_logdir"] = str(run_dir / "tb")
+    extra["trace_files"] = [str(r.folder / "trace.json.gz") for r in results if (r.folder / "trace.json.gz").is_file()]
     profile = dataclasses.replace(base, status=status, extra=extra, warnings=list(base.warnings))
     report = _write_combined(profile, results, shown, run_dir, dist, root)
     return DistributedRun(outcome, profile, report, results)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import shutil
 import subprocess
 import tempfile
@@ -115,7 +114,6 @@ class TorchrunChild(ChildRun):
         self.grace_s = grace_s  # between SIGTERM and SIGKILL
         self.marker = uuid.uuid4().hex
         self.rank_pids: dict[int, int] = {}
-        self.rank_events: "queue.Queue[dict[str, Any]]" = queue.Queue()
         self._fifo_dir: Optional[str] = None
         self._keep_open: Optional[int] = None
         self._events_thread: Optional[threading.Thread] = None
