@@ -22,9 +22,7 @@ from torchtriage.runtime.distributed.launch import DistOptions, TorchrunChild
 from torchtriage.runtime.distributed.reap import marked_pids
 from torchtriage.runtime.runner import RunOptions, run_agent
 
-pytestmark = pytest.mark.slow
-
-
+@pytest.mark.slow
 def test_a_rank_that_crashes_is_named_with_its_traceback_and_the_others_are_stopped(tmp_path: Path) -> None:
     run = tmp_path / "run"
     proc = dist_cli(run, "--crash-rank", "1", "--crash-step", "3", options=("--active", "6"))
@@ -42,6 +40,7 @@ def test_a_rank_that_crashes_is_named_with_its_traceback_and_the_others_are_stop
     assert len(pids) == 2 and not any(alive(p) for p in pids)
 
 
+@pytest.mark.slow
 def test_ranks_that_ignore_sigterm_are_killed_with_everything_they_started(tmp_path: Path) -> None:
     # rank 1 ignores SIGTERM and sleeps at its 3rd step; rank 0 blocks inside the next all-reduce waiting for
     # it: neither can stop by itself.  Ctrl-C (a real SIGINT to this process) once rank 1 is there.
@@ -69,6 +68,7 @@ def test_ranks_that_ignore_sigterm_are_killed_with_everything_they_started(tmp_p
     assert statuses[1]["status"] == "killed" and "still running when the run was stopped" in statuses[1]["message"]
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_every_rank(tmp_path: Path) -> None:
     run = tmp_path / "run"
     command = [sys.executable, "-m", "torchtriage", "profile", "--progress", "json", "--out", str(run),
@@ -89,6 +89,7 @@ def test_ctrl_c_stops_every_rank(tmp_path: Path) -> None:
     assert processes_with(str(run)) == []
 
 
+@pytest.mark.slow
 def test_a_rendezvous_that_never_completes_times_out_with_what_to_do(tmp_path: Path) -> None:
     port = free_port()
     run = tmp_path / "run"
@@ -122,6 +123,7 @@ def test_launch_options_that_cannot_work_are_usage_errors(tmp_path: Path, option
     assert not (tmp_path / "run").exists()  # nothing was started
 
 
+@pytest.mark.slow
 def test_a_missing_torch_in_the_interpreter_is_a_clear_error(tmp_path: Path) -> None:
     python = Path("/root/.pyenv/versions/3.10.13/bin/python")
     if not python.exists():

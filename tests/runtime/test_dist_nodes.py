@@ -51,5 +51,6 @@ def test_two_nodes_on_loopback_each_report_their_own_ranks(tmp_path: Path) -> No
         assert trace.name.endswith(f"_{node}.pt.trace.json.gz")
     rank0, rank1 = (report(out)["ranks"]["per_rank"][0] for out, _ in nodes)
     # the slowed rank on node 1 loads data; node 0's rank spends that time waiting in the all-reduce
-    assert rank1["data_loading_share"] > 0.5 and rank0["communication_share"] > 0.4
-    assert rank0["communication"]["in_flight_ms"] > 15 > rank1["communication"]["in_flight_ms"]
+    assert rank1["data_loading_share"] > 0.4 and rank0["communication_share"] > 0.4
+    # rank 0's all-reduce is in flight while it waits for rank 1 to arrive (30 ms of loading); rank 1's only transfers
+    assert rank0["communication"]["in_flight_ms"] - rank1["communication"]["in_flight_ms"] > 15

@@ -59,7 +59,7 @@ def test_the_slowed_rank_is_named_as_the_straggler_with_data_loading(slowed: tup
     assert straggler["slower_steps"] >= 2 and straggler["steps"] == 3
     assert SLOW_MS / 2 < straggler["gap_ms"] < SLOW_MS * 3 and SLOW_MS / 2 < straggler["category_gap_ms"]
     rank0, rank1 = ranks["per_rank"]
-    assert rank1["data_loading_share"] > 0.5 and rank1["bottleneck"] == "data_loading"
+    assert rank1["data_loading_share"] > 0.4 and rank1["bottleneck"] == "data_loading"
     # rank 0 spends the gap waiting in the all-reduce: communication, not its own work
     assert rank0["communication_share"] > 0.4 and rank0["bottleneck"] == "communication"
     assert rank0["busy_ms"] < rank1["busy_ms"] - SLOW_MS / 2
