@@ -18,6 +18,8 @@ from ..errors import UsageError
 
 if TYPE_CHECKING:
     from ..runtime.model import ProfileData
+    from ..runtime.profile_run import ProfiledRun
+    from ..runtime.runner import RunOptions, RunOutcome
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_CANNOT_RUN = 0, 1, 2
 
@@ -43,6 +45,11 @@ def register(subparsers: Any) -> None:
         help="profiler events per run (default 300000): heavy steps get fewer recorded steps (at least one), "
         "and steps past the limit are dropped; 0: no limit",
     )
+    parser.add_argument(
+        "--repeat", type=int, default=1, metavar="N",
+        help="run the script N times (default 1): report.json keeps every run's step times and their spread, "
+        "the run folder the median run's files; `torchtriage compare` calls differences within the spread no change",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no script output")
     parser.add_argument(
         "--progress", choices=("bar", "json"), default="bar",
@@ -64,6 +71,8 @@ def run_profile(args: argparse.Namespace) -> int:
         raise UsageError(f"interpreter not found: {args.python} (set --python to a Python with torch installed)")
     if min(args.active, 1) < 1 or min(args.skip_first, args.wait, args.warmup) < 0:
         raise UsageError("--active must be at least 1 and --skip-first/--wait/--warmup at least 0")
+    if args.repeat < 1:
+        raise UsageError("--repeat must be at least 1")
     # The runtime loads only for this command, so `check` starts as fast as before.
     from ..runtime.profile_run import finish_run, new_run_dir
     from ..runtime.progress import ProgressDisplay
@@ -76,13 +85,31 @@ def run_profile(args: argparse.Namespace) -> int:
         full=args.full, timeout_s=args.timeout, no_step_timeout_s=args.no_step_timeout, sample_interval_ms=args.sample_interval_ms,
         max_events=args.max_events,
     )
-    with ProgressDisplay(args.active, enabled=not args.quiet, json_lines=args.progress == "json") as display:
-        outcome = run_agent(options, on_event=display.handle, on_output=display.output)
-        run = finish_run(outcome, options, on_stage=display.stage)
+    if args.repeat > 1:
+        run = _profile_repeated(options, args)
+    else:
+        with ProgressDisplay(args.active, enabled=not args.quiet, json_lines=args.progress == "json") as display:
+            outcome = run_agent(options, on_event=display.handle, on_output=display.output)
+            run = finish_run(outcome, options, on_stage=display.stage)
     _print_result(run.profile, run.report, run_dir, args.quiet)
     if run.could_not_run:
         return EXIT_CANNOT_RUN
     return EXIT_OK if run.recorded else EXIT_SCRIPT_FAILED
+
+
+def _profile_repeated(options: "RunOptions", args: argparse.Namespace) -> "ProfiledRun":
+    """``--repeat N``: N runs, each with its own progress display; the median run is kept."""
+    from ..runtime.progress import ProgressDisplay
+    from ..runtime.repeats import profile_repeated
+    from ..runtime.runner import run_agent
+
+    with ProgressDisplay(args.active, enabled=not args.quiet, json_lines=args.progress == "json") as display:
+
+        def run_one(staged: "RunOptions", run: int) -> "RunOutcome":
+            display.restart(f"run {run} of {args.repeat}: starting the script")
+            return run_agent(staged, on_event=display.handle, on_output=display.output)
+
+        return profile_repeated(options, args.repeat, run_one, on_stage=display.stage)
 
 
 def _print_result(profile: "ProfileData", report: Optional[dict[str, Any]], run_dir: Path, quiet: bool) -> None:
