@@ -153,3 +153,16 @@ def _stamp(runs: Path, order: list[str]) -> None:
         report = json.loads(path.read_text())
         report["created"] = f"2026-01-01T00:00:{i:02d}+00:00"
         path.write_text(json.dumps(report))
+
+
+def test_the_schema_doc_names_every_field_and_the_readme_includes_it() -> None:
+    doc = (Path(load_schema.__code__.co_filename).parent.parent / "COMPARE_SCHEMA.md").read_text(encoding="utf-8")
+    schema = load_schema()
+    for name in schema["properties"]:
+        assert f"`{name}`" in doc, name
+    for section in ("step_time", "categories", "lines", "findings", "verdict"):
+        item = schema["properties"][section]
+        for name in (item.get("items") or item)["properties"]:
+            assert name in doc, (section, name)
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert doc.split("\n", 1)[1].strip() in readme, "README's compare.json section differs from runtime/COMPARE_SCHEMA.md"

@@ -54,7 +54,10 @@ def run_compare(args: argparse.Namespace) -> int:
         return 0
     from rich.console import Console
 
-    from ..runtime.compare.text import render_comparison
+    from ..runtime.compare.text import render_comparison, written_lines
 
-    Console(soft_wrap=False).print(render_comparison(document, written), highlight=False)
+    console = Console(soft_wrap=False)
+    console.print(render_comparison(document), highlight=False)
+    for line in written_lines(written) if written is not None else []:
+        console.print(line, soft_wrap=True, highlight=False)
     return 0

@@ -21,9 +21,9 @@ from .verdict import ARROW
 MIB = 2**20
 LINE_ROWS = 8
 STYLE = {"faster": "bold green", "slower": "bold red", "none": "bold"}
-NUMBER_W = 9
+NUMBER_W = 8  # "(−23.97)": wider numbers push their row, never get cut
 GAP = "  "
-MIN_SOURCE_W = 30
+MIN_SOURCE_W = 28
 
 
 def _signed(x: float, digits: int = 2, unit: str = "") -> str:
@@ -66,7 +66,7 @@ def _numbers(c: dict[str, Any]) -> Table:
             row["category"].replace("_", " "),
             f"{row['before_share'] * 100:3.0f}% {row['before_ms']:7.2f}",
             f"{row['after_share'] * 100:3.0f}% {row['after_ms']:7.2f}",
-            _change(row["delta_share"] * 100, row["measurable"], 0, " pts"),
+            _change(row["delta_share"] * 100, row["measurable"], 0 if abs(row["delta_share"]) >= 0.01 else 1, " pts"),
         )
     for key, label in (("ops_per_step", "ops/step"), ("kernels_per_step", "kernels/step")):
         n = c["counts"][key]
@@ -134,8 +134,8 @@ class LineDeltas:
                 yield rest
 
 
-def render_comparison(c: dict[str, Any], written: Path | None = None) -> RenderableType:
-    """The whole comparison as one rich Group (``written``: where compare.json went)."""
+def render_comparison(c: dict[str, Any]) -> RenderableType:
+    """The whole comparison as one rich Group."""
     before, after = c["before"], c["after"]
     parts: list[RenderableType] = []
     for warning in c["warnings"]:
@@ -159,7 +159,12 @@ def render_comparison(c: dict[str, Any], written: Path | None = None) -> Rendera
     if c["noise"].get("note"):
         notes.append(c["noise"]["note"])
     parts += [Text(""), *(Text(n, style="dim") for n in notes)]
-    if written is not None:
-        parts.append(Text(f"compare.json: {written}", style="dim"))
-        parts.append(Text(f"report.html:  {written.with_name('report.html')} (\"Compared with\" section)", style="dim"))
     return Group(*parts)
+
+
+def written_lines(written: Path) -> list[Text]:
+    """Where the comparison went (print them with ``soft_wrap``: whole paths are copied from the terminal)."""
+    return [
+        Text(f"compare.json: {written}", style="dim"),
+        Text(f"report.html:  {written.with_name('report.html')} (section \"Compared with\")", style="dim"),
+    ]

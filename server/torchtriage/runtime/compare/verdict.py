@@ -79,7 +79,8 @@ def verdict(
     if change == NONE:
         spread = max(spreads[0].step_ms, spreads[1].step_ms)
         how = spreads[0].describe() if spreads[0].step_ms >= spreads[1].step_ms else spreads[1].describe()
-        text = f"no measurable change: {steps} ({step['delta_pct']:+.1f}%), within the spread of {ms(spread)} ms ({how})"
+        pct_change = f"{step['delta_pct']:+.1f}".replace("-", "\u2212")
+        text = f"no measurable change: {steps} ({pct_change}%), within the spread of {ms(spread)} ms ({how})"
         if moved:
             text += f"; {moved}, but the step time did not move beyond the spread"
         fixed = [f for f in fates if f.status == "fixed"]
