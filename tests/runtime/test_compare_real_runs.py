@@ -69,10 +69,11 @@ def torchtriage(*args: str, cwd: Path, timeout: float = 300) -> subprocess.Compl
     return subprocess.run([sys.executable, "-m", "torchtriage", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout)
 
 
-def profile(project: Path, out: str, *options: str) -> dict:
+def profile(project: Path, out: str, *options: str) -> tuple[dict, str]:
+    """report.json of a real ``torchtriage profile`` run, and what it printed."""
     proc = torchtriage("profile", "--quiet", "--out", f"runs/{out}", *WINDOW, *options, "train.py", cwd=project)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return json.loads((project / "runs" / out / "report.json").read_text())
+    return json.loads((project / "runs" / out / "report.json").read_text()), proc.stdout
 
 
 def line_of(text: str, needle: str) -> int:
@@ -82,7 +83,7 @@ def line_of(text: str, needle: str) -> int:
 def test_num_workers_fix_drops_data_loading_speeds_up_and_matches_lines_across_the_edit(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     script.write_text(LOADER_BOUND)
-    before = profile(tmp_path, "before")
+    before, _ = profile(tmp_path, "before")
     assert before["bottleneck"]["kind"] == "data_loading"
     edited = LOADER_BOUND.replace("num_workers=0", "num_workers=2").replace("\nfor x, y", "\nprint('training')\nfor x, y")
     script.write_text(edited)
@@ -115,8 +116,9 @@ def test_num_workers_fix_drops_data_loading_speeds_up_and_matches_lines_across_t
 
 def test_the_same_script_twice_with_repeats_is_no_measurable_change(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(STEADY)
-    first = profile(tmp_path, "first", "--repeat", "3")
-    second = profile(tmp_path, "second", "--repeat", "3")
+    first, printed = profile(tmp_path, "first", "--repeat", "3")
+    second, _ = profile(tmp_path, "second", "--repeat", "3")
+    assert f"the median of 3 runs (run {first['repeats']['kept']})" in printed
     for report in (first, second):
         jsonschema.validate(report, load_report_schema())
         repeats = report["repeats"]

@@ -71,6 +71,7 @@ def test_repeats_widen_the_spread_to_the_range_across_runs(tmp_path: Path) -> No
     for name in ("ra", "rb"):
         report = load_run(tmp_path / name).report
         assert REPORT.is_valid(report) and report["repeats"]["count"] == 3
+    assert "median of 3 runs (18.50\u201321.50 ms)" in (tmp_path / "ra" / "report.html").read_text()
     repeated = _valid(compare_runs(load_run(tmp_path / "ra"), load_run(tmp_path / "rb")))
     assert repeated["step_time"]["change"] == "none"
     assert repeated["noise"]["before"] == {"source": "repeats", "runs": 3, "spread_ms": 3.0}

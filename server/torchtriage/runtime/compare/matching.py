@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 SAME, MOVED, CHANGED = "same", "moved", "changed"
 REMOVED, ADDED, CONTENT, UNMATCHED = "removed", "added", "content", "unmatched"
@@ -258,7 +258,3 @@ def finding_fates(a: dict[str, Any], b: dict[str, Any], matcher: Matcher | None 
     fates += [FindingFate("new", g["code"], g.get("name", ""), g.get("category", ""), "", None, g) for g in remaining]
     return fates
 
-
-def where(items: Iterable[dict[str, Any]]) -> list[str]:
-    """``file:line`` labels."""
-    return [f"{Path(i['path']).name}:{i['line']}" for i in items]

@@ -19,14 +19,16 @@ def _ms(x: float) -> str:
     return f"{x:,.2f}"
 
 
-def _signed(x: float, unit: str = "") -> str:
-    return ("+" if x > 0 else "\u2212" if x < 0 else "\u00b1") + f"{abs(x):,.2f}{unit}"
+def _signed(x: float, unit: str = "", digits: int = 2) -> str:
+    return ("+" if x > 0 else "\u2212" if x < 0 else "\u00b1") + f"{abs(x):,.{digits}f}{unit}"
 
 
-def _change_cell(delta: float, measurable: bool, unit: str = " ms") -> str:
-    if not measurable:
-        return f"<td class='num' title='within the spread'>{_signed(delta, unit)} <span class='empty'>(no measurable change)</span></td>"
-    return f"<td class='num'><strong>{_signed(delta, unit)}</strong></td>"
+def _change_cell(delta: float, measurable: bool, unit: str = " ms", digits: int = 2, say: bool = False) -> str:
+    """The change, bold when measurable, else dim in parentheses (``say``: with the words)."""
+    if measurable:
+        return f"<td class='num'><strong>{_signed(delta, unit, digits)}</strong></td>"
+    words = " no measurable change" if say else ""
+    return f"<td class='num empty' title='within the spread: no measurable change'>({_signed(delta, unit, digits)}){words}</td>"
 
 
 def _summary_rows(c: dict[str, Any]) -> str:
@@ -35,7 +37,7 @@ def _summary_rows(c: dict[str, Any]) -> str:
         "<tr><td>step time (ms)</td>"
         f"<td class='num'>{_ms(step['before_ms'])} <span class='caption'>(spread {step['before_spread_ms']:.2f})</span></td>"
         f"<td class='num'>{_ms(step['after_ms'])} <span class='caption'>(spread {step['after_spread_ms']:.2f})</span></td>"
-        + _change_cell(step["delta_ms"], step["measurable"]) + "</tr>"
+        + _change_cell(step["delta_ms"], step["measurable"], say=True) + "</tr>"
     ]
     for row in c["categories"]:
         if max(row["before_share"], row["after_share"]) < 0.005:
@@ -44,16 +46,16 @@ def _summary_rows(c: dict[str, Any]) -> str:
             f"<tr><td>{escape(row['category'].replace('_', ' '))}</td>"
             f"<td class='num'>{row['before_share'] * 100:.0f}% &middot; {_ms(row['before_ms'])} ms</td>"
             f"<td class='num'>{row['after_share'] * 100:.0f}% &middot; {_ms(row['after_ms'])} ms</td>"
-            + _change_cell(row["delta_share"] * 100, row["measurable"], " pts") + "</tr>"
+            + _change_cell(row["delta_share"] * 100, row["measurable"], " pts", 0 if abs(row["delta_share"]) >= 0.01 else 1) + "</tr>"
         )
     for key, label in (("ops_per_step", "ops per step"), ("kernels_per_step", "GPU kernels per step")):
         n = c["counts"][key]
         if n["before"] or n["after"]:
-            rows.append(f"<tr><td>{label}</td><td class='num'>{n['before']:,.1f}</td><td class='num'>{n['after']:,.1f}</td><td class='num'>{n['delta']:+,.1f}</td></tr>")
+            rows.append(f"<tr><td>{label}</td><td class='num'>{n['before']:,.1f}</td><td class='num'>{n['after']:,.1f}</td><td class='num'>{_signed(n['delta'], '', 1)}</td></tr>")
     peak = c["memory"]["peak_bytes"]
     rows.append(
         f"<tr><td>peak memory (MiB)</td><td class='num'>{peak['before'] / MIB:,.2f}</td><td class='num'>{peak['after'] / MIB:,.2f}</td>"
-        f"<td class='num'>{peak['delta'] / MIB:+,.2f}</td></tr>"
+        f"<td class='num'>{_signed(peak['delta'] / MIB)}</td></tr>"
     )
     return "".join(rows)
 
@@ -106,7 +108,9 @@ def comparison_html(c: dict[str, Any], base: Path | None) -> str:
     )
     if c["lines"]:
         out += (
-            "<h3>Hot lines, matched across edits (ms per step)</h3><table class='compare-lines'><tr><th>before</th><th>after</th>"
+            "<h3>Hot lines, matched across edits (ms per step)</h3><table class='compare-lines'>"
+            "<colgroup><col style='width:14%'><col style='width:14%'><col style='width:8%'><col style='width:8%'>"
+            "<col style='width:8%'><col style='width:11%'><col style='width:37%'></colgroup><tr><th>before</th><th>after</th>"
             f"<th>match</th><th class='num'>before</th><th class='num'>after</th><th class='num'>change</th><th>source</th></tr>"
             f"{_line_rows(c)}</table>"
         )
@@ -124,7 +128,7 @@ def comparison_html(c: dict[str, Any], base: Path | None) -> str:
     note = (
         f"Spread: before {noise['before']['spread_ms']:.2f} ms ({'range over ' + str(noise['before']['runs']) + ' runs' if noise['before']['source'] == 'repeats' else 'IQR of its steps'}), "
         f"after {noise['after']['spread_ms']:.2f} ms ({'range over ' + str(noise['after']['runs']) + ' runs' if noise['after']['source'] == 'repeats' else 'IQR of its steps'}). "
-        "A difference within the larger spread is no measurable change."
+        "A difference within the larger spread is no measurable change: shown dim, in parentheses."
     )
     if noise.get("note"):
         note += " " + noise["note"][0].upper() + noise["note"][1:] + "."

@@ -74,6 +74,10 @@ def _header(r: dict[str, Any]) -> str:
         f"mean step {r['step_time_ms']:.2f} ms",
         f"status: {st['status']}",
     ]
+    repeats = r.get("repeats")
+    if repeats and repeats["count"] > 1:
+        spread = repeats["step_time_ms"]
+        meta.append(f"median of {repeats['count']} runs ({spread['min']:.2f}\u2013{spread['max']:.2f} ms)")
     out = f"<h1>Why is {escape(Path(r['script']).name)} slow?</h1><div class='meta'>" + "".join(
         f"<span>{escape(m)}</span>" for m in meta
     ) + "</div>"
