@@ -98,7 +98,7 @@ def run_profile(args: argparse.Namespace) -> int:
 
 
 def _profile_repeated(options: "RunOptions", args: argparse.Namespace) -> "ProfiledRun":
-    """``--repeat N``: N runs, each with its own progress display; the median run is kept."""
+    """``--repeat N``: N runs under one progress display (restarted for each); the median run is kept."""
     from ..runtime.progress import ProgressDisplay
     from ..runtime.repeats import profile_repeated
     from ..runtime.runner import run_agent
