@@ -32,6 +32,7 @@ from .annotations import annotations_from_report, summary_from_report
 from .capabilities import ClientSupport
 from .client import ClientChannel
 from .code_lens import step_loop_lines
+from .comparison import ProfileComparisons, hot_line_deltas
 from .diagnostics import DiagnosticsEngine
 from .documents import DocumentState, DocumentStore, LineMap, shift_annotations
 from .fix_all import FixAll
@@ -132,6 +133,7 @@ class Commands:
         self.client = client
         self.support = support
         self.fixer = fix_all
+        self.comparisons = ProfileComparisons()
 
     # --- torchtriage.profile ----------------------------------------------------------
 
@@ -230,11 +232,13 @@ class Commands:
         self, state: DocumentState, report_path: Path, mapper: Any, script: Path, ran_text: str
     ) -> dict[str, Any]:
         report = json.loads(report_path.read_text(encoding="utf-8"))
+        comparison = self.comparisons.after_profile(state.uri, report_path)
         header = None
         loops = step_loop_lines(ran_text)
         if loops:
             header = mapper(str(script), loops[0])
-        per_target = annotations_from_report(report, mapper, header)
+        deltas = hot_line_deltas(comparison["document"]) if comparison else None
+        per_target = annotations_from_report(report, mapper, header, deltas, comparison["verdict"] if comparison else "")
         for target in state.targets.values():
             target.annotations = per_target.get(target.uri, [])
             if not state.notebook and target.text != ran_text:  # edited since: keep lines that still match
@@ -258,12 +262,15 @@ class Commands:
                     "category": a.category,
                     "label": a.label,
                     "codes": list(a.codes),
+                    "deltaMsPerStep": a.delta_ms,
                 }
                 for target in state.targets.values()
                 for a in target.annotations
                 if a.kind == "hotspot"
             ],
         }
+        if comparison is not None:
+            payload["comparison"] = comparison
         self.client.notify(PROFILE_REPORT, payload)
         if self.support.code_lens_refresh:
             self.client.refresh_code_lenses()
@@ -272,6 +279,10 @@ class Commands:
         return payload
 
     # --- the small ones ----------------------------------------------------------------
+
+    def compare(self, arguments: list[Any] | None) -> dict[str, Any]:
+        """``torchtriage.compare``: the compare.json document (see ``comparison``)."""
+        return self.comparisons.command(arguments)
 
     def clear_profile(self, arguments: list[Any] | None) -> None:
         state = self.store.get(_uri_argument(arguments))

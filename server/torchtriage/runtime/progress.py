@@ -45,6 +45,13 @@ class ProgressDisplay:
     def __exit__(self, *exc: Any) -> None:
         self.progress.stop()
 
+    def restart(self, text: str) -> None:
+        """A new run of the same script (``--repeat``): the step count starts again from zero."""
+        self.recorded = 0
+        if self.task is not None:
+            self.progress.update(self.task, total=self.active_steps, completed=0)
+        self.describe(text)
+
     def describe(self, text: str, stage: Optional[str] = None, fraction: Optional[float] = None) -> None:
         if self.task is not None:
             if stage is None:

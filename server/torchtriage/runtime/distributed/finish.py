@@ -16,6 +16,7 @@ started; else the shown rank's.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,7 +190,8 @@ def _write_combined(profile: ProfileData, results: list[RankResult], shown: Opti
     run_dir.mkdir(parents=True, exist_ok=True)
     profile.save(run_dir / "profile.json")
     try:
-        report = build_report(profile, diagnose(profile, static_findings(profile) if profile.steps else []), run_dir)
+        created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        report = build_report(profile, diagnose(profile, static_findings(profile) if profile.steps else []), run_dir, None, created)
         identity = shown.identity if shown is not None else {}
         world = {"world_size": identity.get("world_size"), "nnodes": dist.nnodes, "node_rank": identity.get("node_rank", dist.node_rank)}
         report["ranks"] = ranks_section(results, shown, run_dir, world, root)
