@@ -29,6 +29,7 @@ VALUES = {
     "GpuActivity": (4, 6, 1, "ampere_sgemm", 1_800, 300),
     "Sample": (1_900, 3, 4, 33),  # file and function: indexes into agent.json's strings
     "OpStat": ("aten::addmm", "cpu", False, 6, 7_000, 8_000, 9, 10),
+    "Collective": (0, "gloo:all_reduce", 2_100, 2_400),
     "Compile": ("0/1", "dynamo", "forward", "/w/model.py", 14, "/w/train.py", 40, 2_100, 2_200, "tensor 'x' size mismatch", ""),
     "GraphBreak": ("0/0", "/w/model.py", 16, "Unsupported Tensor.item() call", "Explanation: ..."),
     "DtypeEvent": (5, 11, 12, "mixed", "aten::mul", "bfloat16[8] float32[8]", 13, 14, 15, 16, 17, "/w/model.py", 18, "scale"),

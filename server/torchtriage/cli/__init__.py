@@ -15,11 +15,11 @@ from typing import Sequence
 
 from .. import __version__
 from ..errors import UsageError
-from . import check, lsp, profile
+from . import check, compare, lsp, profile
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
-COMMAND_GROUPS = (check, profile, lsp)
+COMMAND_GROUPS = (check, profile, compare, lsp)
 
 
 def build_parser() -> argparse.ArgumentParser:

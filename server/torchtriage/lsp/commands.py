@@ -1,8 +1,9 @@
 """``workspace/executeCommand``: profile a script, clear or show its profile, fix all.
 
-``torchtriage.profile [uri | {uri, cell}]`` runs ``python -m torchtriage profile --out DIR
-[--python INTERPRETER] [--active N] [--timeout S] FILE`` in its own process group (a
-notebook: its code cells joined into a temporary script, up to ``cell`` when given), reports ``$/progress`` begin/report/end from the run's output lines,
+``torchtriage.profile [uri | {uri, cell, nprocPerNode, rank}]`` runs ``python -m torchtriage profile --out DIR
+[--python INTERPRETER] [--active N] [--timeout S] [--nproc-per-node N [--show-rank K]] FILE`` in its own process group (a
+notebook: its code cells joined into a temporary script, up to ``cell`` when given; ``nprocPerNode``: under
+torchrun, annotating rank ``rank``, default 0), reports ``$/progress`` begin/report/end from the run's output lines,
 and kills the process group when the request or the progress is cancelled.
 Nothing is ever run without this explicit command.
 """
@@ -31,6 +32,7 @@ from .annotations import annotations_from_report, summary_from_report
 from .capabilities import ClientSupport
 from .client import ClientChannel
 from .code_lens import step_loop_lines
+from .comparison import ProfileComparisons, hot_line_deltas
 from .diagnostics import DiagnosticsEngine
 from .documents import DocumentState, DocumentStore, LineMap, shift_annotations
 from .fix_all import FixAll
@@ -63,6 +65,22 @@ def _cell_argument(arguments: list[Any] | None) -> str | int | None:
     if cell is not None and (isinstance(cell, bool) or not isinstance(cell, (str, int))):
         raise JsonRpcInvalidParams("expected `cell` to be a cell URI or a code-cell index")
     return cell
+
+
+def _ranks_argument(arguments: list[Any] | None) -> tuple[int | None, int | None]:
+    """``nprocPerNode`` and ``rank`` of a ``{uri, ...}`` argument (None when not given)."""
+    value = arguments[0] if arguments else None
+    if not isinstance(value, dict):
+        return None, None
+    nproc, rank = value.get("nprocPerNode"), value.get("rank")
+    for name, number in (("nprocPerNode", nproc), ("rank", rank)):
+        if number is not None and (isinstance(number, bool) or not isinstance(number, int) or number < 0):
+            raise JsonRpcInvalidParams(f"expected `{name}` to be a non-negative integer")
+    if nproc is not None and nproc < 1:
+        raise JsonRpcInvalidParams("expected `nprocPerNode` to be at least 1")
+    if rank is not None and (nproc is None or rank >= nproc):
+        raise JsonRpcInvalidParams(f"`rank` {rank} needs `nprocPerNode` above it (ranks 0..nprocPerNode-1)")
+    return nproc, rank
 
 
 def _up_to_cell(snapshot: list[tuple[str, int, str]], cell: str | int) -> list[tuple[str, int, str]]:
@@ -115,6 +133,7 @@ class Commands:
         self.client = client
         self.support = support
         self.fixer = fix_all
+        self.comparisons = ProfileComparisons()
 
     # --- torchtriage.profile ----------------------------------------------------------
 
@@ -149,6 +168,7 @@ class Commands:
         state = self.store.get(uri)
         if state is None:
             raise JsonRpcInvalidParams(f"{uri} is not open")
+        nproc, rank = _ranks_argument(arguments)
         out = self._run_folder(state)
         script, mapper = self._script_for(state, out, _cell_argument(arguments))
         ran_text = script.read_text(encoding="utf-8", errors="replace")
@@ -165,6 +185,8 @@ class Commands:
             command += ["--active", str(self.settings.profile_steps)]
         if self.settings.profile_timeout_s is not None:
             command += ["--timeout", f"{self.settings.profile_timeout_s:g}"]
+        if nproc is not None:  # under torchrun; the run folder's report is rank `rank`'s
+            command += ["--nproc-per-node", str(nproc), "--show-rank", str(rank or 0)]
         command.append(str(script))
         progress = self.client.progress
         if token is None and self.support.work_done_progress:
@@ -210,11 +232,13 @@ class Commands:
         self, state: DocumentState, report_path: Path, mapper: Any, script: Path, ran_text: str
     ) -> dict[str, Any]:
         report = json.loads(report_path.read_text(encoding="utf-8"))
+        comparison = self.comparisons.after_profile(state.uri, report_path)
         header = None
         loops = step_loop_lines(ran_text)
         if loops:
             header = mapper(str(script), loops[0])
-        per_target = annotations_from_report(report, mapper, header)
+        deltas = hot_line_deltas(comparison["document"]) if comparison else None
+        per_target = annotations_from_report(report, mapper, header, deltas, comparison["verdict"] if comparison else "")
         for target in state.targets.values():
             target.annotations = per_target.get(target.uri, [])
             if not state.notebook and target.text != ran_text:  # edited since: keep lines that still match
@@ -227,6 +251,8 @@ class Commands:
             "reportPath": summary.report_path,
             "htmlPath": summary.html_path,
             "summary": {"bottleneck": summary.bottleneck, "share": summary.share, "stepTimeMs": summary.step_time_ms},
+            "rank": (report.get("ranks") or {}).get("shown_rank"),  # the rank annotated (multi-process runs), else None
+            "ranks": (report.get("ranks") or {}).get("covered", []),
             "hotLines": [
                 {
                     "uri": target.uri,
@@ -236,12 +262,15 @@ class Commands:
                     "category": a.category,
                     "label": a.label,
                     "codes": list(a.codes),
+                    "deltaMsPerStep": a.delta_ms,
                 }
                 for target in state.targets.values()
                 for a in target.annotations
                 if a.kind == "hotspot"
             ],
         }
+        if comparison is not None:
+            payload["comparison"] = comparison
         self.client.notify(PROFILE_REPORT, payload)
         if self.support.code_lens_refresh:
             self.client.refresh_code_lenses()
@@ -250,6 +279,10 @@ class Commands:
         return payload
 
     # --- the small ones ----------------------------------------------------------------
+
+    def compare(self, arguments: list[Any] | None) -> dict[str, Any]:
+        """``torchtriage.compare``: the compare.json document (see ``comparison``)."""
+        return self.comparisons.command(arguments)
 
     def clear_profile(self, arguments: list[Any] | None) -> None:
         state = self.store.get(_uri_argument(arguments))

@@ -38,6 +38,7 @@ class Annotation:
     codes: tuple[str, ...] = ()
     ms_per_step: float = 0.0
     category: str = ""
+    delta_ms: float | None = None  # change in ms per step since the previous profile (None: no comparison)
 
 
 @dataclass

@@ -152,6 +152,10 @@ def register_commands(on: Registrar, runner: Commands, protocol: TorchTriageProt
     async def show_report(*arguments: Any) -> bool:
         return await runner.show_report(list(arguments))
 
+    @on.command("torchtriage.compare")
+    def compare(*arguments: Any) -> Any:
+        return runner.compare(list(arguments))
+
     @on.command("torchtriage.fixAll")
     async def fix_all(*arguments: Any) -> bool:
         return await runner.fix_all(list(arguments))

@@ -11,11 +11,14 @@ Commands (``workspace/executeCommand``):
   ``torchtriage.showReport [reportPath]``  open report.html (else report.json) via
                                       ``window/showDocument``.
   ``torchtriage.fixAll [uri]``        apply every safe fix via ``workspace/applyEdit``.
+  ``torchtriage.compare [{runA, runB} | {uri, baseline: "last"}]``  compare two runs
+                                      (compare.json into the newer one); returns that document.
 
 Notification (server -> client) ``torchtriage/profileReport``::
 
   {"uri": str, "reportPath": str, "htmlPath": str | null,
-   "summary": {"bottleneck": str, "share": float (0-1), "stepTimeMs": float}}
+   "summary": {"bottleneck": str, "share": float (0-1), "stepTimeMs": float},
+   "hotLines": [...], "comparison"?: {comparePath, previousReportPath, verdict, document}}
 
 Code action kinds: ``quickfix`` (one per fix, one noqa suppression per finding) and
 ``source.fixAll.torchtriage`` (resolved lazily through ``codeAction/resolve`` for a

@@ -3,7 +3,8 @@
 torch 2.13 writes ``profiler_start`` / ``profiler_stop`` USDT markers and a
 CPUAllocator warning about blocks allocated before profiling began; no
 environment variable silences them.  They stay in ``output.log`` but are not
-echoed to the user, who should see only the script's own output.
+echoed to the user, who should see only the script's own output.  Under
+torchrun, torch prefixes a rank's warnings with ``[rank<k>]:``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import re
 
 _PROFILER_NOISE = re.compile(
     r"^(USDT:\S+ \S+ \d+:\d+ SyncActivityProfilerHandler\.cpp:\d+\] profiler_(start|stop)"
-    r"|\[W\d+ [\d:.]+ (?:\d+ )?CPUAllocator\.cpp:\d+\] Memory block of unknown size was allocated before the profiling started)"
+    r"|(?:\[rank\d+\]:)?\[W\d+ [\d:.]+ (?:\d+ )?CPUAllocator\.cpp:\d+\] Memory block of unknown size was allocated before the profiling started)"
 )
 
 

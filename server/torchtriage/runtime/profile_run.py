@@ -104,8 +104,11 @@ def static_findings(profile: ProfileData) -> list[Finding]:
 StageCallback = Callable[[str], None]
 
 
-def write_outputs(profile: ProfileData, run_dir: Path, on_stage: Optional[StageCallback] = None) -> Optional[dict[str, Any]]:
-    """profile.json, then report.json and report.html; returns the report (None when the report failed)."""
+def write_outputs(
+    profile: ProfileData, run_dir: Path, on_stage: Optional[StageCallback] = None, repeats: Optional[dict[str, Any]] = None
+) -> Optional[dict[str, Any]]:
+    """profile.json, then report.json and report.html; returns the report (None when the report failed).
+    ``repeats``: report.json's ``repeats`` object when the run is one of a ``--repeat`` series."""
     stage = on_stage or (lambda _: None)
     run_dir.mkdir(parents=True, exist_ok=True)
     profile.save(run_dir / "profile.json")
@@ -113,7 +116,7 @@ def write_outputs(profile: ProfileData, run_dir: Path, on_stage: Optional[StageC
         stage("checking the hot files for static findings")
         findings = static_findings(profile)
         stage("writing report.json and report.html")
-        return write_reports(profile, run_dir, findings).report
+        return write_reports(profile, run_dir, findings, repeats=repeats).report
     except Exception as exc:  # a report bug must not lose the profile
         profile.warnings.append(f"report failed: {type(exc).__name__}: {exc}")
         profile.save(run_dir / "profile.json")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from typing import Any, Optional
 
 from rich.console import Console
@@ -36,6 +37,7 @@ class ProgressDisplay:
             TimeElapsedColumn(), console=self.console, transient=True, disable=not enabled or json_lines,
         )
         self.task: Optional[TaskID] = None
+        self._stdout_lock = threading.Lock()  # events and the script's output arrive on different reader threads
 
     def __enter__(self) -> "ProgressDisplay":
         self.progress.start()
@@ -44,6 +46,13 @@ class ProgressDisplay:
 
     def __exit__(self, *exc: Any) -> None:
         self.progress.stop()
+
+    def restart(self, text: str) -> None:
+        """A new run of the same script (``--repeat``): the step count starts again from zero."""
+        self.recorded = 0
+        if self.task is not None:
+            self.progress.update(self.task, total=self.active_steps, completed=0)
+        self.describe(text)
 
     def describe(self, text: str, stage: Optional[str] = None, fraction: Optional[float] = None) -> None:
         if self.task is not None:
@@ -58,7 +67,7 @@ class ProgressDisplay:
                 payload["stage"] = stage
                 if fraction is not None:
                     payload["stage_percentage"] = int(100 * min(1.0, max(0.0, fraction)))
-            print(json.dumps(payload), file=sys.stdout, flush=True)
+            self._write_line(json.dumps(payload))
 
     def stage(self, stage: str, fraction: Optional[float] = None) -> None:
         """A stage of the work after the window (the agent's or the host's)."""
@@ -100,6 +109,13 @@ class ProgressDisplay:
     def output(self, line: str) -> None:
         """The script's own output, printed above the bar (as plain lines in JSON mode)."""
         if self.json_lines:
-            print(line, file=sys.stdout, flush=True)
+            self._write_line(line)
         elif self.enabled:
             self.progress.console.print(line, markup=False, highlight=False)
+
+    def _write_line(self, text: str) -> None:
+        """One whole line on stdout: ``print`` writes the text and its newline separately, so two
+        reader threads printing at once could join a JSON event and a line of output."""
+        with self._stdout_lock:
+            sys.stdout.write(text.rstrip("\n") + "\n")
+            sys.stdout.flush()

@@ -10,6 +10,7 @@ report can be re-rendered from report.json alone.
 
 from __future__ import annotations
 
+import datetime
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +22,12 @@ from .diagnosis import Diagnosis, Verdict, diagnose
 from .compile_frames import compile_report
 from .model import CATEGORIES, ProfileData
 from .runtime_finding import finding_extras_json
+from .source_texts import source_texts
 
-SCHEMA_VERSION = "1.2"  # 1.1 added operators, breakdown_spread, withheld_verdicts, applies_on_this_device, trace links
-# 1.2 added compile (torch.compile), runtime findings' evidence / recommendations / details, TTR501-TTR503
+# 1.1 added operators, breakdown_spread, withheld_verdicts, applies_on_this_device, trace links;
+# 1.2 added created, sources (the files' text, for matching lines across edits) and repeats; and ranks (multi-process runs);
+# and compile (torch.compile), runtime findings' evidence / recommendations / details, TTR501-TTR503
+SCHEMA_VERSION = "1.2"
 SCHEMA_PATH = Path(__file__).with_name("report_schema.json")
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
@@ -128,8 +132,20 @@ def _operators(profile: ProfileData, step_us: float, src: SourceLines) -> list[d
     ]
 
 
-def build_report(profile: ProfileData, diagnosis: Diagnosis, run_dir: Path | None = None) -> dict[str, Any]:
-    """The report.json document (see REPORT_SCHEMA.md)."""
+def _source_paths(profile: ProfileData, diagnosis: Diagnosis) -> list[str]:
+    """The files whose text report.json keeps: the script, then those of the hot lines and static findings."""
+    return [profile.script] + [h.path for h in diagnosis.hotspots] + [k.path for k in diagnosis.static_links]
+
+
+def build_report(
+    profile: ProfileData,
+    diagnosis: Diagnosis,
+    run_dir: Path | None = None,
+    repeats: dict[str, Any] | None = None,
+    created: str | None = None,
+) -> dict[str, Any]:
+    """The report.json document (see REPORT_SCHEMA.md); ``repeats`` when the run is one of a ``--repeat``
+    series, ``created`` the time it is written (ISO 8601)."""
     src = SourceLines()
     n = max(1, profile.steps_profiled)
     step_us = diagnosis.step_us
@@ -232,6 +248,9 @@ def build_report(profile: ProfileData, diagnosis: Diagnosis, run_dir: Path | Non
         "warnings": list(profile.warnings),
         "trace": _trace_files(profile, run_dir),
         "operators": _operators(profile, step_us, src),
+        "created": created,
+        "sources": source_texts(_source_paths(profile, diagnosis)),
+        "repeats": repeats,
         "compile": compile_report(profile),
     }
 
@@ -244,13 +263,16 @@ def _runtime_finding_json(f: Finding) -> dict[str, Any]:
     return data
 
 
-def write_reports(profile: ProfileData, run_dir: Path, static_findings: Sequence[Finding] = ()) -> ReportPaths:
+def write_reports(
+    profile: ProfileData, run_dir: Path, static_findings: Sequence[Finding] = (), repeats: dict[str, Any] | None = None
+) -> ReportPaths:
     """Diagnose ``profile`` and write report.json + report.html into ``run_dir``."""
     from .html import render_html
 
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    report = build_report(profile, diagnose(profile, static_findings), run_dir)
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    report = build_report(profile, diagnose(profile, static_findings), run_dir, repeats, now)
     paths = ReportPaths(run_dir / REPORT_JSON, run_dir / REPORT_HTML, report)
     paths.json.write_text(json.dumps(report, indent=1), encoding="utf-8")
     paths.html.write_text(render_html(report, run_dir), encoding="utf-8")

@@ -159,9 +159,15 @@ class ChildRun:
         self._output_thread.join(timeout=2.0)
 
 
-def run_agent(options: RunOptions, on_event: Optional[EventCallback] = None, on_output: Optional[OutputCallback] = None) -> RunOutcome:
-    """Run the script to the end of the window (or its end, a fault or a limit)."""
-    child = ChildRun(options, on_event, on_output)
+def run_agent(
+    options: RunOptions, on_event: Optional[EventCallback] = None, on_output: Optional[OutputCallback] = None,
+    child: Optional[ChildRun] = None,
+) -> RunOutcome:
+    """Run the script to the end of the window (or its end, a fault or a limit).
+
+    ``child``: another way to start it (``distributed.launch.TorchrunChild`` runs
+    torchrun with the agent in every rank); the limits and the clean-up are the same."""
+    child = child or ChildRun(options, on_event, on_output)
     child.start()
     assert child.proc is not None
     outcome = RunOutcome(returncode=None, pid=child.proc.pid, log_path=options.out_dir / OUTPUT_LOG)

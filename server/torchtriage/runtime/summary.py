@@ -56,7 +56,15 @@ def _verdict_lines(report: dict[str, Any]) -> list[Text]:
     steps = Text(f"  step {report['step_time_ms']:.2f} ms mean over {report['steps_profiled']} steps on {report['device']}")
     if len(times) > 1 and max(times) > 1.5 * min(times):
         steps.append(f" (they vary {min(times):.0f}\u2013{max(times):.0f} ms)")
-    return [text, steps]
+    lines = [text, steps]
+    repeats = report.get("repeats")
+    if repeats and repeats["count"] > 1:
+        spread = repeats["step_time_ms"]
+        lines.append(Text(
+            f"  the median of {repeats['count']} runs (run {repeats['kept']}); their mean steps "
+            f"{spread['min']:.2f}\u2013{spread['max']:.2f} ms"
+        ))
+    return lines
 
 
 def _breakdown(report: dict[str, Any]) -> Table:

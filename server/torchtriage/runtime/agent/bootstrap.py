@@ -5,8 +5,14 @@ install in the user's environment), makes the process look like
 ``python SCRIPT ARGS`` (argv, sys.path[0]) and runs the session.  Settings
 arrive as JSON in the ``TORCHTRIAGE_AGENT`` environment variable; progress
 goes to the file descriptor named there.
+
+Under torchrun (settings with ``"ranks": true`` and torchrun's ``RANK`` in the
+environment) each rank writes into ``rank<RANK>/`` of the run folder and sends
+its progress into the FIFO named by ``progress_path`` (torchrun passes no file
+descriptors to its workers); every event then carries the rank.
 """
 
+import fcntl
 import importlib.util
 import json
 import os
@@ -32,9 +38,30 @@ def _write_status(out_dir, status, message, code):
         json.dump(data, handle)
 
 
+def _rank_setup(config):
+    """Under torchrun: this rank's folder, and its end of the progress FIFO (None if nobody reads it)."""
+    rank = os.environ.get("RANK")
+    if not config.get("ranks") or rank is None:
+        return
+    config["rank"] = int(rank)
+    config["root_dir"] = config["out_dir"]
+    config["out_dir"] = os.path.join(config["out_dir"], "rank" + rank)
+    os.makedirs(config["out_dir"], exist_ok=True)
+    config["progress_fd"] = None
+    path = config.get("progress_path")
+    if path:
+        try:  # non-blocking open: fails at once instead of waiting when the reader is gone
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            return
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        config["progress_fd"] = fd
+
+
 def main():
     folder = os.path.dirname(os.path.abspath(__file__))
     config = json.loads(os.environ.pop("TORCHTRIAGE_AGENT", "{}"))
+    _rank_setup(config)
     script = sys.argv[1]
     sys.argv = sys.argv[1:]
     sys.path[0] = os.path.dirname(os.path.abspath(script))
@@ -49,7 +76,7 @@ def main():
     from _torchtriage_agent.channel import Channel
     from _torchtriage_agent.session import Session
 
-    channel = Channel(fd)
+    channel = Channel(fd, {"rank": config["rank"]} if "rank" in config else None)
     try:
         session = Session(config, channel)
     except Exception as exc:

@@ -1,23 +1,28 @@
-"""Progress messages to the parent process: one JSON object per line on a pipe fd."""
+"""Progress messages to the parent process: one JSON object per line on a pipe fd.
+
+Each line is written with one ``write`` call: lines up to ``PIPE_BUF`` (4 KiB)
+are atomic, so the ranks of a torchrun run can share one FIFO."""
 
 from __future__ import annotations
 
 import json
 import os
 import time
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 
 class Channel:
     """Writes progress events; silently does nothing once the pipe is gone."""
 
-    def __init__(self, fd: Optional[int]) -> None:
+    def __init__(self, fd: Optional[int], tags: Optional[Dict[str, Any]] = None) -> None:
         self.fd = fd
+        self.tags = dict(tags or {})  # fields every event carries (a torchrun worker's rank)
 
     def send(self, event: str, **fields: Any) -> None:
         if self.fd is None:
             return
-        payload = dict(fields, event=event, time=time.time())
+        payload = dict(self.tags, **fields)
+        payload.update(event=event, time=time.time())
         data = (json.dumps(payload, default=str) + "\n").encode("utf-8")
         try:
             while data:

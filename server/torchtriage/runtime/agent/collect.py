@@ -8,7 +8,9 @@ resolves to lines with the frame samples.  A *chain* is the list of user
 sites from outermost to innermost, which gives inclusive time.
 
 Backward ops are charged to the chain of the forward op with the same
-sequence number.  The output is plain JSON-able lists; see ``Collector.result``.
+sequence number.  Collectives (``comms``): their ops on the stepping thread and
+the own time of C calls that waits while one runs on another thread are
+charged to ``communication``.  The output is plain JSON-able lists; see ``Collector.result``.
 torch.compile's compiling (dynamo's ``entire_frame_compile`` and ``(dynamo_timed)``
 ranges, its ``convert_frame`` Python) is charged to the ``compile`` context,
 which the host keeps out of the step's categories and lines, like the profiler's own;
@@ -33,9 +35,10 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Union
 
 import torch
 
+from .comms import CollectiveIntervals, is_collective
 from .dtypes import DtypeRecorder
 from .usercode import UserCode
-from .wire import Alloc, Charge, GpuActivity, OpStat, Root, Site, Step, Sync
+from .wire import Alloc, Charge, Collective, GpuActivity, OpStat, Root, Site, Step, Sync
 
 EventType = torch._C._profiler._EventType
 # Event kinds as ints: comparing the pybind enums costs ~0.5 us each, ``tag.value`` once is cheap
@@ -138,6 +141,7 @@ class Collector:
         self._launches: Dict[int, Tuple[Tuple[int, ...], int, int]] = {}
         self._orphans: List[Any] = []
         self._window_start = 0
+        self.collectives = CollectiveIntervals()
         self._compile_spans: List[Tuple[int, int]] = []  # outermost compile-context nodes
         self._names: Dict[str, str] = {}  # Python C-call event name -> function name
         self._code: Dict[Tuple[str, str], Tuple[str, bool]] = {}  # (file, function) -> (context kind, user code)
@@ -155,6 +159,7 @@ class Collector:
         span = max(1, last - first)
         self._window_start = first
         step_ends = [s.end_ns for s in self.steps]
+        self.collectives.find(roots, self.main_tid, first, last, TORCH_OP)
         kept = len(self.steps)
         boundary = step_ends[0]  # the end of the step the stepping thread's walk is in
         items = [(node, node.tag.value, node.start_time_ns, node.end_time_ns, node.start_tid == self.main_tid) for node in roots]
@@ -223,6 +228,7 @@ class Collector:
             "gpu": self.gpu,
             "top_level_ops": self.ops,
             "ops": self.op_table.records(),
+            "collectives": [Collective(self._step_of(start), name, start, end) for name, start, end in self.collectives.found],
         }
 
     # -- steps -------------------------------------------------------------
@@ -383,6 +389,8 @@ class Collector:
                 self._anchors[seq] = (chain, root)
             if name.startswith("enumerate(DataLoader)") and ctx in ("", "optimizer"):
                 ctx = "data_loading"
+            elif ctx in ("", "optimizer") and is_collective(name):
+                ctx = "communication"
             elif name == COMPILE_OP or name.endswith("(dynamo_timed)"):
                 ctx = "compile"
             sync = SYNC_OPS.get(name)
@@ -427,10 +435,15 @@ class Collector:
             self.roots.append(Root(start, end))
         intervals.sort()
         own_ns = 0
+        waited = self._waited(start, end, intervals, ctx) if tag == PY_C_CALL and main else {}
         for step, ns in self._split(start, end, intervals):
             if ns > 0:
                 own_ns += ns
-                self._charge(step, charge_chain, category, name, charge_root, main, ns)
+                wait = waited.get(step, 0)
+                if wait > 0:
+                    self._charge(step, charge_chain, "communication", name, charge_root, main, wait)
+                if ns > wait:
+                    self._charge(step, charge_chain, category, name, charge_root, main, ns - wait)
         open_ops = state.open_ops
         if op_name:
             self._op_stat(op_name, start, end, main, own_ns, open_ops, (self._chain(chain), root))
@@ -454,6 +467,15 @@ class Collector:
             else:
                 leaf_chain, leaf_root = chain, root
             name = self._builtin_name(child.name)
+            if main and self.collectives.lows and self.collectives.meets(start, end):
+                waited = self._waited(start, end, [], ctx)
+                for step, ns in self._split(start, end, []):
+                    wait = min(ns, waited.get(step, 0))
+                    if wait > 0:
+                        self._charge(step, leaf_chain, "communication", name, leaf_root, main, wait)
+                    if ns > wait:
+                        self._charge(step, leaf_chain, category, name, leaf_root, main, ns - wait)
+                continue
             i = bisect.bisect_right(starts, start) - 1
             if i >= 0 and end <= steps[i].end_ns:
                 if end > start:
@@ -462,6 +484,17 @@ class Collector:
             for step, ns in self._split(start, end, []):
                 if ns > 0:
                     self._charge(step, leaf_chain, category, name, leaf_root, main, ns)
+
+    def _waited(self, start: int, end: int, children: List[Tuple[int, int]], ctx: str) -> Dict[int, int]:
+        """Per step position: own time of a stepping-thread C call spent while a collective ran
+        elsewhere (DDP blocking at the end of backward, ``work.wait()``); not inside data loading."""
+        if ctx not in ("", "optimizer", "communication") or not self.collectives.lows or not self.collectives.meets(start, end):
+            return {}
+        waited: Dict[int, int] = {}
+        for a, b in self.collectives.inside(start, end, children):
+            for step, ns in self._split(a, b, []):
+                waited[step] = waited.get(step, 0) + ns
+        return waited
 
     def _caller_site(self, fields: Any, frame: Frame) -> int:
         """The ``line`` site of a Python event's caller, or -1 when the caller is not user code."""

@@ -26,6 +26,7 @@ from .channel import Channel, write_json
 from .wire import WIRE_VERSION, encode_samples
 from .collect import Collector
 from .describe import device_name, user_traceback
+from .ranks import DdpWatch, rank_identity, tensorboard_name
 from .dtypes import DtypeRecorder
 from .dynamo_watch import DynamoWatch
 from .sampler import FrameSampler
@@ -60,6 +61,9 @@ class Session:
         self.sampler = FrameSampler(threading.get_ident(), self.user.is_user, config.get("sample_interval_s", 0.001))
         self.detector = StepDetector(self._on_step, self._on_mode)
         self.workers = WorkerSampling(self.out_dir, self.user.is_user, self.sampler.interval_s)
+        # Under torchrun: who this rank is, and what its DDP models do (None otherwise).
+        self.identity = rank_identity() if "rank" in config else None
+        self.ddp = DdpWatch() if self.identity is not None else None
         self.dynamo = DynamoWatch(self.user.is_user, self.user.absolute, self.detector.hook_codes(),  # torch.compile's compiles, breaks
                                   on_compile=lambda started: self.window.compiling(started))
         self.dtypes = DtypeRecorder(self.user.is_user, self.user.absolute)  # ops mixing float dtypes, casts
@@ -107,6 +111,8 @@ class Session:
         if prof is None or self.saved:
             return
         self.steps_seen += 1
+        if self.ddp is not None:
+            self.ddp.mark_step()
         self.window.before_step()  # a counted step ends: the window may get shorter
         note = self.window.note()
         if note and note not in self.warnings:
@@ -167,7 +173,7 @@ class Session:
         timings: Dict[str, float] = {}
         started = time.perf_counter()
         self._stage("exporting the trace")
-        writer: Optional[TraceWriter] = TraceWriter(self.out_dir, self.config.get("run_name", "run"))
+        writer: Optional[TraceWriter] = TraceWriter(self.out_dir, self.config.get("run_name", "run"), self._tb_path())
         try:
             prof.export_chrome_trace(os.path.join(self.out_dir, RAW_NAME))
             writer.start()  # compresses while the tree is walked
@@ -211,6 +217,13 @@ class Session:
             timings["compress_wait_s"] = time.perf_counter() - started
         self.meta.update({k: round(v, 3) for k, v in timings.items()})
 
+    def _tb_path(self) -> Optional[str]:
+        """A rank's trace goes into the run's shared ``tb/<run>/`` folder under its rank's name."""
+        if self.identity is None:
+            return None
+        root = self.config.get("root_dir") or os.path.dirname(self.out_dir)
+        return os.path.join(root, "tb", self.config.get("run_name", "run"), tensorboard_name(self.identity))
+
     def _write_agent_json(self) -> None:
         data = dict(getattr(self, "raw", {}) or {})
         data["meta"] = dict(
@@ -227,7 +240,12 @@ class Session:
             steps_seen=self.steps_seen,
             user_roots=self.user.roots,
             sample_interval_s=self.sampler.interval_s,
+            ended_at=self.meta.get("ended_at") or time.time(),
         )
+        if self.identity is not None:
+            data["meta"]["rank"] = self.identity
+        if self.ddp is not None:
+            data["meta"]["ddp"] = self.ddp.record()
         data["compiles"] = self.dynamo.compiles()
         data["graph_breaks"] = self.dynamo.breaks
         dynamo = self.dynamo.summary()
@@ -245,6 +263,10 @@ class Session:
 
         signal.signal(signal.SIGTERM, _raise_terminated)
         self.prof = self._profiler()
+        if self.identity is not None:
+            self.channel.send("rank", **self.identity)
+        if self.ddp is not None:
+            self.ddp.install()
         self.detector.install()
         self.workers.install()
         self.dynamo.install()
@@ -280,6 +302,7 @@ class Session:
 
     def _finish(self) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        self.meta.setdefault("ended_at", time.time())  # when the script ended (ranks are ordered by it)
         self.finishing = True
         self.window.stop()
         self.detector.uninstall()

@@ -91,11 +91,12 @@ def cut_events(data: bytes, end_ns: int) -> Optional[List[bytes]]:
 class TraceWriter:
     """Compresses kineto's export into ``trace.json.gz`` in a thread and links it into ``tb/``."""
 
-    def __init__(self, out_dir: str, run_name: str) -> None:
+    def __init__(self, out_dir: str, run_name: str, tb_path: Optional[str] = None) -> None:
         self.out_dir = out_dir
         self.raw = os.path.join(out_dir, RAW_NAME)
         self.path = os.path.join(out_dir, TRACE_NAME)
-        self.tb_path = os.path.join(out_dir, "tb", run_name, f"{socket.gethostname()}.{os.getpid()}.pt.trace.json.gz")
+        # tb_path: where the link goes instead (a torchrun rank links into the run's shared tb/)
+        self.tb_path = tb_path or os.path.join(out_dir, "tb", run_name, f"{socket.gethostname()}.{os.getpid()}.pt.trace.json.gz")
         self.relabelled = 0
         self.error: Optional[str] = None
         self._thread: Optional[threading.Thread] = None

@@ -14,6 +14,8 @@ Version 2: samples name their file and function through ``strings``.
 Version 3: ``compiles`` and ``graph_breaks`` (torch.compile, from ``dynamo_watch``),
 ``Step.compile_ns``, and ``dtype_events`` (ops mixing float dtypes and casts between
 them, from ``dtypes``).
+``collectives`` (``Collective`` records) is a key added without a version bump:
+an older agent's file lacks it, which reads as "no collectives seen".
 """
 
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Type, TypeVar
@@ -181,7 +183,16 @@ class DtypeEvent(NamedTuple):
     origin_name: str  # the buffer's or parameter's name when a module registered it, else ""
 
 
-Record = TypeVar("Record", Step, Site, Charge, Root, Alloc, Sync, GpuActivity, Sample, OpStat, Compile, GraphBreak, DtypeEvent)
+class Collective(NamedTuple):
+    """One collective range on a thread other than the stepping one (gloo's workers), e.g. ``gloo:all_reduce``."""
+
+    step: int  # position in ``steps`` of the step it starts in, -1 outside them
+    name: str
+    start_ns: int
+    end_ns: int
+
+
+Record = TypeVar("Record", Step, Site, Charge, Root, Alloc, Sync, GpuActivity, Sample, OpStat, Collective, Compile, GraphBreak, DtypeEvent)
 
 # agent.json key -> record type
 RECORDS: Dict[str, Type[Any]] = {
@@ -195,6 +206,7 @@ RECORDS: Dict[str, Type[Any]] = {
     "samples": Sample,
     "worker_samples": Sample,
     "ops": OpStat,
+    "collectives": Collective,
     "compiles": Compile,
     "graph_breaks": GraphBreak,
     "dtype_events": DtypeEvent,

@@ -15,7 +15,9 @@ from types import MappingProxyType
 from typing import Any
 
 from ..model import OK_STATUSES
+from .comparison import comparison_html
 from .compile_section import compile_html, finding_more_html
+from .ranks import ranks_html
 from .sections import base_dir, files_html, loc, operators_html, where
 from .svg import Bar, bar_chart, color, line_chart, stacked_bar
 
@@ -74,6 +76,10 @@ def _header(r: dict[str, Any]) -> str:
         f"mean step {r['step_time_ms']:.2f} ms",
         f"status: {st['status']}",
     ]
+    repeats = r.get("repeats")
+    if repeats and repeats["count"] > 1:
+        spread = repeats["step_time_ms"]
+        meta.append(f"median of {repeats['count']} runs ({spread['min']:.2f}\u2013{spread['max']:.2f} ms)")
     out = f"<h1>Why is {escape(Path(r['script']).name)} slow?</h1><div class='meta'>" + "".join(
         f"<span>{escape(m)}</span>" for m in meta
     ) + "</div>"
@@ -213,24 +219,29 @@ def _footer(r: dict[str, Any]) -> str:
     return f"<footer>{warnings}<div>{escape(r['generated_by'])} &middot; report schema {escape(r['schema_version'])}</div></footer>"
 
 
-def render_html(report: dict[str, Any], run_dir: Path | None = None) -> str:
+def render_html(report: dict[str, Any], run_dir: Path | None = None, comparison: dict[str, Any] | None = None) -> str:
     """The whole page for one report.json document.
 
     ``run_dir`` is the folder report.html goes into (links to the run's files are
     relative to it); by default it is inferred from the paths in the report.
+    ``comparison``: a compare.json document with this run as the newer one, shown
+    as a "Compared with <run>" section under the verdict.
     """
+    base = run_dir if run_dir is not None else base_dir(report)
     body = "".join(
         [
             _header(report),
             _verdict_html(report["bottleneck"], primary=True),
+            comparison_html(comparison, base) if comparison else "",
             "".join(_verdict_html(v, primary=False) for v in report["secondary"]),
+            ranks_html(report, base),
             _breakdown(report),
             _hotlines(report),
             operators_html(report),
             _memory(report),
             compile_html(report),
             _tables(report),
-            files_html(report, run_dir if run_dir is not None else base_dir(report)),
+            files_html(report, base),
             _footer(report),
         ]
     )

@@ -108,6 +108,16 @@ def href(path: str, base: Path | None, folder: bool = False) -> str:
     return quote(os.path.abspath(path)) + suffix
 
 
+def _shown_name(path: str, base: Path | None) -> str:
+    """The file's path inside the run folder (``rank1/trace.json.gz`` for a rank's), else its name."""
+    if base is not None:
+        try:
+            return Path(path).resolve().relative_to(base.resolve()).as_posix()
+        except ValueError:
+            pass
+    return Path(path).name
+
+
 def files_html(r: dict[str, Any], base: Path | None) -> str:
     """The run folder's files as links, each with what it is and what to open it with."""
     t = r.get("trace", {})
@@ -120,7 +130,7 @@ def files_html(r: dict[str, Any], base: Path | None) -> str:
             entries.append((t[key], kind, False))
     rows = []
     for path, kind, folder in entries:
-        link, name = (href(path, base, folder), Path(path).name + ("/" if folder else "")) if path else ("report.json", "report.json")
+        link, name = (href(path, base, folder), _shown_name(path, base) + ("/" if folder else "")) if path else ("report.json", "report.json")
         rows.append(
             f"<tr><td><a href='{escape(link)}' title='{escape(path or name)}'><code>{escape(name)}</code></a></td>"
             f"<td>{FILE_HELP[kind].format(path=escape(path))}</td></tr>"
