@@ -158,3 +158,6 @@ def test_a_pure_bfloat16_model_stays_quiet(runs: dict) -> None:
     report, profile, _, _ = runs["pure_bf16"]
     assert not churn(report)
     assert not [d for d in profile.dtype_lines if d.kind == "mixed"]
+    # its inputs were read all the same (bfloat16 parameters turn record_shapes on): the quiet is a measured one
+    assert json.loads((Path(report["trace"]["agent_json"])).read_text())["meta"]["record_shapes"] is True
+    assert any(d.kind == "cast" for d in profile.dtype_lines)  # the loss's .float(), recorded and not flagged

@@ -15,7 +15,7 @@ from ..findings import Finding
 from .advice import where
 from .compile_frames import CompiledFrame, break_sites, compiled_frames, frame_of, graph_runs, user_paths, window_split
 from .model import ProfileData
-from .runtime_finding import runtime_finding
+from .finding_extras import runtime_finding
 from .verdicts import Evidence, Recommendation
 
 

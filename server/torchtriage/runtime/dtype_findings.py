@@ -24,7 +24,7 @@ from ..findings import Finding
 from .advice import where
 from .agent.wire import DtypeEvent, Site, read_records
 from .model import DtypeLine, ProfileData
-from .runtime_finding import runtime_finding
+from .finding_extras import runtime_finding
 from .source_ops import SourceOps
 from .verdicts import Evidence, Recommendation
 

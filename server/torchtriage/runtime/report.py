@@ -18,10 +18,10 @@ from typing import Any, Sequence
 
 from .. import __version__
 from ..findings import Finding
-from .diagnosis import Diagnosis, Verdict, diagnose
 from .compile_frames import compile_report
+from .diagnosis import Diagnosis, Verdict, diagnose
+from .finding_extras import finding_extras_json
 from .model import CATEGORIES, ProfileData
-from .runtime_finding import finding_extras_json
 from .source_texts import source_texts
 
 # 1.1 added operators, breakdown_spread, withheld_verdicts, applies_on_this_device, trace links;

@@ -96,7 +96,7 @@ class Session:
             activities=activities,
             schedule=self.window,
             on_trace_ready=self._on_trace_ready,
-            record_shapes=True,  # input dtypes and sizes: dtype churn (agent/dtypes.py)
+            record_shapes=False,
             profile_memory=True,
             with_stack=True,
         )
@@ -117,6 +117,8 @@ class Session:
         note = self.window.note()
         if note and note not in self.warnings:
             self.warnings.append(note)
+        if self.dtypes.wants_shapes and not prof.record_shapes:
+            prof.record_shapes = True  # 16-bit parameters: read op inputs for dtype churn (from the warm-up on)
         if prof.current_action == ProfilerAction.RECORD_AND_SAVE:  # this step() ends the window
             self._stage("stopping the profiler")
             self._stopping_at = time.perf_counter()
@@ -184,10 +186,11 @@ class Session:
         started = time.perf_counter()
         self._stage("attributing events to lines", 0.0)
         collector = Collector(self.user, self.agent_dir, max_events=int(self.config.get("max_events", MAX_EVENTS)), progress=self._walked,
-                              dtypes=self.dtypes)
+                              dtypes=self.dtypes if prof.record_shapes else None)  # dtypes need the ops' inputs
         collector.collect(prof.profiler.kineto_results.experimental_event_tree(), self.step_hints)
         timings["collect_s"] = time.perf_counter() - started
         self.meta["events"] = collector.events
+        self.meta["record_shapes"] = bool(prof.record_shapes)
         self.meta["events_per_plain_step"] = self.window.events_per_step
         self.meta["active_steps"] = self.window.active
         cut_ns = None
@@ -267,10 +270,10 @@ class Session:
             self.channel.send("rank", **self.identity)
         if self.ddp is not None:
             self.ddp.install()
+        self.dtypes.install()  # before the detector: its optimizer hook decides record_shapes before a step starts the warm-up
         self.detector.install()
         self.workers.install()
         self.dynamo.install()
-        self.dtypes.install()
         self.prof.start()
         self.channel.send("phase", phase="running", device=self.device)
         code = 0
@@ -306,6 +309,7 @@ class Session:
         self.finishing = True
         self.window.stop()
         self.detector.uninstall()
+        self.dtypes.uninstall()
         if not self.saved and self.prof is not None:
             recording = self.prof.current_action in RECORDING
             if recording:

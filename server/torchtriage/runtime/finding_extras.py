@@ -1,10 +1,10 @@
-"""A runtime finding that carries its evidence, its fixes and code-specific details.
+"""A runtime finding that carries its evidence, its fixes and code-specific details (TTR5xx).
 
-The TTR1xx-3xx findings of ``crosslink`` say everything in their message.
-Later runtime findings (TTR5xx: torch.compile and dtypes) also carry the facts
-behind them and the fixes to try, in the shapes verdicts use (``Evidence``,
-``Recommendation``), plus a ``details`` dict of figures; report.json writes them
-as ``evidence``, ``recommendations`` and ``details`` (new in 1.2).
+The TTR1xx-3xx findings of ``crosslink`` say everything in their message.  The
+torch.compile and dtype findings also carry the facts behind them and the fixes
+to try, shaped as verdicts' (``Evidence``, ``Recommendation``), and a
+``details`` dict of figures; ``extra`` keeps them JSON-ready and report.json
+writes them as ``evidence``, ``recommendations`` and ``details`` (new in 1.2).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def runtime_finding(
     recommendations: Sequence[Recommendation] = (),
     details: dict[str, Any] | None = None,
 ) -> Finding:
-    """A ``Finding`` on ``path:line`` (warning when ``loud``, else info) with its evidence and fixes in ``extra``."""
+    """A ``Finding`` on ``path:line`` (warning when ``loud``, else info) with its evidence, fixes and details in ``extra``."""
     return Finding(
         path=path,
         span=Span(line, 1, line + 1, 1),
@@ -41,8 +41,8 @@ def runtime_finding(
             "share": max(0.0, min(1.0, share)),
             "self_ms_per_step": max(0.0, us_per_step) / 1000.0,
             "source": "runtime",
-            "evidence": list(evidence),
-            "recommendations": list(recommendations),
+            "evidence": [{"text": e.text, "path": e.path or None, "line": e.line or None} for e in evidence],
+            "recommendations": [{"action": r.action, "why": r.why, "example": r.example} for r in recommendations],
             "details": dict(details or {}),
         },
     )
@@ -50,12 +50,4 @@ def runtime_finding(
 
 def finding_extras_json(finding: Finding) -> dict[str, Any]:
     """The report.json fields a runtime finding adds when it has them: evidence, recommendations, details."""
-    extra = finding.extra
-    out: dict[str, Any] = {}
-    if "evidence" in extra:
-        out["evidence"] = [{"text": e.text, "path": e.path or None, "line": e.line or None} for e in extra["evidence"]]
-    if "recommendations" in extra:
-        out["recommendations"] = [{"action": r.action, "why": r.why, "example": r.example} for r in extra["recommendations"]]
-    if "details" in extra:
-        out["details"] = dict(extra["details"])
-    return out
+    return {key: finding.extra[key] for key in ("evidence", "recommendations", "details") if key in finding.extra}
