@@ -28,9 +28,9 @@ from .model import (
     StepTiming,
     SyncPoint,
 )
-from .sampling import FrameSample, LineResolver, read_samples
 from .compile_frames import read_compiles
 from .dtype_findings import read_dtype_lines
+from .sampling import FrameSample, LineResolver, read_samples
 
 TOP_NAMES = 5
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "  # as agent/collect.py strips it from charge names
@@ -145,9 +145,7 @@ class Attribution:
                     self.profiler_us += us
                     self.step_category_us[charge.step]["profiler"] += us
                 continue
-            if charge.category == "compile":  # torch.compile compiling: left out of the step (compile_findings)
-                if charge.main:
-                    self.step_category_us[charge.step]["compile"] += us
+            if charge.category == "compile":  # torch.compile compiling: not step time (the agent's Step.compile_ns)
                 continue
             if charge.main:
                 self.category_us[charge.category] += us
