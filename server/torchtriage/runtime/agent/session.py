@@ -117,7 +117,7 @@ class Session:
         note = self.window.note()
         if note and note not in self.warnings:
             self.warnings.append(note)
-        if self.dtypes.wants_shapes and not prof.record_shapes:
+        if self.dtypes.wants_shapes and not prof.record_shapes and self.config.get("record_shapes", "auto") in (None, "auto"):
             prof.record_shapes = True  # 16-bit parameters: read op inputs for dtype churn (from the warm-up on)
         if prof.current_action == ProfilerAction.RECORD_AND_SAVE:  # this step() ends the window
             self._stage("stopping the profiler")
