@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -154,3 +156,56 @@ def test_repeats_are_interleaved_and_widen_the_spread(tmp_path: Path) -> None:
     order = ["fp32", "bf16", "fp32-r2", "bf16-r2"]
     ended = [(out / name / "agent.json").stat().st_mtime for name in order]
     assert ended == sorted(ended)  # fp32, bf16, fp32, bf16
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie waiting for its parent is dead for our purpose
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split()[2] != "Z"
+    except OSError:
+        return False
+    return True
+
+
+def test_sigterm_stops_the_run_in_progress_and_nothing_more_runs(tmp_path: Path) -> None:
+    script = tmp_path / "never_steps.py"
+    script.write_text((LAB_DATA / "never_steps.py").read_text())
+    out = tmp_path / "lab"
+    lab = subprocess.Popen([sys.executable, "-m", "torchtriage", "lab", "--quiet", "--out", str(out), str(script)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+    pid_file = Path(str(script) + ".pid")
+    deadline = time.monotonic() + 120
+    while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pid = int(pid_file.read_text())
+    lab.send_signal(signal.SIGTERM)
+    output, _ = lab.communicate(timeout=60)
+    assert lab.returncode == 130, output
+    assert not _alive(pid)
+    document = json.loads((out / "lab.json").read_text())
+    VALIDATOR.validate(document)
+    rows = rows_by_name(document)
+    assert rows["fp32"]["status"] == "failed" and rows["fp32"]["reason"] == "interrupted"
+    for name in ("bf16", "bf16+compile"):
+        assert rows[name]["status"] == "not_run" and rows[name]["reason"] == "interrupted"
+    assert [p.name for p in out.iterdir() if p.is_dir()] == ["fp32"]
+
+
+def test_a_script_that_never_steps_is_not_run_again(tmp_path: Path) -> None:
+    script = tmp_path / "never_steps.py"
+    script.write_text((LAB_DATA / "never_steps.py").read_text())
+    out = tmp_path / "lab"
+    proc = subprocess.run([sys.executable, "-m", "torchtriage", "lab", "--quiet", "--no-step-timeout", "20", "--out", str(out), str(script)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    document = json.loads((out / "lab.json").read_text())
+    VALIDATOR.validate(document)
+    rows = rows_by_name(document)
+    assert rows["fp32"]["reason"] == "no_steps" and "no optimizer step" in rows["fp32"]["message"]
+    assert rows["bf16"]["status"] == "not_run" and rows["bf16"]["reason"] == "no_steps"
+    assert "the fp32 run saw no training step" in rows["bf16+compile"]["message"]
+    assert not _alive(int(Path(str(script) + ".pid").read_text()))

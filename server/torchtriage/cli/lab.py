@@ -2,13 +2,15 @@
 
 Exit codes: 0 every configuration that ran was measured (skipped ones do not
 count); 1 at least one failed (its row says why; the others still have their
-numbers); 2 usage error or the script could not run at all.
+numbers); 2 usage error or the script could not run at all; 130 interrupted
+(Ctrl-C: the run in progress is stopped, nothing more runs, lab.json says so).
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 from ..errors import UsageError
 
 EXIT_OK, EXIT_SOME_FAILED, EXIT_CANNOT_RUN = 0, 1, 2
+EXIT_INTERRUPTED = 130
 CANNOT_RUN = ("syntax_error", "no_torch")
 
 
@@ -37,7 +40,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed set before the script runs, the same for every run (default 0)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per configuration, interleaved; their spread counts as noise (default 1)")
     parser.add_argument("--timeout", type=float, help="stop a run after this many seconds (its row says so)")
-    parser.add_argument("--no-step-timeout", type=float, default=300.0, help="give up on a run that shows no step in this many seconds")
+    parser.add_argument("--no-step-timeout", type=float, default=300.0, help="give up on an eager run that shows no step in this many seconds (default 300; compiled runs have no such limit: use --timeout)")
     parser.add_argument("--loss-tolerance", type=float, default=0.05, help="relative difference from fp32's final loss still called ok (default 0.05)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--run-skipped", action="store_true", help="run the modes a CPU skips (fp16, reduce-overhead) anyway")
@@ -77,6 +80,7 @@ def run_lab_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     lab_dir = args.out.resolve() if args.out else new_run_dir(args.script.stem, prefix="lab-")
+    signal.signal(signal.SIGTERM, _interrupt)  # `timeout`, a killed editor task: stop the run in progress like Ctrl-C
     with LabProgress(settings.steps, settings.warmup, enabled=not args.quiet, json_lines=args.progress == "json") as progress:
         document, paths = run_and_report(
             args.script.resolve(), script_args, python, lab_dir, configurations, settings, on_start=progress.start, on_event=progress.handle,
@@ -85,7 +89,13 @@ def run_lab_command(args: argparse.Namespace) -> int:
     rows = document["rows"]
     if rows[0]["reason"] in CANNOT_RUN:  # the baseline never started: nothing else ran either
         return EXIT_CANNOT_RUN
+    if any(r["reason"] == "interrupted" for r in rows):
+        return EXIT_INTERRUPTED
     return EXIT_SOME_FAILED if any(r["status"] == "failed" for r in rows) else EXIT_OK
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _print(document: dict[str, Any], lab_dir: Path) -> None:

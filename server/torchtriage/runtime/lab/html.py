@@ -20,8 +20,8 @@ COLORS = {"fp32": "#8d99ae", "bf16": "#2e86ab", "fp16": "#f3a712"}
 COMPILED = "#8e5572"
 MIB = 2**20
 STYLE = (
-    "<style>.reading li{margin:6px 0}.status-failed,.status-skipped,.status-not_run{color:#b3261e}"
-    ".status-skipped{color:#777}table.lab td{white-space:nowrap}</style>"
+    "<style>.reading li{margin:6px 0}table.lab{font-size:12px}table.lab .status{color:#555;font-size:11px}"
+    ".status-failed .status,.status-not_run .status{color:#b3261e;font-weight:600}.status-skipped{color:#777}</style>"
 )
 
 
@@ -69,7 +69,8 @@ def interval_chart(rows: list[dict[str, Any]], width: int = 760, row_h: int = 34
             parts.append(f"<line x1='{cap:.1f}' y1='{mid - 6:.1f}' x2='{cap:.1f}' y2='{mid + 6:.1f}' stroke='#222' stroke-width='1.5'/>")
         label = f"{stats['median']:.2f} ms" + (f" · {row['speedup_vs_fp32']:.2f}×" if row.get("speedup_vs_fp32") else "")
         parts.append(f"<text x='{max(hi, x(stats['median'])) + 6:.1f}' y='{mid + 4:.1f}' {FONT}>{escape(label)}</text>")
-    height = axis_y + 22
+    parts.append(f"<text x='{label_w + plot_w / 2:.1f}' y='{axis_y + 30}' text-anchor='middle' {FONT} fill='#555'>ms per step</text>")
+    height = axis_y + 36
     return (
         f"<svg class='chart lab' xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' viewBox='0 0 {width} {height}' "
         f"role='img' aria-label='step time per configuration'>{''.join(parts)}</svg>"
@@ -79,8 +80,8 @@ def interval_chart(rows: list[dict[str, Any]], width: int = 760, row_h: int = 34
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    head = ("configuration", "status", "median ms (IQR)", "vs fp32", "steps/s", "samples/s", "peak memory",
-            "compile s", "graph breaks / recompiles", "output dtype", "final loss")
+    head = ("configuration", "median ms (IQR)", "vs fp32", "samples/s", "peak memory", "compile s", "breaks / recompiles",
+            "output", "final loss")
     body = []
     for r in rows:
         s = r.get("step_time_ms")
@@ -88,12 +89,13 @@ def _table(rows: list[dict[str, Any]]) -> str:
         vs = f"{r['speedup_vs_fp32']:.2f}× ({r['change_vs_fp32'].replace('_', ' ')})" if r.get("speedup_vs_fp32") else ""
         breaks = f"{r['graph_breaks']} / {r['recompiles']}" if r.get("graph_breaks") is not None else ""
         loss = "" if r["final_loss"] is None else f"{r['final_loss']:.4g} ({r['loss_check'].replace('_', ' ')})"
-        status = r["status"] + (f": {r['reason']}" if r["reason"] else "")
-        cells = (r["name"], status, median, vs, _fmt(r["steps_per_s"], ".2f"), _fmt(r["samples_per_s"], ",.0f"),
-                 _mib(r["peak_memory_bytes"]), _fmt(r["compile_s"], ".1f"), breaks, r["output_dtype"] or "", loss)
-        body.append(f"<tr class='status-{escape(r['status'])}'>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
+        status = r["status"].replace("_", " ") + (f": {r['reason']}" if r["reason"] else "")
+        name = f"<code>{escape(r['name'])}</code><div class='status'>{escape(status)}</div>"
+        cells = (median, vs, _fmt(r["samples_per_s"], ",.0f"), _mib(r["peak_memory_bytes"]), _fmt(r["compile_s"], ".1f"), breaks,
+                 r["output_dtype"] or "", loss)
+        body.append(f"<tr class='status-{escape(r['status'])}'><td>{name}</td>" + "".join(f"<td class='num'>{escape(str(c))}</td>" for c in cells) + "</tr>")
     header = "".join(f"<th>{escape(h)}</th>" for h in head)
-    return f"<div style='overflow-x:auto'><table class='lab'><tr>{header}</tr>{''.join(body)}</table></div>"
+    return f"<table class='lab'><tr>{header}</tr>{''.join(body)}</table>"
 
 
 def _details(rows: list[dict[str, Any]], lab_dir: Path) -> str:

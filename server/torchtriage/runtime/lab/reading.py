@@ -105,18 +105,27 @@ def build_reading(rows: list[dict[str, Any]]) -> dict[str, Any]:
         lines.append({"key": "take_both", "text": f"Both steps are large: take both{factor}."})
     fastest = _fastest(rows)
     if fastest is not None and len([r for r in rows if r["status"] == "measured"]) > 1:
-        if fastest["name"] == BASELINE:
-            lines.append({"key": "fastest", "text": f"Fastest here: {BASELINE} as written ({fastest['step_time_ms']['median']:.2f} ms/step)."})
-        else:
-            lines.append({"key": "fastest", "text": f"Fastest here: {fastest['name']} ({fastest['step_time_ms']['median']:.2f} ms/step"
-                          + (f", {fastest['speedup_vs_fp32']:.2f}× {BASELINE}" if fastest.get("speedup_vs_fp32") else "") + ")."})
+        lines.append({"key": "fastest", "text": _fastest_text(fastest, rows)})
     return {"precision": precision, "compile": compiling, "verdict": verdict, "fastest": fastest["name"] if fastest else None, "lines": lines}
 
 
+def _fastest_text(fastest: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    ms = f"{fastest['step_time_ms']['median']:.2f} ms/step"
+    if fastest["name"] != BASELINE:
+        return f"Fastest here: {fastest['name']} ({ms}, {fastest['speedup_vs_fp32']:.2f}× {BASELINE})."
+    others = [r for r in rows if r["status"] == "measured" and r["name"] != BASELINE]
+    if all(r["change_vs_fp32"] == SLOWER for r in others):
+        return f"Fastest here: {BASELINE} as written ({ms})."
+    return f"No configuration is measurably faster than {BASELINE} as written ({ms})."
+
+
 def _fastest(rows: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
-    """The measured row with the lowest median step time."""
+    """The measured row measurably faster than fp32 with the lowest median; else fp32 (when it measured)."""
     measured = [r for r in rows if r["status"] == "measured" and r.get("step_time_ms")]
-    return min(measured, key=lambda r: r["step_time_ms"]["median"]) if measured else None
+    faster = [r for r in measured if r.get("change_vs_fp32") == FASTER]
+    if faster:
+        return min(faster, key=lambda r: r["step_time_ms"]["median"])
+    return next((r for r in measured if r["name"] == BASELINE), None)
 
 
 def _why(before: Optional[dict[str, Any]], after: dict[str, Any]) -> str:

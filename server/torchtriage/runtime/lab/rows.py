@@ -173,9 +173,8 @@ def build_rows(configurations: list[Configuration], lab: LabRuns, settings: LabS
     for configuration in configurations:
         runs = [r for r in lab.runs if r.configuration == configuration]
         if not runs:
-            why = lab.skipped.get(configuration.name, "not run")
-            status = "skipped" if why.startswith("skipped") else "not_run"
-            rows.append(_empty_row(configuration, status, "skipped_on_cpu" if status == "skipped" else "cannot_run", why))
+            reason, why = lab.skipped.get(configuration.name, ("cannot_run", "not run"))
+            rows.append(_empty_row(configuration, "skipped" if reason == "skipped_on_cpu" else "not_run", reason, why))
             continue
         row, row_stats = build_row(configuration, runs, settings)
         rows.append(row)

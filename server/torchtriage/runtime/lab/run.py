@@ -2,8 +2,10 @@
 
 fp32 runs first: the device its model trained on decides which other
 configurations make sense (a CPU skips fp16 and reduce-overhead unless told
-otherwise); a script that cannot run at all (syntax error, no torch) is not
-run again.  Repeats are interleaved (fp32, bf16, compile, fp32, ...) so slow
+otherwise); a script that cannot run at all (syntax error, no torch) or never
+steps is not run again, and the no-step watchdog is left out of compiled runs
+(compiling may take minutes before the first step).  After an interrupt
+(Ctrl-C, SIGTERM, a cancelled editor request) nothing more runs.  Repeats are interleaved (fp32, bf16, compile, fp32, ...) so slow
 moments of a shared machine spread over every configuration.  Each run gets a
 folder of its own (``<name>`` or ``<name>-r2`` ...) with its output.log and
 agent.json.
@@ -54,7 +56,7 @@ class LabRuns:
     """Every run, and the configurations not run with the reason."""
 
     runs: list[ConfigRun]
-    skipped: dict[str, str]  # configuration name -> why it was not run
+    skipped: dict[str, tuple[str, str]]  # configuration name -> (reason, message): why it was not run (again)
     device: Optional[str]
 
 
@@ -71,7 +73,9 @@ def run_configuration(
     run_dir = lab_dir / run_folder_name(configuration, repeat)
     options = LabRunOptions(
         script=script, args=list(args), out_dir=run_dir, python=python, run_name=run_dir.name, device=settings.device,
-        timeout_s=settings.timeout_s, no_step_timeout_s=settings.no_step_timeout_s,
+        # compiling a large model may take longer than the watchdog before its first step; the eager fp32 run
+        # has already shown whether the script steps at all
+        timeout_s=settings.timeout_s, no_step_timeout_s=None if configuration.compile_mode else settings.no_step_timeout_s,
         lab={
             "precision": configuration.precision, "compile_mode": configuration.compile_mode,
             "warmup": settings.warmup, "steps": settings.steps, "seed": settings.seed,
@@ -97,7 +101,7 @@ def run_lab(
     """Every configuration ``settings.repeat`` times, the baseline first; see the module docstring."""
     planned = len(configurations) * settings.repeat
     runs: list[ConfigRun] = []
-    skipped: dict[str, str] = {}
+    skipped: dict[str, tuple[str, str]] = {}
 
     def run(configuration: Configuration, repeat: int) -> ConfigRun:
         if on_start is not None:
@@ -110,15 +114,22 @@ def run_lab(
     device = baseline.result.device if baseline.result is not None and baseline.result.models else baseline.meta.get("device")
     if baseline.status.status in CANNOT_RUN_STATUSES:
         why = f"not run: the script cannot run ({baseline.status.status}: {baseline.status.message})"
-        return LabRuns(runs, {c.name: why for c in configurations[1:]}, device)
+        return LabRuns(runs, {c.name: ("cannot_run", why) for c in configurations[1:]}, device)
     if device == "cpu" and not settings.run_skipped:
         for configuration in configurations[1:]:
             reason = cpu_skip_reason(configuration)
             if reason:
-                skipped[configuration.name] = f"skipped on CPU: {reason}"
+                skipped[configuration.name] = ("skipped_on_cpu", f"skipped on CPU: {reason}")
+    if baseline.failure == "no_steps":
+        why = f"not run: the {configurations[0].name} run saw no training step ({baseline.status.message})"
+        return LabRuns(runs, {c.name: ("no_steps", why) for c in configurations[1:]}, device)
+    interrupted = baseline.failure == "interrupted"
     for repeat in range(1, settings.repeat + 1):
         for configuration in configurations:
             if (repeat == 1 and configuration == configurations[0]) or configuration.name in skipped:
                 continue
-            run(configuration, repeat)
+            if interrupted:  # Ctrl-C or a cancelled editor request: nothing more runs
+                skipped.setdefault(configuration.name, ("interrupted", "not run: the lab was interrupted"))
+                continue
+            interrupted = run(configuration, repeat).failure == "interrupted"
     return LabRuns(runs, skipped, device)
