@@ -50,6 +50,16 @@ def test_autocast_wraps_the_trained_models_forward_and_nothing_else(bf16_models:
     assert bf16_models.output_dtype == "bfloat16" and bf16_models.take_step() == 5 and bf16_models.take_step() is None
 
 
+def test_samples_per_step_add_up_over_micro_batches_of_the_first_model(bf16_models: TrainedModels) -> None:
+    model, critic = Net(), nn.Linear(4, 1)
+    torch.optim.SGD([*model.parameters(), *critic.parameters()], lr=0.1)
+    for _ in range(3):  # gradient accumulation: three micro-batches of 4 in one step
+        critic(model(torch.randn(4, 8)).float())
+        critic(torch.randn(6, 4))  # another trained model: its calls do not count samples
+    assert bf16_models.names == ["Net", "Linear"] and bf16_models.calls == 9
+    assert bf16_models.take_step() == 12
+
+
 def test_a_model_whose_optimizer_comes_after_its_first_call_is_found_later(bf16_models: TrainedModels) -> None:
     model = Net()
     assert model(torch.randn(3, 8)).dtype == torch.float32  # a dry run before the optimizer exists

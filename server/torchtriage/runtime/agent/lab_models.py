@@ -11,9 +11,11 @@ is replaced, at its first call, by ``torch.compile`` of it: the first call
 runs eagerly (a warm-up step), every later call goes through the compiled
 forward, and the calls are counted to prove it.
 
-Batch size: the leading dimension of the first tensor among the positional
-arguments (else of the output).  Output dtype: the first floating-point
-tensor of the output, which shows that autocast really ran.
+Samples per step: the leading dimension of the first tensor among the
+positional arguments (else of the output), summed over the calls of the first
+model found in the step (gradient accumulation counts every micro-batch).
+Output dtype: the first floating-point tensor of the output, which shows that
+autocast really ran.  A model the script compiled itself is not compiled again.
 """
 
 from __future__ import annotations
@@ -64,7 +66,10 @@ class TrainedModels:
         self._active: Any = None
         self._depth = 0
         self._autocast: Any = None
-        self.batch: Optional[int] = None  # the first model call's batch in the current step
+        self._samples: Optional[int] = None
+        self.batch: Optional[int] = None  # samples through the first model in the current step
+        self._primary: Any = None  # the first model found: its calls count the samples
+        self.notes: List[str] = []
         self.output_dtype: Optional[str] = None
         self.calls = 0
         self.compiled_calls = 0
@@ -139,8 +144,7 @@ class TrainedModels:
             self._autocast = context
         self._active, self._depth = module, 1
         self.calls += 1
-        if self.batch is None:
-            self.batch = leading_dim(args)
+        self._samples = leading_dim(args) if module is self._primary else None
 
     def _post(self, module: Any, args: Any, output: Any) -> None:
         if module is not self._active or torch.compiler.is_compiling():
@@ -156,8 +160,10 @@ class TrainedModels:
             if tensor.is_floating_point():
                 self.output_dtype = str(tensor.dtype).replace("torch.", "")
                 break
-        if self.batch is None:
-            self.batch = leading_dim(output)
+        if module is self._primary:
+            samples = self._samples if self._samples is not None else leading_dim(output)
+            if samples is not None:
+                self.batch = (self.batch or 0) + samples
 
     def _first_call(self, module: Any) -> str:
         """The model's device type; on its first call also check the dtype and install the compiled forward."""
@@ -168,12 +174,19 @@ class TrainedModels:
         self._seen.add(module)
         self.device = self.device or device
         self.names.append(type(module).__name__)
+        if self._primary is None:
+            self._primary = module
         if self.dtype is torch.bfloat16 and device == "cuda" and not torch.cuda.is_bf16_supported():
             raise UnsupportedPrecision(f"bf16 is not supported on {torch.cuda.get_device_name(0)} (torch.cuda.is_bf16_supported() is False)")
         if self.dtype is not None and not torch.amp.is_autocast_available(device):
             raise UnsupportedPrecision(f"autocast is not available on device type {device!r}")
         if self.compile_mode is not None:
-            self._compile(module)
+            if _compiled_by_script(module):
+                self.notes.append(f"the script compiles {type(module).__name__} itself: it was not compiled again")
+            else:
+                self._compile(module)
+        elif _compiled_by_script(module):
+            self.notes.append("the script compiles the model itself: this row is compiled too")
         return device
 
     def _compile(self, module: Any) -> None:
@@ -191,6 +204,11 @@ class TrainedModels:
 
     # -- per step --------------------------------------------------------------------
     def take_step(self) -> Optional[int]:
-        """The batch size seen in the step that just ended; starts the next step."""
+        """The samples the first model saw in the step that just ended; starts the next step."""
         batch, self.batch = self.batch, None
         return batch
+
+
+def _compiled_by_script(module: Any) -> bool:
+    """``torch.compile(model)`` returns an ``OptimizedModule``; ``model.compile()`` sets ``_compiled_call_impl``."""
+    return type(module).__name__ == "OptimizedModule" or getattr(module, "_compiled_call_impl", None) is not None

@@ -152,6 +152,7 @@ class LabSession:
             self.notes.append(self.memory.note)
         counts = dynamo_counts()
         models = self.models
+        self.notes += [note for note in models.notes if note not in self.notes]
         if not models.names:
             self.notes.append("no module whose parameters an optimizer owns was called: autocast and compile were not applied")
         device = models.device or ("cuda" if cuda_available() and self.config.get("device") != "cpu" else "cpu")

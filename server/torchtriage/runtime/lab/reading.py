@@ -69,14 +69,15 @@ def _precision_text(step: dict[str, Any]) -> tuple[str, str]:
     return "precision_large", f"{name}: {step['speedup']:.2f}× faster ({_ms(step)}): the step is bound by math that lower precision speeds up; take {step['to']} autocast (check the loss column)."
 
 
-def _compile_text(step: dict[str, Any], row: dict[str, Any]) -> tuple[str, str]:
+def _compile_text(step: dict[str, Any], row: dict[str, Any], hinted: bool) -> tuple[str, str]:
     name = f"{step['from']} → {step['to']}"
+    hint = "run `torchtriage profile` to see where the step goes" if hinted else PROFILE_HINT
     breaks = f" ({row['graph_breaks']} graph breaks, {row['recompiles']} recompiles)" if row.get("graph_breaks") or row.get("recompiles") else ""
     if step["size"] in ("none", "small"):
         size = "no measurable change" if step["size"] == "none" else f"only {(step['speedup'] - 1) * 100:.0f} % faster"
         return "compile_small", (
             f"{name}: {size} ({_ms(step)}){breaks}: the kernels are already fused or the step is not launch/compute bound; "
-            f"{PROFILE_HINT}.")
+            f"{hint}.")
     if step["size"] == "slower":
         return "compile_slower", f"{name}: slower ({_ms(step)}){breaks}: compiling does not pay here; keep the eager model."
     return "compile_large", f"{name}: {step['speedup']:.2f}× faster ({_ms(step)}){breaks}: the step was launch or memory-traffic bound; take torch.compile (compile time: {row['compile_s']:.1f} s once)."
@@ -94,7 +95,7 @@ def build_reading(rows: list[dict[str, Any]]) -> dict[str, Any]:
     elif low is not None:
         lines.append({"key": "precision_unknown", "text": f"{BASELINE} → {low['name']}: not compared ({_why(fp32, low)})."})
     if compiling is not None and compiled is not None:
-        key, text = _compile_text(compiling, compiled)
+        key, text = _compile_text(compiling, compiled, any(PROFILE_HINT in line["text"] for line in lines))
         lines.append({"key": key, "text": text})
     elif compiled is not None:
         lines.append({"key": "compile_unknown", "text": f"{low['name'] if low else 'bf16'} → {compiled['name']}: not compared ({_why(low, compiled)})."})

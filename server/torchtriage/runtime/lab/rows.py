@@ -77,6 +77,10 @@ def _notes(configuration: Configuration, results: list[LabResult], settings: Lab
         notes.append("the script enables autocast itself around the model" + (": this row is not pure fp32" if configuration.precision == BASELINE else ""))
     if configuration.grad_scaler and any(r.script_scaler for r in results):
         notes.append("the script makes its own GradScaler: the lab did not add one")
+    low = {"bf16": "bfloat16", "fp16": "float16"}.get(configuration.precision)
+    if low and any(r.output_dtype == "float32" for r in results):
+        notes.append(f"the model's output is float32 under {configuration.precision} autocast: its last op runs in float32 under "
+                     "autocast (softmax, norms, losses), or autocast did not reach the model (one the script compiled with model.compile())")
     inside = max((r.compile_in_window_s for r in results), default=0.0)
     if inside > 0:
         notes.append(f"{inside:.2f} s of compilation happened inside the measured steps (a recompile): taken out of the step times")
