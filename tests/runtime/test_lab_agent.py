@@ -170,7 +170,6 @@ def test_compile_watch_times_compiles_and_counts_recompiles_and_graph_breaks() -
 
 
 def test_failure_kinds_follow_the_exception_and_its_cause() -> None:
-    from torch._dynamo.exc import BackendCompilerFailed  # noqa: F401  (the compiler's own exception types)
     from torch._inductor.exc import InductorError
 
     assert failure_kind(InductorError(RuntimeError("no compiler"), "x")) == "compile_failed"

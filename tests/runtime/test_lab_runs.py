@@ -38,6 +38,10 @@ def lab_cli(tmp_path: Path, script: str, *options: str, script_args: tuple[str, 
     return proc, out, document
 
 
+def _no_nan(token: str) -> None:
+    raise AssertionError(f"lab.json holds {token}")
+
+
 def rows_by_name(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {row["name"]: row for row in document["rows"]}
 
@@ -139,6 +143,8 @@ def test_fp16_overflow_makes_its_row_fail_on_the_loss_while_bf16_measures(tmp_pa
     rows = rows_by_name(lab)
     fp16 = rows["fp16"]
     assert fp16["status"] == "failed" and fp16["reason"] == "loss_not_finite" and fp16["loss_check"] == "not_finite"
+    assert fp16["final_loss"] is None and fp16["loss_finite"] is False
+    json.loads((tmp_path / "lab" / "lab.json").read_text(), parse_constant=_no_nan)  # strict JSON: no NaN or Infinity
     assert fp16["grad_scaler"] and fp16["output_dtype"] == "float16"
     assert fp16["scaler_skipped_steps"] >= 6 and any("GradScaler skipped" in note for note in fp16["notes"])
     assert fp16["step_time_ms"]["median"] > 0  # its steps were still timed

@@ -42,7 +42,6 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--timeout", type=float, help="stop a run after this many seconds (its row says so)")
     parser.add_argument("--no-step-timeout", type=float, default=300.0, help="give up on an eager run that shows no step in this many seconds (default 300; compiled runs have no such limit: use --timeout)")
     parser.add_argument("--loss-tolerance", type=float, default=0.05, help="relative difference from fp32's final loss still called ok (default 0.05)")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--run-skipped", action="store_true", help="run the modes a CPU skips (fp16, reduce-overhead) anyway")
     parser.add_argument("--python", default=sys.executable, help="interpreter that runs the script (default: this one)")
     parser.add_argument("--out", type=Path, help="lab folder (default: .torchtriage/runs/lab-<time>-<script>)")
@@ -73,8 +72,7 @@ def run_lab_command(args: argparse.Namespace) -> int:
         configurations = parse_modes(args.modes)
         settings = LabSettings(
             steps=args.steps, warmup=args.warmup, seed=args.seed, repeat=args.repeat, timeout_s=args.timeout,
-            no_step_timeout_s=args.no_step_timeout, loss_tolerance=args.loss_tolerance, device=args.device,
-            run_skipped=args.run_skipped,
+            no_step_timeout_s=args.no_step_timeout, loss_tolerance=args.loss_tolerance, run_skipped=args.run_skipped,
         )
         settings.validate()
     except ValueError as exc:

@@ -89,6 +89,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
         vs = f"{r['speedup_vs_fp32']:.2f}× ({r['change_vs_fp32'].replace('_', ' ')})" if r.get("speedup_vs_fp32") else ""
         breaks = f"{r['graph_breaks']} / {r['recompiles']}" if r.get("graph_breaks") is not None else ""
         loss = "" if r["final_loss"] is None else f"{r['final_loss']:.4g} ({r['loss_check'].replace('_', ' ')})"
+        if r["loss_check"] == "not_finite":
+            loss = "NaN or inf"
         status = r["status"].replace("_", " ") + (f": {r['reason']}" if r["reason"] else "")
         name = f"<code>{escape(r['name'])}</code><div class='status'>{escape(status)}</div>"
         cells = (median, vs, _fmt(r["samples_per_s"], ",.0f"), _mib(r["peak_memory_bytes"]), _fmt(r["compile_s"], ".1f"), breaks,

@@ -57,7 +57,6 @@ class LabSettings:
     timeout_s: Optional[float] = None  # per run
     no_step_timeout_s: Optional[float] = 300.0
     loss_tolerance: float = 0.05  # relative difference from fp32's final loss still called "ok"
-    device: str = "auto"
     run_skipped: bool = False  # run the modes a CPU skips anyway
 
     def validate(self) -> None:

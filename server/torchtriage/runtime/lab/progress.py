@@ -8,7 +8,6 @@ stdout, the percentage covering the whole lab (every planned run).
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any, Optional
 
 from rich.console import Console

@@ -56,7 +56,7 @@ def build_lab(
         "settings": {
             "modes": [c.name for c in configurations], "steps": settings.steps, "warmup": settings.warmup,
             "seed": settings.seed, "repeat": settings.repeat, "timeout_s": settings.timeout_s,
-            "loss_tolerance": settings.loss_tolerance, "device": settings.device, "run_skipped": settings.run_skipped,
+            "loss_tolerance": settings.loss_tolerance, "run_skipped": settings.run_skipped,
         },
         "rows": rows,
         "reading": build_reading(rows),
@@ -70,7 +70,7 @@ def write_lab(document: dict[str, Any], lab_dir: Path) -> LabPaths:
 
     lab_dir.mkdir(parents=True, exist_ok=True)
     json_path, html_path = lab_dir / LAB_JSON, lab_dir / LAB_HTML
-    json_path.write_text(json.dumps(document, indent=2), encoding="utf-8")
+    json_path.write_text(json.dumps(document, indent=2, allow_nan=False), encoding="utf-8")
     html_path.write_text(render_lab_html(document, lab_dir), encoding="utf-8")
     return LabPaths(json_path, html_path)
 

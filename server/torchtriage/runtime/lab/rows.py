@@ -94,12 +94,12 @@ def _notes(configuration: Configuration, results: list[LabResult], settings: Lab
 
 
 def _losses(results: list[LabResult]) -> tuple[Optional[float], Optional[bool]]:
-    """The final loss (first run with one) and whether every loss read was finite."""
+    """The final loss (first run with one; None when it is not finite: lab.json is strict JSON) and whether every loss read was finite."""
     values = [v for r in results for v in r.losses if v is not None]
     if not values:
         return None, None
     final = next(v for r in results for v in reversed(r.losses) if v is not None)
-    return final, all(math.isfinite(v) for v in values)
+    return (final if math.isfinite(final) else None), all(math.isfinite(v) for v in values)
 
 
 def build_row(configuration: Configuration, runs: list[ConfigRun], settings: LabSettings) -> tuple[dict[str, Any], Optional[StepStats]]:
@@ -159,10 +159,10 @@ def compare_to_baseline(rows: list[dict[str, Any]], stats: dict[str, StepStats],
             row["change_vs_fp32"] = change(base_stats, own)
         if row["name"] == BASELINE:
             row["loss_check"] = "baseline" if row["final_loss"] is not None else "no_loss"
-        elif row["final_loss"] is None:
-            row["loss_check"] = "no_loss"
         elif row["loss_finite"] is False:
             row["loss_check"] = "not_finite"
+        elif row["final_loss"] is None:
+            row["loss_check"] = "no_loss"
         elif base_loss is None:
             row["loss_check"] = "no_baseline"
         else:

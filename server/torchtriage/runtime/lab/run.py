@@ -72,7 +72,7 @@ def run_configuration(
     """Run the script under the lab agent for one configuration; never raises for the script's faults."""
     run_dir = lab_dir / run_folder_name(configuration, repeat)
     options = LabRunOptions(
-        script=script, args=list(args), out_dir=run_dir, python=python, run_name=run_dir.name, device=settings.device,
+        script=script, args=list(args), out_dir=run_dir, python=python, run_name=run_dir.name,
         # compiling a large model may take longer than the watchdog before its first step; the eager fp32 run
         # has already shown whether the script steps at all
         timeout_s=settings.timeout_s, no_step_timeout_s=None if configuration.compile_mode else settings.no_step_timeout_s,

@@ -40,7 +40,9 @@ def _cells(r: dict[str, Any], wide: bool) -> list[Any]:
     vs = ""
     if r["speedup_vs_fp32"]:
         vs = f"{r['speedup_vs_fp32']:.2f}×" + (" ~" if r["change_vs_fp32"] == "no_measurable_change" else "")
-    loss = "" if r["final_loss"] is None else f"{r['final_loss']:.4g}" + {"outside_tolerance": " ✗", "not_finite": " ✗"}.get(r["loss_check"], "")
+    loss = "" if r["final_loss"] is None else f"{r['final_loss']:.4g}" + (" ✗" if r["loss_check"] == "outside_tolerance" else "")
+    if r["loss_check"] == "not_finite":
+        loss = "NaN/inf ✗"
     return [
         Text(r["name"], style="" if r["status"] == "measured" else STATUS_STYLES.get(r["status"], "")), time, vs,
         _cell(r["steps_per_s"], ".1f"), _cell(r["samples_per_s"], ",.0f"), _mib(r["peak_memory_bytes"]),
