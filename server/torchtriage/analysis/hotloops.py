@@ -44,6 +44,7 @@ from typing import Iterator, TypeVar
 from .memo import subtree_memo
 from .file_kinds import is_test_file
 from .module_index import ModuleIndex
+from .syntax import positional_before_starred
 from .step_markers import (
     _MODEL_NAME,
     LOOP_NODES,
@@ -173,14 +174,6 @@ def _loop_facts(loop: Loop) -> _LoopFacts:
         )
 
     return subtree_memo(loop, "loop_facts", compute)
-
-
-def _before_starred(args: list[ast.expr]) -> list[ast.expr]:
-    """Positional arguments up to the first ``*args``: after it, positions are unknown."""
-    for index, arg in enumerate(args):
-        if isinstance(arg, ast.Starred):
-            return args[:index]
-    return args
 
 
 def _is_step_function(func: FunctionNode) -> bool:
@@ -453,7 +446,7 @@ class _Finder:
                 continue
             params = [a.arg for a in candidate.args.args if a.arg not in ("self", "cls")]
             batch = {
-                param for param, arg in zip(params, _before_starred(call.args))
+                param for param, arg in zip(params, positional_before_starred(call.args))
                 if names_in(arg) & region.batch_names and not is_shape_read(arg)
             }
             for keyword in call.keywords:

@@ -17,6 +17,7 @@ from ..fixes import add_keywords_fix, code_for, parse_expression_snippet
 from ..hotloops import HotRegion, unwrap_iterable
 from ._bindings import resolve_dict, resolve_name
 from ..file_kinds import is_test_file
+from ..syntax import bound_name
 from ._helpers import is_batch_expression, is_device_move
 
 if TYPE_CHECKING:
@@ -228,21 +229,13 @@ def set_keyword_fix(
 # --- which loops read a loader ------------------------------------------------------
 
 
-def _last_name(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
-
-
 def loader_name(ctx: "ModuleContext", call: ast.Call) -> str | None:
     """The variable or attribute a DataLoader is assigned to (``train_loader``, ``self.dl``)."""
     parent = ctx.parents.get(call)
     if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is call:
         targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
         if len(targets) == 1:
-            return _last_name(targets[0])
+            return bound_name(targets[0])
     return None
 
 
@@ -251,7 +244,7 @@ def _loop_reads(loop: ast.AST, name: str) -> bool:
     (``metric_logger.log_every(loader, 10, header)``)."""
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return False
-    if _last_name(unwrap_iterable(loop.iter)) == name:
+    if bound_name(unwrap_iterable(loop.iter)) == name:
         return True
     node: ast.expr = loop.iter
     for _ in range(4):
@@ -276,11 +269,11 @@ def _argument_index(
     for node in ctx.nodes_of(ast.Call):
         assert isinstance(node, ast.Call)
         # Only names can be followed, and ``super().__init__(...)`` is not a call of this module's functions.
-        passed = [(i, name) for i, name in enumerate(map(_last_name, node.args)) if name]
-        named = [(k.arg, name) for k in node.keywords if k.arg and (name := _last_name(k.value))]
+        passed = [(i, name) for i, name in enumerate(map(bound_name, node.args)) if name]
+        named = [(k.arg, name) for k in node.keywords if k.arg and (name := bound_name(k.value))]
         if not (passed or named) or _calls_super(node):
             continue
-        for func in functions.get(_last_name(node.func) or "", ()):
+        for func in functions.get(bound_name(node.func) or "", ()):
             if func not in params:
                 params[func] = [a.arg for a in [*func.args.posonlyargs, *func.args.args] if a.arg not in ("self", "cls")]
             positional = params[func]
