@@ -38,10 +38,10 @@ is the step that matters for the optimizer, so it is per-step (recorded in
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
-from typing import Iterator, TypeVar
 
-from .memo import subtree_memo
+from .guards import RUN_ENDERS, calls_modulo_helper, ends_the_run, is_lazy_init, modulo_helpers
+from .hot_regions import FunctionNode, HotEntry, HotLoops, HotRegion, Loop
+from .loop_kinds import LoopFacts, is_step_function, loop_facts, trains_anywhere
 from .file_kinds import is_test_file
 from .module_index import ModuleIndex
 from .syntax import positional_before_starred
@@ -67,8 +67,6 @@ from .step_markers import (
     unwrap_iterable,
 )
 
-Loop = ast.For | ast.AsyncFor | ast.While
-FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 LIGHTNING_STEP_METHODS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
 LIGHTNING_BATCH_HOOKS = frozenset(
@@ -82,159 +80,11 @@ LIGHTNING_BATCH_HOOKS = frozenset(
 )
 _NOT_FOLLOWED = frozenset({"forward", "__call__"})
 
-T = TypeVar("T", bound=ast.AST)
-
 __all__ = [
     "HotEntry", "HotLoops", "HotRegion", "LIGHTNING_STEP_METHODS", "LIGHTNING_BATCH_HOOKS", "find_hot_loops",
     "is_backward_call", "is_optimizer_step", "is_rare_guard", "unwrap_iterable", "_MODEL_NAME",
+    "RUN_ENDERS", "ends_the_run",
 ]
-
-
-@dataclass(eq=False)
-class HotRegion:
-    """A piece of code that runs once per step: a step loop or a per-step function."""
-
-    kind: str  # "step-loop" | "step-function" | "lightning-step"
-    node: Loop | FunctionNode
-    batch_names: set[str] = field(default_factory=set)
-    counter_names: set[str] = field(default_factory=set)
-    trains: bool = False  # calls backward() or steps an optimizer
-    via: ast.Call | None = None  # for step functions: the per-step call that reaches them
-    # For code made hot from another file of the project: the per-step call sites that reach it,
-    # outermost first, as "file:line" (empty for code hot within its own file).
-    hot_path: tuple[str, ...] = ()
-
-    @property
-    def header_line(self) -> int:
-        return self.node.lineno
-
-
-@dataclass(frozen=True)
-class HotEntry:
-    """A function of this module that another module of the project calls once per step."""
-
-    func: "FunctionNode"
-    batch: frozenset[str] = frozenset()
-    hot_path: tuple[str, ...] = ()
-
-
-@dataclass
-class HotLoops:
-    """Per-step code of a module, indexed for rules."""
-
-    regions: list[HotRegion] = field(default_factory=list)
-    per_step: dict[ast.AST, HotRegion] = field(default_factory=dict)
-    epoch_loops: list[Loop] = field(default_factory=list)
-    accumulation_guards: list[ast.If] = field(default_factory=list)
-    rare_guards: list[ast.If] = field(default_factory=list)
-
-    @property
-    def step_loops(self) -> list[HotRegion]:
-        return [r for r in self.regions if r.kind == "step-loop"]
-
-    def is_per_step(self, node: ast.AST) -> bool:
-        return node in self.per_step
-
-    def region_of(self, node: ast.AST) -> HotRegion | None:
-        return self.per_step.get(node)
-
-    def nodes(self, kind: type[T] | tuple[type, ...]) -> Iterator[tuple[T, HotRegion]]:
-        """Every per-step node of the given ast type, with its region."""
-        for node, region in self.per_step.items():
-            if isinstance(node, kind):
-                yield node, region  # type: ignore[misc]
-
-
-# --- facts of one loop or function (its own subtree only: cached on the node) ---------
-
-
-@dataclass(frozen=True)
-class _LoopFacts:
-    data_names: frozenset[str]  # batch names bound by the loop and propagated through its body
-    trains: bool  # its own body runs backward or steps an optimizer
-    calls_model: bool  # its own body calls the model on the loop's data
-    called_names: tuple[str, ...]  # plain-name functions its own body calls, in order
-    model_callees: tuple[str | None, ...] = ()  # for the model calls: the plain name called, else None
-
-
-def _loop_facts(loop: Loop) -> _LoopFacts:
-    def compute() -> _LoopFacts:
-        data_names: set[str] = set()
-        if isinstance(loop, (ast.For, ast.AsyncFor)):
-            data_names = target_names(loop.target, loop.iter)[0]
-        data_names = propagate_batch_names(loop.body, data_names)
-        own = list(own_nodes(loop.body))
-        model_calls = [n for n in own if is_model_call(n, data_names)]
-        return _LoopFacts(
-            frozenset(data_names),
-            any(is_backward_call(n) or is_optimizer_step(n) for n in own),
-            bool(model_calls),
-            tuple(dict.fromkeys(n.func.id for n in own if isinstance(n, ast.Call) and isinstance(n.func, ast.Name))),
-            tuple(n.func.id if isinstance(n.func, ast.Name) else None for n in model_calls),  # type: ignore[attr-defined]
-        )
-
-    return subtree_memo(loop, "loop_facts", compute)
-
-
-def _is_step_function(func: FunctionNode) -> bool:
-    params = {a.arg for a in func.args.args if looks_like_batch_param(a.arg)}
-    data = propagate_batch_names(func.body, params) if params else set()
-    return any(
-        is_backward_call(n) or is_optimizer_step(n) or (data and is_model_call(n, data)) for n in own_nodes(func.body)
-    )
-
-
-RUN_ENDERS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
-
-
-def ends_the_run(ctx: ModuleIndex, body: list[ast.stmt]) -> bool:
-    """A branch that stops the program (``raise`` or ``sys.exit(...)`` among its statements):
-    it runs at most once, so its body is not per-step (its test still is)."""
-    for stmt in body:
-        if isinstance(stmt, ast.Raise):
-            return True
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            if ctx.call_qualname(stmt.value) in RUN_ENDERS:
-                return True
-    return False
-
-
-def _is_none_test(test: ast.expr) -> str | None:
-    if (
-        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
-        and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
-    ):
-        return ast.unparse(test.left)
-    return None
-
-
-def _is_lazy_init(stmt: ast.If) -> bool:
-    """``if bank is None: bank = torch.zeros(...).cuda()``: one-time initialisation, true once.
-
-    Also ``if not hasattr(self, "bank"): self.bank = ...``.  Only without an ``else`` branch."""
-    if stmt.orelse:
-        return False
-    test = stmt.test
-    target: str | None = _is_none_test(test)
-    if target is None and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        # ``if rank == 0 and bank is None:`` still initialises once
-        target = next((t for t in map(_is_none_test, test.values) if t is not None), None)
-    if target is not None:
-        pass
-    elif (
-        isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call)
-        and isinstance(test.operand.func, ast.Name) and test.operand.func.id == "hasattr"
-        and len(test.operand.args) == 2 and isinstance(test.operand.args[1], ast.Constant)
-    ):
-        target = f"{ast.unparse(test.operand.args[0])}.{test.operand.args[1].value}"
-    if target is None:
-        return False
-    for node in stmt.body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(ast.unparse(t) == target for t in targets):
-                return True
-    return False
 
 
 # --- the finder -------------------------------------------------------------------
@@ -249,7 +99,10 @@ class _Finder:
         self.classes: dict[str, ast.ClassDef] = {}
         self.instances: dict[str, str] = {}  # "trainer" / "self.engine" -> class name
         self.loader_vars: set[str] = set()
-        self._visited_functions: set[FunctionNode] = set()
+        self.lambdas: dict[str, list[ast.Lambda]] = {}  # ``to_np = lambda t: ...``
+        self._visited_functions: set[FunctionNode | ast.Lambda] = set()
+        self._function_regions: dict[FunctionNode, HotRegion] = {}
+        self._trains_through: dict[FunctionNode, bool] = {}
         self.loops: list[Loop] = []
         self._loop_data: dict[Loop, set[str]] = {}  # batch names found while classifying loops
         self.calls: list[ast.Call] = []
@@ -262,6 +115,11 @@ class _Finder:
         self.loops = list(self.ctx.nodes_of(LOOP_NODES))  # type: ignore[arg-type]
         for node in self.ctx.nodes_of(ast.ClassDef):
             self.classes[node.name] = node  # type: ignore[attr-defined, assignment]
+        self.modulo_helpers = modulo_helpers(self.ctx)
+        for node in self.ctx.nodes_of(ast.Assign):
+            assert isinstance(node, ast.Assign)
+            if isinstance(node.value, ast.Lambda) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                self.lambdas.setdefault(node.targets[0].id, []).append(node.value)
         assigns = [n for n in self.ctx.nodes_of(ast.Assign) if isinstance(n.value, ast.Call)]  # type: ignore[attr-defined]
         for node in assigns:
             call = node.value
@@ -280,30 +138,68 @@ class _Finder:
 
     def loop_markers(self, loop: Loop) -> tuple[bool, bool]:
         """(is a step loop, trains) from the loop's own body."""
-        facts = _loop_facts(loop)
+        facts = loop_facts(loop)
         self._loop_data[loop] = set(facts.data_names)
         if facts.trains:
             return True, True
         step = isinstance(loop, (ast.For, ast.AsyncFor)) and is_loader_like(loop.iter, self.loader_vars)
         if not step and self._calls_model(facts) and self._enclosing_name(loop) not in _NOT_FOLLOWED:
             step = True
+        callees = self._loop_callees(loop, facts)
         if not step:
-            step = any(self._is_step_function(f) for name in facts.called_names for f in self.functions.get(name, ()))
+            step = any(is_step_function(f) for f in callees)
+        if not step and facts.fetches_batch:  # ``batch = next(self.data); self.run_step(batch)``
+            step = any(self._trains_through_calls(f, 3) for f in callees)
+        if not step and facts.slices_by_stride:  # ``for i in range(0, n, chunk): torch.mm(x[i:i+chunk], ...)``
+            step = any(
+                (self.ctx.call_qualname(n) or "").startswith("torch.") for n in own_nodes(loop.body) if isinstance(n, ast.Call)
+            )
         return step, False
 
-    def _calls_model(self, facts: _LoopFacts) -> bool:
+    def _loop_callees(self, loop: Loop, facts: LoopFacts) -> list[FunctionNode]:
+        """Functions of this file a loop's own body calls: by plain name, and ``self.`` methods of its class."""
+        found = [f for name in facts.called_names for f in self.functions.get(name, ()) if not self._is_method(f)]
+        if facts.self_called:
+            owner = self._owner_class(loop)
+            found += [
+                f for name in facts.self_called for f in self.functions.get(name, ())
+                if owner is not None and self.ctx.parents.get(f) is owner
+            ]
+        return found
+
+    def _trains_through_calls(self, func: FunctionNode, depth: int) -> bool:
+        """Whether a function trains, itself or through the functions and ``self.`` methods of this
+        file it calls (``run_step`` -> ``self.forward_backward`` -> ``loss.backward()``)."""
+        known = self._trains_through.get(func)
+        if known is not None:
+            return known
+        self._trains_through[func] = False  # (recursion guard)
+        result = trains_anywhere(func) or depth > 0 and any(
+            self._trains_through_calls(callee, depth - 1) for callee in self._function_callees(func)
+        )
+        self._trains_through[func] = result
+        return result
+
+    def _function_callees(self, func: FunctionNode) -> list[FunctionNode]:
+        owner = self._owner_class(func)
+        found: list[FunctionNode] = []
+        for node in ast.walk(func):
+            if not isinstance(node, ast.Call):
+                continue
+            if isinstance(node.func, ast.Name):
+                found += [f for f in self.functions.get(node.func.id, ()) if not self._is_method(f)]
+            elif isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == "self":
+                found += [f for f in self.functions.get(node.func.attr, ()) if owner is not None and self.ctx.parents.get(f) is owner]
+        return found
+
+    def _calls_model(self, facts: LoopFacts) -> bool:
         """A model call among the loop's own calls; ``validate_network(loader, model)`` or
         ``render_with_model(model, noise)`` is a function of this file or an imported one, not a
-        module's forward (whether it does per-step work is :meth:`_is_step_function`'s question)."""
+        module's forward (whether it does per-step work is :func:`.loop_kinds.is_step_function`'s question)."""
         return any(
             name is None or (name not in self.functions and name not in self.ctx.aliases)
             for name in facts.model_callees
         )
-
-    def _is_step_function(self, func: FunctionNode) -> bool:
-        """A function whose own body (not its loops) trains or calls the model on its batch params:
-        a loop calling it once per iteration is a step loop (``for b in data: train_step(b)``)."""
-        return subtree_memo(func, "is_step_function", lambda: _is_step_function(func))
 
     def run(self) -> HotLoops:
         loops: list[tuple[Loop, bool, int]] = []
@@ -352,6 +248,8 @@ class _Finder:
             batch, counters = target_names(loop.target, loop.iter)
         counters = counters or incremented_counters(loop.body)  # while loops: `step += 1`
         batch = self._loop_data.get(loop) or propagate_batch_names(loop.body, batch)
+        if not batch:  # ``for i in range(0, batch.shape[0], micro): x = batch[i : i + micro]``
+            batch = propagate_batch_names(loop.body, self._batch_params_around(loop))
         region = HotRegion("step-loop", loop, batch, counters, trains)
         self.result.regions.append(region)
         if isinstance(loop, ast.While):
@@ -368,12 +266,23 @@ class _Finder:
         hot_path: tuple[str, ...] = (),
     ) -> None:
         if func in self._visited_functions:
+            known = self._function_regions.get(func)
+            if known is not None and batch - known.batch_names:  # another per-step caller hands it step data
+                known.batch_names |= propagate_batch_names(func.body, batch)
             return
         self._visited_functions.add(func)
         trains = any(is_backward_call(n) or is_optimizer_step(n) for n in own_nodes(func.body))
         region = HotRegion(kind, func, propagate_batch_names(func.body, batch), counters, trains, via, hot_path)
+        self._function_regions[func] = region
         self.result.regions.append(region)
         self._walk_body(func.body, region)
+
+    def _batch_params_around(self, loop: Loop) -> set[str]:
+        """Parameters of the function holding a loop that look like batch data (``batch``, ``images``)."""
+        func = self.ctx.enclosing_function(loop)
+        if func is None:
+            return set()
+        return {a.arg for a in [*func.args.posonlyargs, *func.args.args] if looks_like_batch_param(a.arg)}
 
     def _mark(self, node: ast.AST, region: HotRegion) -> None:
         """Mark an expression subtree (not nested scopes) as per-step."""
@@ -388,12 +297,38 @@ class _Finder:
             for child in ast.iter_child_nodes(current):
                 if not isinstance(child, SCOPE_NODES):
                     stack.append(child)
+                elif isinstance(child, ast.Lambda) and isinstance(current, ast.Call):
+                    self._inline_lambda(child, current, region)
+
+    def _inline_lambda(self, lam: ast.Lambda, call: ast.Call, region: HotRegion) -> None:
+        """``map(lambda t: t.item(), (a, b))``, ``sorted(xs, key=lambda v: v.sum())``: a lambda handed to
+        a per-step call runs every step; its parameters get step data when the call's other arguments do."""
+        others = [a for a in [*call.args, *(k.value for k in call.keywords)] if a is not lam]
+        carries = any(names_in(a) & region.batch_names for a in others)
+        params = {a.arg for a in lam.args.args} if carries else set()
+        self._add_lambda(lam, params, call, self._extend_path(call, region))
+
+    def _add_lambda(self, lam: ast.Lambda, batch: set[str], via: ast.Call, hot_path: tuple[str, ...]) -> None:
+        if lam in self._visited_functions:
+            return
+        self._visited_functions.add(lam)
+        region = HotRegion("step-function", lam, set(batch), set(), False, via, hot_path)
+        self.result.regions.append(region)
+        self._mark(lam.body, region)
+
+    def _extend_path(self, call: ast.Call, region: HotRegion) -> tuple[str, ...]:
+        if not region.hot_path:
+            return ()
+        return region.hot_path + (f"{getattr(self.ctx, 'path_label', None) or self.ctx.path}:{call.lineno}",)
 
     def _is_rare(self, stmt: ast.If, region: HotRegion) -> bool:
-        if _is_lazy_init(stmt) or ends_the_run(self.ctx, stmt.body):
+        if is_lazy_init(stmt) or ends_the_run(self.ctx, stmt.body, stmt.test):
             self.result.rare_guards.append(stmt)
             return True
-        if not (is_rare_guard(stmt.test, region.counter_names) or is_bounded_guard(stmt)):
+        if not (
+            is_rare_guard(stmt.test, region.counter_names) or is_bounded_guard(stmt)
+            or calls_modulo_helper(stmt.test, self.modulo_helpers)
+        ):
             return False
         if does_optimizer_work(stmt.body):
             self.result.accumulation_guards.append(stmt)
@@ -435,7 +370,12 @@ class _Finder:
     def _follow_call(self, call: ast.Call, region: HotRegion) -> None:
         """A per-step call to a function of this file makes that function per-step; so does
         passing one (``optimizer.step(closure)``)."""
-        hot_path = region.hot_path + (f"{getattr(self.ctx, 'path_label', None) or self.ctx.path}:{call.lineno}",) if region.hot_path else ()
+        hot_path = self._extend_path(call, region)
+        if isinstance(call.func, ast.Name) and call.func.id in self.lambdas and call.func.id not in self.functions:
+            for lam in self.lambdas[call.func.id]:  # ``to_np = lambda t: t.cpu().numpy()``; ``to_np(out)``
+                params = [a.arg for a in lam.args.args]
+                batch = {p for p, arg in zip(params, positional_before_starred(call.args)) if names_in(arg) & region.batch_names}
+                self._add_lambda(lam, batch, call, hot_path)
         for arg in call.args:
             if isinstance(arg, ast.Name):
                 for func in self.functions.get(arg.id, ()):
