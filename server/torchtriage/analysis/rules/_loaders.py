@@ -18,6 +18,7 @@ from ..hotloops import HotRegion, unwrap_iterable
 from ._bindings import resolve_dict, resolve_name
 from ..file_kinds import is_test_file
 from ..syntax import bound_name
+from ._generators import fetches_from, iterator_aliases
 from ._helpers import is_batch_expression, is_device_move
 
 if TYPE_CHECKING:
@@ -296,7 +297,8 @@ def _calls_super(call: ast.Call) -> bool:
 
 
 def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
-    """Step loops that iterate this DataLoader, directly, by name, or through a parameter."""
+    """Step loops that iterate this DataLoader, directly, by name, through a parameter, or through
+    an iterator over it (``it = cycle(loader)`` ... ``next(it)``, see :mod:`._generators`)."""
     parent = ctx.parents.get(call)
     while isinstance(parent, ast.Call):  # enumerate(tqdm(DataLoader(...)))
         parent = ctx.parents.get(parent)
@@ -317,9 +319,14 @@ def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
             if (scope, current) in seen:
                 continue
             seen.add((scope, current))
+            aliases = iterator_aliases(ctx).get(current, [])
             for region in ctx.hot.step_loops:
                 inside = scope is None or any(a is scope for a in ctx.ancestors(region.node))
-                if inside and _loop_reads(region.node, current) and region not in found:
+                if not inside or region in found:
+                    continue
+                if _loop_reads(region.node, current) or any(
+                    _loop_reads(region.node, alias) or fetches_from(region.node, alias) for alias in aliases
+                ):
                     found.append(region)
             next_frontier.extend(receivers.get(current, ()))
         frontier = next_frontier

@@ -77,6 +77,7 @@ _BUILTIN_NON_TENSOR = frozenset(
      "iter", "open", "super", "round"}
 )
 _NON_TENSOR_MODULES = ("numpy.", "math.", "time.", "random.", "statistics.", "os.", "json.", "sys.")
+_ORDERING = frozenset({"list", "tuple", "reversed", "sorted"})
 _HOST_CONSTANTS = (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp,
                    ast.SetComp, ast.GeneratorExp, ast.Lambda)
 
@@ -96,6 +97,8 @@ class TensorOracle:
     def __init__(self, ctx: ModuleContext) -> None:
         self.ctx = ctx
         self._bindings: dict[ast.AST, dict[str, list[Binding]]] = {}
+        self._results: dict[ast.AST, bool | None] = {}  # function -> what its calls return
+        self.buffers = _registered_tensors(ctx)
 
     def is_tensor(self, node: ast.AST, region: HotRegion | None = None, strict: bool = False) -> bool | None:
         """True / False / None (unknown) for an expression.
@@ -151,6 +154,8 @@ class TensorOracle:
         if isinstance(node, ast.Attribute):
             if node.attr in _NON_TENSOR_ATTRS:
                 return False
+            if isinstance(node.value, ast.Name) and node.value.id == "self" and node.attr in self.buffers:
+                return True  # ``self.queue_ptr`` after ``self.register_buffer("queue_ptr", ...)``
             if not (_TENSOR_ATTRS.match(node.attr) or self._is_batch_container(node.value, region)):
                 return None  # module.affine, cfg.flag, batch_stats.count
             return True if self._eval(node.value, region, depth) is True else None
@@ -214,7 +219,9 @@ class TensorOracle:
                 return self._eval(node.args[0], region, depth)
             if func.id == "self" and node.args:
                 return True  # self(x) in a LightningModule is its forward
-            return True if _MODEL_CALLEE.match(func.id) and (node.args or node.keywords) else None
+            if _MODEL_CALLEE.match(func.id) and (node.args or node.keywords):
+                return True
+            return self._returns_of(self.ctx.functions.get(func.id, ()), depth)
         if not isinstance(func, ast.Attribute):
             return None
         if func.attr in _NON_TENSOR_METHODS:
@@ -227,7 +234,24 @@ class TensorOracle:
             return True  # self.model(x), self.criterion(out, y)
         if isinstance(func.value, ast.Name) and func.value.id == "self" and func.attr == "forward":
             return True
+        if isinstance(func.value, ast.Name) and func.value.id == "self":
+            return self._returns_of(self.ctx.functions.get(func.attr, ()), depth)
         return None
+
+    def _returns_of(self, functions: "list[ast.FunctionDef | ast.AsyncFunctionDef] | tuple", depth: int) -> bool | None:
+        """A call of a function of this file (``convert_to_xywh(boxes)``, ``self.sample_schedule(n)``)
+        returns a tensor when every ``return`` of the one function of that name gives a torch result."""
+        if len(functions) != 1:
+            return None
+        func = functions[0]
+        known = self._results.get(func)
+        if known is not None or func in self._results:
+            return known
+        self._results[func] = None  # (recursion guard)
+        returns = [n.value for n in own_nodes_of(func) if isinstance(n, ast.Return) and n.value is not None]
+        verdict = True if returns and all(self._eval(v, None, depth) is True for v in returns) else None
+        self._results[func] = verdict
+        return verdict
 
     # --- names --------------------------------------------------------------------
 
@@ -235,7 +259,7 @@ class TensorOracle:
         self, name: str, use: Position, scope: ast.AST, region: HotRegion | None, depth: int,
         by_spelling: bool = True,
     ) -> bool | None:
-        if _NEVER_TENSOR_NAME.match(name):
+        if _NEVER_TENSOR_NAME.match(name) and not _is_step_parameter(name, scope, region):
             return None
         current: ast.AST | None = scope
         innermost = True
@@ -246,6 +270,8 @@ class TensorOracle:
                 if innermost:
                     before = [c for c in candidates if c[2] <= use]
                     chosen = before[-1] if before else candidates[-1]
+                    if len(before) > 1 and _assigns_none(chosen) and self._other_branches(before[-2][0], chosen[0]):
+                        chosen = before[-2]  # ``x = t.mean() if ... else: x = None``: a tensor, when set
                 return self._eval_binding(name, chosen, current, region, depth)
             innermost = False
             current = None if isinstance(current, ast.Module) else self._scope_of(current)
@@ -299,6 +325,8 @@ class TensorOracle:
         source = element_source(self.ctx, loop.target, name, loop.iter)
         if source is COUNTER:
             return False
+        if source is not None and self._values_of_step_data(loop, name, source, region, depth):
+            return True
         if source is not None and _iterates_structure(source):
             return None  # (name, module) pairs, parameters, param groups, dict entries
         if source is not None:
@@ -309,12 +337,38 @@ class TensorOracle:
             return True if name in region.batch_names else None
         return None
 
+    def _values_of_step_data(
+        self, loop: ast.For | ast.AsyncFor, name: str, source: ast.AST, region: HotRegion | None, depth: int
+    ) -> bool:
+        """``for k, v in outputs.items()`` / ``for v in preds.values()`` over step data (a dict of
+        tensors a per-step call handed over): the values are tensors too, or hold them."""
+        if region is None or not isinstance(source, ast.Call) or not isinstance(source.func, ast.Attribute):
+            return False
+        method, owner = source.func.attr, source.func.value
+        if method == "items":
+            target = loop.target
+            if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+                return False
+            if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target.elts[1])):
+                return False  # the key
+        elif method != "values":
+            return False
+        return isinstance(owner, ast.Name) and owner.id in region.batch_names and self._eval(owner, region, depth) is True
+
     def _eval_elements(self, iterable: ast.AST, region: HotRegion | None, depth: int) -> bool | None:
         """What iterating ``iterable`` yields: host values, tensors, or unknown."""
         if depth > _MAX_DEPTH:
             return None
         if _iterates_structure(iterable):
             return None
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and iterable.func.attr == "tolist":
+            return False  # Python numbers (the sync, if any, was paid once, there)
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id not in self.ctx.aliases:
+            if iterable.func.id in _ORDERING and len(iterable.args) == 1:
+                return self._eval_elements(iterable.args[0], region, depth + 1)  # list(...), reversed(...)
+            if iterable.func.id == "zip" and iterable.args:  # rows of host values when every column is
+                columns = [self._eval_elements(a, region, depth + 1) for a in iterable.args]
+                return False if all(c is False for c in columns) else None
         if isinstance(iterable, ast.Subscript) and isinstance(iterable.slice, ast.Slice):
             return self._eval_elements(iterable.value, region, depth + 1)  # names[::-1]
         if isinstance(iterable, ast.BinOp) and isinstance(iterable.op, (ast.Add, ast.Mult)):
@@ -340,6 +394,15 @@ class TensorOracle:
             return None
         return True if self._eval(iterable, region, depth + 1) is True else None  # rows of a tensor
 
+    def _other_branches(self, first: ast.AST, second: ast.AST) -> bool:
+        """Whether two statements sit in the two branches of one ``if``/``else``."""
+        for ancestor in self.ctx.ancestors(second):
+            if isinstance(ancestor, ast.If):
+                inside = {id(n) for stmt in ancestor.orelse for n in ast.walk(stmt)}
+                if id(second) in inside:
+                    return any(first is n for stmt in ancestor.body for n in ast.walk(stmt))
+        return False
+
     def _scope_of(self, node: ast.AST) -> ast.AST:
         for ancestor in self.ctx.ancestors(node):
             if isinstance(ancestor, _SCOPES):
@@ -351,6 +414,49 @@ class TensorOracle:
         if cached is None:
             cached = self._bindings[scope] = scope_bindings(scope)
         return cached
+
+
+def _registered_tensors(ctx: ModuleContext) -> frozenset[str]:
+    """Attribute names registered as module buffers or parameters (``self.register_buffer("queue", ...)``)."""
+    if "register_" not in ctx.source:
+        return frozenset()
+    return frozenset(
+        node.args[0].value
+        for node in ctx.nodes_of(ast.Call)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("register_buffer", "register_parameter") and node.args
+        and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+    )
+
+
+def _assigns_none(binding: Binding) -> bool:
+    statement = binding[0]
+    value = getattr(statement, "value", None)
+    return isinstance(statement, ast.Assign) and isinstance(value, ast.Constant) and value.value is None
+
+
+def own_nodes_of(func: ast.AST) -> list[ast.AST]:
+    """The nodes of a function body, not of functions or classes nested in it."""
+    found: list[ast.AST] = []
+    stack = list(ast.iter_child_nodes(func))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _is_step_parameter(name: str, scope: ast.AST, region: HotRegion | None) -> bool:
+    """A parameter of a per-step function or lambda that its per-step call sites hand step data
+    (``to_np = lambda t: t.cpu().numpy()`` called as ``to_np(out)``): a tensor whatever its name."""
+    if region is None or scope is not region.node or name not in region.batch_names:
+        return False
+    arguments = getattr(scope, "args", None)
+    return isinstance(arguments, ast.arguments) and any(
+        a.arg == name for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    )
 
 
 def _iterates_structure(iterable: ast.AST) -> bool:

@@ -249,7 +249,8 @@ class CudaTimingWithoutSync(Rule):
         for timing in unsynced_timings(ctx):
             yield Report(
                 timing.read,
-                f"`{timing.clock}()` is read while CUDA work since line {timing.opening.lineno} may still be "
+                f"`{timing.clock}()` is read while CUDA work since line {timing.opening.lineno}"
+                f"{' (in the previous iteration)' if timing.carried else ''} may still be "
                 "queued, so this times kernel launches, not the GPU: call `torch.cuda.synchronize()` first",
                 fix=lambda read=timing.read: _sync_fix(ctx, read),
             )
