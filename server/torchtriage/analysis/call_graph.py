@@ -33,6 +33,7 @@ class CallGraph:
         self._constructed: dict[str, set[ClassRef]] | None = None
         self._factories: dict[ast.AST, ClassRef | None] = {}
         self._assignments: dict[ast.AST, dict[str, ast.expr]] = {}  # scope -> name -> last value
+        self._methods: dict[str, list[FunctionRef]] | None = None  # method name -> project methods
 
     def assigned(self, module: ProjectModule, name: str, at: ast.AST) -> ast.expr | None:
         """The value last assigned to ``name`` in the function holding ``at`` (or the module)."""
@@ -166,7 +167,43 @@ class CallGraph:
             method = cls[0].method(cls[1], func.attr)
             if method is not None:
                 return [(cls[0], method)]
-        return []
+        return self._distinctive_method(func.attr)
+
+    def _distinctive_method(self, name: str) -> list[FunctionRef]:
+        """A method whose name only one project class defines, and that no library object is
+        likely to share (``update_with_local_losses``; not ``update`` or ``zero_grad``): the
+        receiver, whose class could not be followed (``self.sampler = sampler or Uniform(...)``),
+        is an instance of that class or a subclass."""
+        if self._methods is None:
+            table: dict[str, list[FunctionRef]] = {}
+            for module in self.table.by_path.values():
+                if module.ctx is None or is_test_file(module.path):
+                    continue
+                for cls in module.classes.values():
+                    for node in cls.body:
+                        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                            table.setdefault(node.name, []).append((module, node))
+            self._methods = table
+        found = self._methods.get(name, [])
+        if len(found) != 1 or not _distinctive(name):
+            return []
+        return found
+
+
+# Method names library objects (modules, optimizers, tensors, loggers, samplers) define too.
+_COMMON_METHODS = frozenset(
+    {"zero_grad", "state_dict", "load_state_dict", "named_parameters", "named_modules", "named_buffers",
+     "named_children", "add_module", "register_buffer", "register_forward_hook", "set_epoch", "add_scalar",
+     "add_scalars", "add_image", "log_dict", "log_metrics", "get_lr", "get_last_lr", "add_param_group",
+     "clip_grad_norm_", "extra_repr", "reset_parameters", "init_weights", "no_sync", "set_description",
+     "set_postfix", "to_dict", "from_pretrained", "save_pretrained", "is_available"}
+)
+
+
+def _distinctive(name: str) -> bool:
+    """A multi-word method name (``update_with_local_losses``), not a dunder or a library API name."""
+    core = name.strip("_")
+    return core.count("_") >= 2 and not name.startswith("__") and name not in _COMMON_METHODS
 
 
 def callable_methods(module: ProjectModule, cls: ast.ClassDef) -> list[FunctionRef]:

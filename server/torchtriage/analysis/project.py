@@ -180,7 +180,7 @@ class Project:
         if ctx.project_defaults is not None and ctx.project_defaults == own:
             view = replace(view, defaults=None)  # nothing from other files: as if alone
         if not (view.entries or view.cuda_from or view.imported_constants or view.defaults is not None or view.loader_reads
-                or view.trains_via):
+                or view.trains_via or view.device_call):
             return None  # the file analysed alone gives the same findings
         return view
 

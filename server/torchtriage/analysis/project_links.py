@@ -15,7 +15,7 @@ from .call_graph import CallGraph
 from .file_kinds import is_test_file
 from .hotloops import HotRegion
 from .project_modules import FunctionNode, ModuleTable, ProjectModule
-from .project_view import LoaderRead
+from .project_view import LoaderRead, mark_device_call
 from .step_markers import is_backward_call, is_optimizer_step, is_shape_read, names_in, unwrap_iterable
 from .syntax import bound_name, positional_before_starred
 
@@ -57,9 +57,41 @@ def step_data_params(graph: CallGraph, module: ProjectModule, call: ast.Call, re
     return batch
 
 
+def device_functions(module: ProjectModule) -> dict[str, FunctionNode]:
+    """Top-level functions of a CUDA file that hand out the device (``def dev(): if
+    th.cuda.is_available(): return th.device("cuda") ...``): a call of one is a use of CUDA."""
+    assert module.ctx is not None
+    found = {}
+    for name, func in module.functions.items():
+        returns = [n.value for n in ast.walk(func) if isinstance(n, ast.Return) and n.value is not None]
+        gives_device = any(
+            isinstance(v, ast.Call) and bound_name(v.func) == "device"
+            or isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.startswith("cuda")
+            for v in returns
+        )
+        if gives_device and "cuda" in module.ctx.segment(func):
+            found[name] = func
+    return found
+
+
 def propagate_cuda(table: ModuleTable) -> None:
-    """Mark every file imported (directly or through project files) by a file that uses CUDA."""
-    queue = [m for m in table.by_path.values() if m.ctx is not None and m.ctx.mentions_cuda and not is_test_file(m.path)]
+    """Mark every file that calls a project device function of a CUDA file (``x.to(dist_util.dev())``)
+    as using CUDA, and every file imported (directly or through project files) by a file that uses
+    CUDA as running on it."""
+    live = [m for m in table.by_path.values() if m.ctx is not None and not is_test_file(m.path)]
+    providers = {m: device_functions(m) for m in live if m.ctx.mentions_cuda}  # type: ignore[union-attr]
+    providers = {m: functions for m, functions in providers.items() if functions}
+    if providers:
+        for module in live:
+            assert module.ctx is not None
+            if module.ctx.mentions_cuda:
+                continue
+            for call in module.ctx.nodes_of(ast.Call):
+                target = table.resolve_function(module, call.func)  # type: ignore[attr-defined]
+                if target is not None and target[1] in providers.get(target[0], {}).values():
+                    mark_device_call(module.ctx, f"{target[0].label}:{target[1].lineno}")
+                    break
+    queue = [m for m in live if m.ctx.mentions_cuda]  # type: ignore[union-attr]
     origin = {m: m.path for m in queue}
     while queue:
         module = queue.pop(0)
