@@ -4,10 +4,10 @@ A *step loop* is a ``for``/``while`` loop whose own body (not counting nested
 loops and definitions) calls ``backward()``, steps an optimizer, iterates a
 DataLoader or loader-like iterable (``tqdm(loader)``, ``enumerate(loader)``,
 ``dataloaders[phase]``), or calls the model on the loop's data (including a
-batch fetched in the body: ``x, y = get_batch()``, ``batch = next(it)``).
-Loops that only contain step loops, directly or through a call, are
-*epoch loops* and are not hot; neither are ``range`` loops doing list work or
-loops over files that never call the model.
+batch fetched in the body: ``x, y = get_batch()``, ``batch = next(it)``); the
+full list is :mod:`.step_loops`'.  Loops that only contain step loops, directly
+or through a call, are *epoch loops* and are not hot; neither are ``range`` loops
+doing list work or loops over files that never call the model.
 
 Per-step code is:
 
@@ -16,6 +16,8 @@ Per-step code is:
 * functions of the same file called from per-step code, transitively:
   ``train_step(batch)``, ``self.step_fn(batch)``, ``trainer.step(batch)``
   where ``trainer = Trainer(...)``, and helpers defined inside the loop;
+* lambdas called per step (``to_np = lambda t: t.cpu().numpy()``; ``to_np(out)``)
+  or handed to a per-step call (``map(lambda t: t.item(), (a, b))``);
 * Lightning ``training_step`` / ``validation_step`` / ``test_step`` /
   ``predict_step`` and the per-batch hooks (``on_train_batch_end`` ...).
 
@@ -24,7 +26,9 @@ inside that loop: its set-up and summary code runs once per epoch.  A
 ``forward`` method is not followed (it is called through ``nn.Module``).
 
 Statements under a rarely-true guard are not per-step: ``if step % 100 == 0``,
-``if i == len(loader) - 1``, ``if last_batch or i % k == 0``, ``if should_log``.
+``if i == len(loader) - 1``, ``if last_batch or i % k == 0``, ``if should_log``,
+``if divisible_by(step, every)`` with a modulo helper of the file; nor are the
+bodies of branches that end the run or initialise lazily (see :mod:`.guards`).
 A modulus of literal 1 is per-step; so are rank guards (``if rank == 0``,
 ``if is_main_process``), which hold on every step of the main process.
 
@@ -41,7 +45,8 @@ import ast
 
 from .guards import RUN_ENDERS, calls_modulo_helper, ends_the_run, is_lazy_init, modulo_helpers
 from .hot_regions import FunctionNode, HotEntry, HotLoops, HotRegion, Loop
-from .loop_kinds import LoopFacts, is_step_function, loop_facts, trains_anywhere
+from .loop_kinds import loop_facts
+from .step_loops import StepLoopJudge
 from .file_kinds import is_test_file
 from .module_index import ModuleIndex
 from .syntax import positional_before_starred
@@ -54,7 +59,6 @@ from .step_markers import (
     is_bounded_guard,
     is_backward_call,
     is_loader_like,
-    is_model_call,
     is_optimizer_step,
     is_rare_guard,
     is_shape_read,
@@ -102,11 +106,11 @@ class _Finder:
         self.lambdas: dict[str, list[ast.Lambda]] = {}  # ``to_np = lambda t: ...``
         self._visited_functions: set[FunctionNode | ast.Lambda] = set()
         self._function_regions: dict[FunctionNode, HotRegion] = {}
-        self._trains_through: dict[FunctionNode, bool] = {}
         self.loops: list[Loop] = []
         self._loop_data: dict[Loop, set[str]] = {}  # batch names found while classifying loops
         self.calls: list[ast.Call] = []
         self._index_module()
+        self.judge = StepLoopJudge(ctx, self.loader_vars)
 
     def _index_module(self) -> None:
         """Definitions, loops, calls, instance and loader assignments, from the module's node indexes."""
@@ -136,75 +140,11 @@ class _Finder:
                         last_name(t) for t in ast.walk(target) if isinstance(t, (ast.Name, ast.Attribute))
                     }
 
-    def loop_markers(self, loop: Loop) -> tuple[bool, bool]:
-        """(is a step loop, trains) from the loop's own body."""
-        facts = loop_facts(loop)
-        self._loop_data[loop] = set(facts.data_names)
-        if facts.trains:
-            return True, True
-        step = isinstance(loop, (ast.For, ast.AsyncFor)) and is_loader_like(loop.iter, self.loader_vars)
-        if not step and self._calls_model(facts) and self._enclosing_name(loop) not in _NOT_FOLLOWED:
-            step = True
-        callees = self._loop_callees(loop, facts)
-        if not step:
-            step = any(is_step_function(f) for f in callees)
-        if not step and facts.fetches_batch:  # ``batch = next(self.data); self.run_step(batch)``
-            step = any(self._trains_through_calls(f, 3) for f in callees)
-        if not step and facts.slices_by_stride:  # ``for i in range(0, n, chunk): torch.mm(x[i:i+chunk], ...)``
-            step = any(
-                (self.ctx.call_qualname(n) or "").startswith("torch.") for n in own_nodes(loop.body) if isinstance(n, ast.Call)
-            )
-        return step, False
-
-    def _loop_callees(self, loop: Loop, facts: LoopFacts) -> list[FunctionNode]:
-        """Functions of this file a loop's own body calls: by plain name, and ``self.`` methods of its class."""
-        found = [f for name in facts.called_names for f in self.functions.get(name, ()) if not self._is_method(f)]
-        if facts.self_called:
-            owner = self._owner_class(loop)
-            found += [
-                f for name in facts.self_called for f in self.functions.get(name, ())
-                if owner is not None and self.ctx.parents.get(f) is owner
-            ]
-        return found
-
-    def _trains_through_calls(self, func: FunctionNode, depth: int) -> bool:
-        """Whether a function trains, itself or through the functions and ``self.`` methods of this
-        file it calls (``run_step`` -> ``self.forward_backward`` -> ``loss.backward()``)."""
-        known = self._trains_through.get(func)
-        if known is not None:
-            return known
-        self._trains_through[func] = False  # (recursion guard)
-        result = trains_anywhere(func) or depth > 0 and any(
-            self._trains_through_calls(callee, depth - 1) for callee in self._function_callees(func)
-        )
-        self._trains_through[func] = result
-        return result
-
-    def _function_callees(self, func: FunctionNode) -> list[FunctionNode]:
-        owner = self._owner_class(func)
-        found: list[FunctionNode] = []
-        for node in ast.walk(func):
-            if not isinstance(node, ast.Call):
-                continue
-            if isinstance(node.func, ast.Name):
-                found += [f for f in self.functions.get(node.func.id, ()) if not self._is_method(f)]
-            elif isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == "self":
-                found += [f for f in self.functions.get(node.func.attr, ()) if owner is not None and self.ctx.parents.get(f) is owner]
-        return found
-
-    def _calls_model(self, facts: LoopFacts) -> bool:
-        """A model call among the loop's own calls; ``validate_network(loader, model)`` or
-        ``render_with_model(model, noise)`` is a function of this file or an imported one, not a
-        module's forward (whether it does per-step work is :func:`.loop_kinds.is_step_function`'s question)."""
-        return any(
-            name is None or (name not in self.functions and name not in self.ctx.aliases)
-            for name in facts.model_callees
-        )
-
     def run(self) -> HotLoops:
         loops: list[tuple[Loop, bool, int]] = []
         for node in self.loops:
-            is_step, trains = self.loop_markers(node)
+            is_step, trains = self.judge.markers(node)
+            self._loop_data[node] = set(loop_facts(node).data_names)
             if is_step:
                 loops.append((node, trains, sum(1 for _ in self.ctx.ancestors(node))))
         hooks = [f for name in LIGHTNING_STEP_METHODS | LIGHTNING_BATCH_HOOKS for f in self.functions.get(name, ())]
@@ -419,10 +359,6 @@ class _Finder:
             if isinstance(ancestor, ast.ClassDef):
                 return ancestor
         return None
-
-    def _enclosing_name(self, node: ast.AST) -> str | None:
-        func = self.ctx.enclosing_function(node)
-        return func.name if func is not None else None
 
     def _find_epoch_loops(self, step_loops: set[ast.AST]) -> None:
         """Non-step loops that contain a step loop, directly or through a call of this file."""
