@@ -23,6 +23,8 @@ from .syntax import assigned_value
 ClassRef = tuple[ProjectModule, ast.ClassDef]
 FunctionRef = tuple[ProjectModule, FunctionNode]
 _CALLABLE_METHODS = ("forward", "__call__")
+# nn.Module methods that return the module itself.
+_SELF_RETURNING = frozenset({"cuda", "to", "train", "eval", "half", "float", "double", "bfloat16", "cpu", "requires_grad_"})
 
 
 class CallGraph:
@@ -44,6 +46,11 @@ class CallGraph:
     def class_of_value(self, module: ProjectModule, value: ast.AST, depth: int = 0) -> ClassRef | None:
         """The project class an expression constructs: ``Cls(...)``, or a project factory whose
         ``return`` constructs one (``build_matcher(args)``)."""
+        while (
+            isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and value.func.attr in _SELF_RETURNING and isinstance(value.func.value, ast.Call)
+        ):
+            value = value.func.value  # ``Net(...).cuda()``, ``Net(...).to(device).train()``
         if not isinstance(value, ast.Call) or depth > 2:
             return None
         target = self.table.resolve_dotted(module, value.func)
@@ -100,7 +107,10 @@ class CallGraph:
         if value is None and module.ctx.enclosing_function(at) is not None:
             value = assigned_value(module.ctx.tree, name, self._assignments)
         if value is not None:
-            return self.class_of_value(module, value)
+            found = self.class_of_value(module, value)
+            if found is not None or not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
+                return found
+            # ``model = model.cuda()``, ``model = DDP(model, ...)``: still the instance built before
         return self.by_name(name)
 
     def by_name(self, name: str) -> ClassRef | None:

@@ -5,7 +5,9 @@
   it runs at most once;
 * lazy one-time initialisation (``if bank is None: bank = torch.zeros(...)``);
 * a modulo guard written through a helper of the same file
-  (``if divisible_by(step, save_every):`` with ``def divisible_by(n, d): return n % d == 0``).
+  (``if divisible_by(step, save_every):`` with ``def divisible_by(n, d): return n % d == 0``);
+* and the statements after an early exit taken unless a counter is a multiple
+  (``if total % every: return``), unless they do optimizer work (an accumulation boundary).
 
 Logging and accumulation guards written inline (``if step % 100 == 0``) are
 :mod:`.step_markers`' business.
@@ -113,4 +115,22 @@ def calls_modulo_helper(test: ast.expr, helpers: frozenset[str]) -> bool:
     return (
         isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id in helpers
         and len(test.args) == 2 and not (isinstance(test.args[1], ast.Constant) and test.args[1].value == 1)
+    )
+
+
+def leaves_unless_modulo(stmt: ast.If) -> bool:
+    """``if steps % every: return`` / ``if step % n != 0: continue``: the rest of the block runs
+    only on multiples of ``n``."""
+    if stmt.orelse or not stmt.body or not isinstance(stmt.body[-1], (ast.Return, ast.Continue)):
+        return False
+    test = stmt.test
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotEq):
+        sides = (test.left, *test.comparators)
+        if not any(isinstance(side, ast.Constant) and side.value == 0 for side in sides):
+            return False
+        test = next((side for side in sides if isinstance(side, ast.BinOp)), test)
+    return (
+        isinstance(test, ast.BinOp) and isinstance(test.op, ast.Mod)
+        and not (isinstance(test.left, ast.Constant) and isinstance(test.left.value, (str, bytes)))
+        and not (isinstance(test.right, ast.Constant) and test.right.value == 1)
     )

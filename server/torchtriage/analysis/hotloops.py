@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import ast
 
-from .guards import RUN_ENDERS, calls_modulo_helper, ends_the_run, is_lazy_init, modulo_helpers
+from .guards import RUN_ENDERS, calls_modulo_helper, ends_the_run, is_lazy_init, leaves_unless_modulo, modulo_helpers
 from .hot_regions import FunctionNode, HotEntry, HotLoops, HotRegion, Loop
 from .loop_kinds import loop_facts
 from .step_loops import StepLoopJudge
@@ -277,7 +277,7 @@ class _Finder:
         return True
 
     def _walk_body(self, body: list[ast.stmt], region: HotRegion) -> None:
-        for stmt in body:
+        for index, stmt in enumerate(body):
             if isinstance(stmt, SCOPE_NODES):
                 continue
             if stmt in self.result.per_step and stmt is not region.node:
@@ -290,6 +290,9 @@ class _Finder:
             self.result.per_step[stmt] = region
             for value in ast.iter_fields(stmt):
                 self._walk_field(value[1], region)
+            if isinstance(stmt, ast.If) and leaves_unless_modulo(stmt) and not does_optimizer_work(body[index + 1 :]):
+                self.result.rare_guards.append(stmt)
+                return  # ``if total % every: return``: what follows runs every N steps
 
     def _walk_field(self, value: object, region: HotRegion) -> None:
         if isinstance(value, list):

@@ -32,6 +32,8 @@ from .incremental import ParsedModule, parse_module
 from .project_links import link_loaders, propagate_cuda, step_data_params
 from .project_modules import FunctionNode, ModuleTable, ProjectModule, module_name
 from .project_view import ProjectView, view_of
+from .step_loops import StepLoopJudge
+from .step_markers import LOOP_NODES
 
 __all__ = ["Project", "ProjectModule", "module_name"]
 
@@ -121,11 +123,31 @@ class Project:
         self._last_hot[module] = (entries, hot)
         return hot
 
+    def _seed_single_steps(self) -> None:
+        """A function of another file that is one training step (``trainer.train_step()``), called
+        in any loop of a file, runs once per step: the caller's loop is the step loop though
+        nothing in its own file says so."""
+        judges: dict[ProjectModule, StepLoopJudge] = {}
+        for module in self.by_path.values():
+            if module.ctx is None or is_test_file(module.path):
+                continue
+            for call in module.ctx.nodes_of(ast.Call):
+                assert isinstance(call, ast.Call)
+                if not _in_a_loop(module.ctx, call):
+                    continue
+                for owner, func in self.graph.callees(module, call):
+                    judge = judges.get(owner)
+                    if judge is None:
+                        judge = judges[owner] = StepLoopJudge(owner.ctx, set())  # type: ignore[arg-type]
+                    if func not in self._entries.get(owner, {}) and judge.is_single_step(func):
+                        self._entries.setdefault(owner, {})[func] = HotEntry(func, frozenset(), (f"{module.label}:{call.lineno}",))
+
     def solve(self) -> None:
         """Propagate per-step calls across files until nothing new is reached, then CUDA reach."""
         if self._solved:
             return
         self._solved = True
+        self._seed_single_steps()
         pending = [m for m in self.by_path.values() if m.ctx is not None]
         rounds = 0
         while pending and rounds < _MAX_ROUNDS:
@@ -197,3 +219,13 @@ class Project:
         findings = analyze_context(ctx, selected)
         kept = {(f.code, f.span): f for f in findings}
         return sorted(kept.values(), key=Finding.sort_key)
+
+
+def _in_a_loop(ctx: ModuleContext, node: ast.AST) -> bool:
+    """Whether a loop of the same function (or of the module body) holds ``node``."""
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, LOOP_NODES):
+            return True
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+    return False

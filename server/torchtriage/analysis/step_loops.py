@@ -41,7 +41,7 @@ class StepLoopJudge:
         if not step:
             step = any(is_step_function(f) for f in callees)
         if not step and facts.fetches_batch:  # ``batch = next(self.data); self.run_step(batch)``
-            step = any(self._trains_through_calls(f, 3) for f in callees)
+            step = any(self.trains_through_calls(f, 3) for f in callees)
         if not step and facts.slices_by_stride:  # ``for i in range(0, n, chunk): torch.mm(x[i:i+chunk], ...)``
             step = any(
                 (self.ctx.call_qualname(n) or "").startswith("torch.") for n in own_nodes(loop.body) if isinstance(n, ast.Call)
@@ -59,7 +59,7 @@ class StepLoopJudge:
             ]
         return found
 
-    def _trains_through_calls(self, func: FunctionNode, depth: int) -> bool:
+    def trains_through_calls(self, func: FunctionNode, depth: int) -> bool:
         """Whether a function trains, itself or through the functions and ``self.`` methods of this
         file it calls (``run_step`` -> ``self.forward_backward`` -> ``loss.backward()``)."""
         known = self._trains_through.get(func)
@@ -67,10 +67,21 @@ class StepLoopJudge:
             return known
         self._trains_through[func] = False  # (recursion guard)
         result = trains_anywhere(func) or depth > 0 and any(
-            self._trains_through_calls(callee, depth - 1) for callee in self._function_callees(func)
+            self.trains_through_calls(callee, depth - 1) for callee in self._function_callees(func)
         )
         self._trains_through[func] = result
         return result
+
+    def is_single_step(self, func: FunctionNode) -> bool:
+        """A function one call of which is one training step, with no step loop of its own
+        (``trainer.train_step()``: ``self.update()`` steps the optimizer); not ``train_one_epoch``."""
+        for node in ast.walk(func):
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                facts = loop_facts(node)
+                iterates_loader = isinstance(node, (ast.For, ast.AsyncFor)) and is_loader_like(node.iter, self.loader_vars)
+                if facts.trains or iterates_loader or facts.fetches_batch:
+                    return False
+        return self.trains_through_calls(func, 2)
 
     def _function_callees(self, func: FunctionNode) -> list[FunctionNode]:
         owner = self._owner_class(func)
