@@ -124,8 +124,8 @@ class _Finder:
             assert isinstance(node, ast.Assign)
             if isinstance(node.value, ast.Lambda) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 self.lambdas.setdefault(node.targets[0].id, []).append(node.value)
-        assigns = [n for n in self.ctx.nodes_of(ast.Assign) if isinstance(n.value, ast.Call)]  # type: ignore[attr-defined]
-        for node in assigns:
+            if not isinstance(node.value, ast.Call):
+                continue
             call = node.value
             assert isinstance(call, ast.Call)
             callee = last_name(call.func)

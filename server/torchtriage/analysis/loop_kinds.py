@@ -38,6 +38,7 @@ class LoopFacts:
     self_called: tuple[str, ...] = ()  # methods its own body calls on ``self``
     fetches_batch: bool = False  # its own body fetches a batch (``batch = next(it)``)
     slices_by_stride: bool = False  # a ``range`` loop with a stride whose body slices by its counter
+    calls: tuple[ast.Call, ...] = ()  # every call of its own body
 
 
 def loop_facts(loop: Loop) -> LoopFacts:
@@ -47,8 +48,8 @@ def loop_facts(loop: Loop) -> LoopFacts:
         data_names: set[str] = set()
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             data_names = target_names(loop.target, loop.iter)[0]
-        data_names = propagate_batch_names(loop.body, data_names)
         own = list(own_nodes(loop.body))
+        data_names = propagate_batch_names(loop.body, data_names, own)
         model_calls = [n for n in own if is_model_call(n, data_names)]
         calls = [n for n in own if isinstance(n, ast.Call)]
         return LoopFacts(
@@ -60,6 +61,7 @@ def loop_facts(loop: Loop) -> LoopFacts:
             tuple(dict.fromkeys(n.func.attr for n in calls if _is_self_call(n))),  # type: ignore[attr-defined]
             any(is_batch_fetch(n) for n in calls),
             _slices_by_stride(loop, own),
+            tuple(calls),
         )
 
     return subtree_memo(loop, "loop_facts", compute)

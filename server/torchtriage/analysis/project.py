@@ -32,8 +32,10 @@ from .incremental import ParsedModule, parse_module
 from .project_links import link_loaders, propagate_cuda, step_data_params
 from .project_modules import FunctionNode, ModuleTable, ProjectModule, module_name
 from .project_view import ProjectView, view_of
+from .loop_kinds import loop_facts
 from .step_loops import StepLoopJudge
 from .step_markers import LOOP_NODES
+from .syntax import bound_name
 
 __all__ = ["Project", "ProjectModule", "module_name"]
 
@@ -127,18 +129,28 @@ class Project:
         """A function of another file that is one training step (``trainer.train_step()``), called
         in any loop of a file, runs once per step: the caller's loop is the step loop though
         nothing in its own file says so."""
+        live = [m for m in self.by_path.values() if m.ctx is not None and not is_test_file(m.path)]
+        in_loops: dict[ProjectModule, list[ast.Call]] = {
+            m: [call for loop in m.ctx.nodes_of(LOOP_NODES) for call in loop_facts(loop).calls]  # type: ignore[union-attr, arg-type]
+            for m in live
+        }
+        called = {bound_name(call.func) for calls in in_loops.values() for call in calls}
         judges: dict[ProjectModule, StepLoopJudge] = {}
-        for module in self.by_path.values():
-            if module.ctx is None or is_test_file(module.path):
-                continue
-            for call in module.ctx.nodes_of(ast.Call):
-                assert isinstance(call, ast.Call)
-                if not _in_a_loop(module.ctx, call):
+        candidates: set[str] = set()  # names of single-step functions called in some loop: a cheap first cut
+        for module in live:
+            assert module.ctx is not None
+            if "backward" not in module.ctx.source and ".step(" not in module.ctx.source:
+                continue  # nothing here trains
+            judge = judges[module] = StepLoopJudge(module.ctx, set())
+            for name, functions in module.ctx.functions.items():
+                if name in called and not name.startswith("__") and any(judge.is_single_step(f) for f in functions):
+                    candidates.add(name)
+        for module, calls in in_loops.items() if candidates else ():
+            for call in calls:
+                if bound_name(call.func) not in candidates:
                     continue
                 for owner, func in self.graph.callees(module, call):
-                    judge = judges.get(owner)
-                    if judge is None:
-                        judge = judges[owner] = StepLoopJudge(owner.ctx, set())  # type: ignore[arg-type]
+                    judge = judges.get(owner) or judges.setdefault(owner, StepLoopJudge(owner.ctx, set()))  # type: ignore[arg-type]
                     if func not in self._entries.get(owner, {}) and judge.is_single_step(func):
                         self._entries.setdefault(owner, {})[func] = HotEntry(func, frozenset(), (f"{module.label}:{call.lineno}",))
 
@@ -219,13 +231,3 @@ class Project:
         findings = analyze_context(ctx, selected)
         kept = {(f.code, f.span): f for f in findings}
         return sorted(kept.values(), key=Finding.sort_key)
-
-
-def _in_a_loop(ctx: ModuleContext, node: ast.AST) -> bool:
-    """Whether a loop of the same function (or of the module body) holds ``node``."""
-    for ancestor in ctx.ancestors(node):
-        if isinstance(ancestor, LOOP_NODES):
-            return True
-        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            return False
-    return False
