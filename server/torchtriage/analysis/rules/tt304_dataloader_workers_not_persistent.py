@@ -193,8 +193,23 @@ class DataLoaderWorkersNotPersistent(Rule):
             """,
             lines=(2,),
         ),
+        Invalid(
+            """
+            # consumed through a generator that re-iterates the loader on every pass
+            from torch.utils.data import DataLoader
+            def infinite(loader):
+                while True:
+                    yield from loader
+            loader = DataLoader(train_set, batch_size=64, num_workers=4)
+            for step, batch in zip(range(10_000), infinite(loader)):
+                loss = model(batch).mean(); loss.backward(); optimizer.step()
+            """,
+            findings=(
+                ("6:10-6:20", "Workers of this DataLoader restart every epoch: set `persistent_workers=True` "
+                 "(the generator `infinite` iterates it again on every pass over the data)"),
+            ),
+        ),
     )
-
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
         if not ctx.hot.epoch_loops and not ctx.loader_reads and not batch_generators(ctx):
             return
