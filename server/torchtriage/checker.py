@@ -10,6 +10,7 @@ import codecs
 import gc
 import multiprocessing
 import os
+import sys
 from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -251,7 +252,7 @@ def _analyze_project_files(project, displays: list[str], jobs: int | None) -> li
     global _FORKED_PROJECT
     project.solve()
     jobs = jobs or min(os.cpu_count() or 1, 8)
-    if jobs < 2 or len(displays) < PARALLEL_THRESHOLD or "fork" not in multiprocessing.get_all_start_methods():
+    if jobs < 2 or len(displays) < PARALLEL_THRESHOLD or not sys.platform.startswith("linux"):  # fork: Linux only
         return [project.analyze(display) for display in displays]
     _FORKED_PROJECT = project
     try:
