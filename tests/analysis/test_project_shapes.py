@@ -392,3 +392,79 @@ def test_a_library_trainers_train_step_called_in_another_files_loop_runs_every_s
     assert lines(proj, "lib/trainer.py", "TT101") == {14, 20}
     (read,) = [f for f in proj.analyze("lib/trainer.py") if f.code == "TT101" and f.span.line == 14]
     assert read.extra["hot_path"] == ["cli.py:5"]
+
+
+def test_per_step_shapes_inside_an_engine_driven_by_another_file():
+    proj = project(
+        {
+            "engine.py": """
+                import time
+                import torch
+
+                to_np = lambda t: t.detach().cpu().numpy()
+
+                class Engine:
+                    def __init__(self, model):
+                        self.model = model
+                        self.last = time.time()
+
+                    def train_one_epoch(self, loader, opt):
+                        scores = []
+                        for x, y in loader:
+                            out = self.model(x.cuda(non_blocking=True))
+                            loss = (out - y.cuda(non_blocking=True)).pow(2).mean()
+                            loss.backward(); opt.step()
+                            scores.append(to_np(out))
+                            now = time.time()
+                            self.step_time = now - self.last
+                            self.last = now
+                        return to_np(loss)
+
+                    def evaluate(self, loader):
+                        t0 = time.time()
+                        for x, y in loader:
+                            x = x.cuda(non_blocking=True)
+                        return time.time() - t0
+            """,
+            "main.py": """
+                import torch
+                from engine import Engine
+                engine = Engine(torch.nn.Linear(4, 4).cuda())
+                for epoch in range(10):
+                    engine.train_one_epoch(loader, opt)
+                    engine.evaluate(val_loader)
+            """,
+        }
+    )
+    assert lines(proj, "engine.py", "TT101") == {4}  # the lambda, called per step (and once after the loop)
+    assert lines(proj, "engine.py", "TT402") == {18}  # not evaluate(): no CUDA work between its reads
+
+
+def test_a_data_module_whose_generator_re_iterates_its_loader():
+    proj = project(
+        {
+            "data.py": """
+                from torch.utils.data import DataLoader
+
+                def load_data(ds, batch_size):
+                    loader = DataLoader(ds, batch_size=batch_size, num_workers=4)
+                    while True:
+                        yield from loader
+
+                def load_eval(ds, batch_size):
+                    loader = DataLoader(ds, batch_size=batch_size, num_workers=4)
+                    yield from loader
+            """,
+            "train.py": """
+                import torch
+                from data import load_data, load_eval
+                data = load_data(train_set, 64)
+                model = torch.nn.Linear(4, 4).cuda()
+                for step in range(1000):
+                    batch = next(data)
+                    loss = model(batch.cuda(non_blocking=True)).sum()
+                    loss.backward(); opt.step()
+            """,
+        }
+    )
+    assert lines(proj, "data.py", "TT304") == {4}  # load_eval goes over its loader once
