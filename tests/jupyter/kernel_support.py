@@ -69,8 +69,16 @@ class Kernel:
                 break
             if kind in ("stream", "display_data", "execute_result", "error"):
                 outputs.append({"msg_type": kind, "content": msg["content"]})
-        reply = self.client.get_shell_msg(timeout=30)
-        return Executed(reply["content"], outputs)
+        return Executed(self._reply_to(msg_id), outputs)
+
+    def _reply_to(self, msg_id: str) -> dict[str, Any]:
+        """The shell reply to ``msg_id``: replies to earlier requests (``wait_for_ready`` sends several
+        kernel_info requests) may still be queued, and taking them would shift every later reply by one."""
+        deadline = time.monotonic() + 30
+        while True:
+            reply = self.client.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply["content"]
 
     def alive(self) -> bool:
         return self.manager.is_alive() and self.run("1 + 1").reply["status"] == "ok"
