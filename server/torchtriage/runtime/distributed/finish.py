@@ -80,7 +80,12 @@ def _rank_agent(rank: int, raw: Optional[dict[str, Any]], outcome: RunOutcome, r
     data = dict(raw or {})
     status = _agent_status(raw)
     if raw is None:
-        why = "it was still running when the run was stopped" if outcome.reason else "killed by a signal, or it crashed in native code"
+        if root is not None and rank != root:  # torchrun killed it before it could save (under load, or blocked in a collective)
+            why = f"stopped by torchrun after rank {root} failed"
+        elif outcome.reason:
+            why = "it was still running when the run was stopped"
+        else:
+            why = "killed by a signal, or it crashed in native code"
         status = {"status": "killed", "message": f"rank {rank} ended without writing its results ({why})", "traceback": "", "exit_code": None}
     elif root is not None and rank != root and status.get("status") in VICTIM_STATUSES:
         status["message"] = f"stopped by torchrun after rank {root} failed"
