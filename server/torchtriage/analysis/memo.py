@@ -29,3 +29,8 @@ def subtree_memo(node: ast.AST, key: str, compute: Callable[[], T]) -> T:
     except KeyError:
         value = memo[key] = compute()
         return value
+
+
+def forget(node: ast.AST) -> None:
+    """Drop what was cached on ``node``: its subtree changed (an edit replaced statements below it)."""
+    node.__dict__.pop(_SLOT, None)

@@ -1,0 +1,141 @@
+"""Breadth-first walk order, kept per statement so an edit re-walks only what it replaced.
+
+The analysis visits a module's nodes breadth first, statement group by
+statement group (see :mod:`.incremental`).  The breadth-first order of a tree
+is its *levels* laid end to end, and the levels of a node are those of its
+children merged depth by depth, so a statement's levels can be built from its
+children's.  Every *container* (a statement, an ``except`` handler, a ``match``
+case: the nodes that hold statement lists) keeps its levels on itself; after an
+edit replaces statements inside a long function, only the new statements are
+walked and only their ancestors' levels are re-merged (list copies, no walk).
+
+Shared singletons (``Load``/``Store``/``Del`` and the operator nodes, which the
+parser reuses everywhere) get no parent entry: they belong to no node in
+particular.  Operators stay in the walk order; contexts are left out.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterable
+
+__all__ = ["CONTAINERS", "SINGLETONS", "flatten", "forest_levels", "levels_of", "relevel", "subtree_nodes"]
+
+Levels = list[list[ast.AST]]
+
+CONTAINERS = (ast.stmt, ast.excepthandler, ast.match_case)
+SINGLETONS = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+
+
+def _subclasses(bases: tuple[type, ...]) -> frozenset[type]:
+    found: set[type] = set()
+    stack = list(bases)
+    while stack:
+        cls = stack.pop()
+        found.add(cls)
+        stack.extend(cls.__subclasses__())
+    return frozenset(found)
+
+
+_SINGLETON_TYPES = _subclasses(SINGLETONS)
+_CONTEXT_TYPES = _subclasses((ast.expr_context,))
+_SLOT = "_torchtriage_levels"
+_iter_child_nodes = ast.iter_child_nodes
+
+
+def _merge_into(merged: Levels, levels: Levels, offset: int) -> None:
+    """Append ``levels`` (depth d) to ``merged`` at depth ``d + offset``."""
+    for depth, layer in enumerate(levels, offset):
+        if depth < len(merged):
+            merged[depth].extend(layer)
+        else:
+            merged.append(list(layer))
+
+
+def _expression_levels(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Levels:
+    """Levels of a subtree without statements (an expression, arguments, an alias ...)."""
+    levels: Levels = [[node]]
+    layer = [node]
+    while True:
+        below: list[ast.AST] = []
+        for parent in layer:
+            for child in _iter_child_nodes(parent):
+                kind = type(child)
+                if kind in _SINGLETON_TYPES:
+                    if kind in _CONTEXT_TYPES:
+                        continue
+                else:
+                    parents[child] = parent
+                below.append(child)
+        if not below:
+            return levels
+        levels.append(below)
+        layer = below
+
+
+def levels_of(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Levels:
+    """The levels of ``node``'s subtree, recording every parent on the way; containers keep
+    theirs (reused until :func:`relevel` or a re-parse replaces them)."""
+    if isinstance(node, CONTAINERS):
+        cached = node.__dict__.get(_SLOT)
+        if cached is not None:
+            return cached
+        return _build(node, parents)
+    return _expression_levels(node, parents)
+
+
+def _build(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Levels:
+    merged: Levels = [[node]]
+    for child in _iter_child_nodes(node):
+        kind = type(child)
+        if kind in _SINGLETON_TYPES:
+            if kind in _CONTEXT_TYPES:
+                continue
+        else:
+            parents[child] = node
+        if isinstance(child, CONTAINERS):
+            child_levels = child.__dict__.get(_SLOT) or _build(child, parents)
+        else:
+            child_levels = _expression_levels(child, parents)
+        _merge_into(merged, child_levels, 1)
+    node.__dict__[_SLOT] = merged
+    return merged
+
+
+def relevel(node: ast.AST) -> Levels:
+    """Re-merge a container's levels from its children's (whose own levels are current):
+    after an edit replaced statements below it.  Parents of its direct children are the
+    caller's business."""
+    node.__dict__.pop(_SLOT, None)
+    merged: Levels = [[node]]
+    for child in _iter_child_nodes(node):
+        if type(child) in _CONTEXT_TYPES:
+            continue
+        if isinstance(child, CONTAINERS):
+            child_levels = child.__dict__[_SLOT]
+        else:
+            child_levels = _expression_levels(child, {})
+        _merge_into(merged, child_levels, 1)
+    node.__dict__[_SLOT] = merged
+    return merged
+
+
+def forest_levels(roots: Iterable[ast.AST], parents: dict[ast.AST, ast.AST]) -> Levels:
+    """The levels of several subtrees walked together (a statement group, a statement list)."""
+    merged: Levels = []
+    for root in roots:
+        _merge_into(merged, levels_of(root, parents), 0)
+    return merged
+
+
+def flatten(levels: Levels) -> list[ast.AST]:
+    """Breadth-first order: the levels end to end."""
+    nodes: list[ast.AST] = []
+    for layer in levels:
+        nodes.extend(layer)
+    return nodes
+
+
+def subtree_nodes(node: ast.AST) -> list[ast.AST]:
+    """Every node under a container (itself included), from its kept levels."""
+    return flatten(node.__dict__[_SLOT])
