@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Iterable
 
 from .levels import flatten, forest_levels
@@ -83,7 +84,7 @@ class ParsedModule:
         found = self._by_type.get(types)
         if found is None:
             head = (self.tree,) if isinstance(self.tree, types) else ()
-            found = self._by_type[types] = head + tuple(n for chunk in self.chunks for n in chunk.nodes_of(types))
+            found = self._by_type[types] = head + tuple(chain.from_iterable(chunk.nodes_of(types) for chunk in self.chunks))
         return found
 
 

@@ -59,6 +59,12 @@ class ModuleContext(ModuleIndex):
         return unique(self.own_defaults[1].get(name)) or self.imported_constants.get(name)
 
     @cached_property
+    def aliases_key(self) -> tuple[tuple[str, str], ...]:
+        """The module's imports as a hashable key: part of the key of any result kept on a node
+        (see :mod:`.memo`) that resolves names through the imports (``ctx.qualname``)."""
+        return tuple(sorted(self.aliases.items()))
+
+    @cached_property
     def mentions_cuda(self) -> bool:
         """Whether the file itself uses CUDA (``.cuda()``, ``"cuda"``, ``torch.accelerator`` ...)."""
         return bool(_CUDA_PATTERNS.search(self.source))

@@ -137,11 +137,18 @@ class HotLoops:
     def region_of(self, node: ast.AST) -> HotRegion | None:
         return self.per_step.get(node)
 
+    _by_kind: dict[object, tuple[int, list[tuple[ast.AST, HotRegion]]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
     def nodes(self, kind: type[T] | tuple[type, ...]) -> Iterator[tuple[T, HotRegion]]:
-        """Every per-step node of the given ast type, with its region."""
-        for node, region in self.per_step.items():
-            if isinstance(node, kind):
-                yield node, region  # type: ignore[misc]
+        """Every per-step node of the given ast type, with its region (listed once per kind:
+        rules ask for the per-step calls again and again)."""
+        cached = self._by_kind.get(kind)
+        if cached is None or cached[0] != len(self.per_step):
+            found = [(node, region) for node, region in self.per_step.items() if isinstance(node, kind)]
+            cached = self._by_kind[kind] = (len(self.per_step), found)
+        return iter(cached[1])  # type: ignore[arg-type]
 
 
 # --- facts of one loop or function (its own subtree only: cached on the node) ---------
@@ -402,7 +409,7 @@ class _Finder:
             return True
         if not (is_rare_guard(stmt.test, region.counter_names) or is_bounded_guard(stmt)):
             return False
-        if does_optimizer_work(stmt.body):
+        if subtree_memo(stmt, "does_optimizer_work", lambda: does_optimizer_work(stmt.body)):
             self.result.accumulation_guards.append(stmt)
             return False
         self.result.rare_guards.append(stmt)

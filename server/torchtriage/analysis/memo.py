@@ -11,7 +11,7 @@ depends on other parts of the module (imports, hot loops, other functions).
 from __future__ import annotations
 
 import ast
-from typing import Callable, TypeVar
+from typing import Callable, Hashable, TypeVar
 
 T = TypeVar("T")
 
@@ -34,3 +34,20 @@ def subtree_memo(node: ast.AST, key: str, compute: Callable[[], T]) -> T:
 def forget(node: ast.AST) -> None:
     """Drop what was cached on ``node``: its subtree changed (an edit replaced statements below it)."""
     node.__dict__.pop(_SLOT, None)
+
+
+def keyed_memo(node: ast.AST, slot: str, key: Hashable, compute: Callable[[], T]) -> T:
+    """``compute()``, kept on ``node`` under ``slot`` while ``key`` stays the same (one value per
+    slot: a new key replaces the old value).  ``compute`` must depend only on ``node``'s subtree
+    and on what ``key`` holds; put ``node.lineno`` in the key when the value holds positions
+    (an edit above the node moves them)."""
+    memo: dict[str, object] | None = node.__dict__.get(_SLOT)
+    if memo is None:
+        memo = {}
+        setattr(node, _SLOT, memo)
+    kept = memo.get(slot)
+    if kept is not None and kept[0] == key:  # type: ignore[index]
+        return kept[1]  # type: ignore[index, return-value]
+    value = compute()
+    memo[slot] = (key, value)
+    return value

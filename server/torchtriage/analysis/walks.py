@@ -19,12 +19,12 @@ node's own subtree only.
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Hashable, Iterable, TypeVar
 
-from .levels import CONTAINERS
+from .levels import CONTAINERS, flatten, levels_of
 from .memo import subtree_memo
 
-__all__ = ["scope_entries", "scope_walk"]
+__all__ = ["scope_entries", "scope_walk", "subtree"]
 
 T = TypeVar("T")
 _iter_child_nodes = ast.iter_child_nodes
@@ -52,7 +52,7 @@ def _composed_walk(node: ast.AST, skip: tuple[type, ...]) -> list[ast.AST]:
 
 
 def scope_entries(
-    node: ast.AST, key: str, skip: tuple[type, ...], entries: Callable[[ast.AST], Iterable[T]]
+    node: ast.AST, key: Hashable, skip: tuple[type, ...], entries: Callable[[ast.AST], Iterable[T]]
 ) -> list[T]:
     """``entries(n)`` for every ``n`` of :func:`scope_walk` in order, concatenated; kept on
     statements under ``key`` (one key per ``entries`` function and ``skip``)."""
@@ -68,9 +68,17 @@ def scope_entries(
 
 
 def _composed_entries(
-    node: ast.AST, key: str, skip: tuple[type, ...], entries: Callable[[ast.AST], Iterable[T]]
+    node: ast.AST, key: Hashable, skip: tuple[type, ...], entries: Callable[[ast.AST], Iterable[T]]
 ) -> list[T]:
     found = list(entries(node))
     for child in reversed([c for c in _iter_child_nodes(node) if not isinstance(c, skip)]):
         found.extend(scope_entries(child, key, skip, entries))
     return found
+
+
+def subtree(node: ast.AST) -> list[ast.AST]:
+    """``ast.walk(node)`` as a list, breadth first, without the ``Load``/``Store``/``Del``
+    markers; for a statement, read from the walk order kept on it (:mod:`.levels`)."""
+    if isinstance(node, CONTAINERS):
+        return flatten(levels_of(node, {}))
+    return [child for child in ast.walk(node) if not isinstance(child, ast.expr_context)]

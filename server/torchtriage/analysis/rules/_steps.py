@@ -20,6 +20,7 @@ _NO_GRAD_LIGHTNING = frozenset({"validation_step", "test_step", "predict_step"})
 # Objects whose ``.backward(loss)`` differentiates the argument (Accelerate, Fabric, DeepSpeed).
 _BACKWARD_OWNERS = re.compile(r"^(self|accelerator|fabric|engine|ds_engine|model|\w+_model|model_engine|trainer|strategy)$")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+OWN_SCOPES = _SCOPES  # what own_walk does not enter
 
 
 def own_walk(node: ast.AST) -> Iterator[ast.AST]:

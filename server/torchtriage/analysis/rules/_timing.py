@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..context import ModuleContext
+from ..memo import keyed_memo
 from ..hotloops import is_backward_call, is_optimizer_step
 from ._helpers import method_name
-from ._steps import own_walk
+from ..walks import scope_entries
+from ._steps import OWN_SCOPES, own_walk
 
 CLOCKS = frozenset(
     {
@@ -84,11 +86,16 @@ def _is_sync(ctx: ModuleContext, node: ast.AST) -> bool:
 
 def syncing_functions(ctx: ModuleContext) -> set[str]:
     """Functions of this file whose own body synchronises (``return loss.item(), acc``)."""
+    key = ("sync-calls", ctx.aliases_key)  # what _is_sync says depends on the imports too
+
+    def sync_calls(node: ast.AST) -> tuple[ast.AST, ...]:
+        return (node,) if isinstance(node, ast.Call) and _is_sync(ctx, node) else ()
+
     return {
         node.name
         for node in ctx.nodes_of((ast.FunctionDef, ast.AsyncFunctionDef))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and any(isinstance(n, ast.Call) and _is_sync(ctx, n) for n in own_walk(node))
+        and scope_entries(node, key, OWN_SCOPES, sync_calls)  # kept per statement (see ..walks)
     }
 
 
@@ -102,11 +109,10 @@ def _callee(node: ast.Call) -> str | None:
     return None
 
 
-class _Scope:
-    """Clock reads, openings, work and syncs of one function (or the module), in order."""
+class _ScopeFacts:
+    """Clock reads, openings, work and syncs of one scope, in order (kept on the scope node)."""
 
     def __init__(self, ctx: ModuleContext, scope: ast.AST, syncing: set[str]) -> None:
-        self.ctx = ctx
         self.sync_calls: list[ast.Call] = []
         self.reads: list[tuple[ast.Call, str]] = []
         self.assigned: dict[str, list[ast.stmt]] = {}
@@ -138,6 +144,24 @@ class _Scope:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 if isinstance(node.value, ast.Name) and node.value.id in self.clock_names:
                     self.assigned.setdefault(node.targets[0].id, []).append(node)
+
+
+class _Scope:
+    """Clock reads, openings, work and syncs of one function (or the module), in order."""
+
+    def __init__(self, ctx: ModuleContext, scope: ast.AST, syncing: set[str]) -> None:
+        self.ctx = ctx
+        # What the scope holds depends on its subtree, the imports and the syncing helpers; it
+        # holds positions, so the scope's own position is part of the key (see ..memo).
+        key = (ctx.aliases_key, frozenset(syncing), getattr(scope, "lineno", 0))
+        facts = keyed_memo(scope, "timing-scope", key, lambda: _ScopeFacts(ctx, scope, syncing))
+        self.sync_calls = facts.sync_calls
+        self.reads = facts.reads
+        self.assigned = facts.assigned
+        self.clock_names = facts.clock_names
+        self.differences = facts.differences
+        self.work = facts.work
+        self.syncs = facts.syncs
 
     def opening_name(self, read: ast.Call) -> str | None:
         """The clock name this read is compared with, if it closes a timing."""
