@@ -75,17 +75,19 @@ def _expression_levels(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Levels
 
 def levels_of(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Levels:
     """The levels of ``node``'s subtree, recording every parent on the way; containers keep
-    theirs (reused until :func:`relevel` or a re-parse replaces them)."""
+    theirs (reused until :func:`relevel` or a re-parse replaces them).  Read-only."""
     if isinstance(node, CONTAINERS):
-        cached = node.__dict__.get(_SLOT)
-        if cached is not None:
-            return cached
-        return _build(node, parents)
+        below = node.__dict__.get(_SLOT)
+        if below is None:
+            below = _build(node, parents)
+        return [[node], *below]
     return _expression_levels(node, parents)
 
 
 def _build(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Levels:
-    merged: Levels = [[node]]
+    """The levels below a container, kept on it (without the container itself: a node that
+    held a list holding itself would be garbage only the cycle collector can free)."""
+    below: Levels = []
     for child in _iter_child_nodes(node):
         kind = type(child)
         if kind in _SINGLETON_TYPES:
@@ -94,12 +96,13 @@ def _build(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Levels:
         else:
             parents[child] = node
         if isinstance(child, CONTAINERS):
-            child_levels = child.__dict__.get(_SLOT) or _build(child, parents)
+            kept = child.__dict__.get(_SLOT)
+            _merge_into(below, [[child]], 0)
+            _merge_into(below, kept if kept is not None else _build(child, parents), 1)
         else:
-            child_levels = _expression_levels(child, parents)
-        _merge_into(merged, child_levels, 1)
-    node.__dict__[_SLOT] = merged
-    return merged
+            _merge_into(below, _expression_levels(child, parents), 0)
+    node.__dict__[_SLOT] = below
+    return below
 
 
 def relevel(node: ast.AST) -> Levels:
@@ -107,17 +110,17 @@ def relevel(node: ast.AST) -> Levels:
     after an edit replaced statements below it.  Parents of its direct children are the
     caller's business."""
     node.__dict__.pop(_SLOT, None)
-    merged: Levels = [[node]]
+    below: Levels = []
     for child in _iter_child_nodes(node):
         if type(child) in _CONTEXT_TYPES:
             continue
         if isinstance(child, CONTAINERS):
-            child_levels = child.__dict__[_SLOT]
+            _merge_into(below, [[child]], 0)
+            _merge_into(below, child.__dict__[_SLOT], 1)
         else:
-            child_levels = _expression_levels(child, {})
-        _merge_into(merged, child_levels, 1)
-    node.__dict__[_SLOT] = merged
-    return merged
+            _merge_into(below, _expression_levels(child, {}), 0)
+    node.__dict__[_SLOT] = below
+    return below
 
 
 def forest_levels(roots: Iterable[ast.AST], parents: dict[ast.AST, ast.AST]) -> Levels:
@@ -138,4 +141,7 @@ def flatten(levels: Levels) -> list[ast.AST]:
 
 def subtree_nodes(node: ast.AST) -> list[ast.AST]:
     """Every node under a container (itself included), from its kept levels."""
-    return flatten(node.__dict__[_SLOT])
+    nodes = [node]
+    for layer in node.__dict__[_SLOT]:
+        nodes.extend(layer)
+    return nodes

@@ -31,10 +31,9 @@ _iter_child_nodes = ast.iter_child_nodes
 
 
 def scope_walk(node: ast.AST, skip: tuple[type, ...]) -> list[ast.AST]:
-    """``node`` and its descendants, last child first, not entering ``skip`` nodes below it
-    (kept on statements: treat the list as read-only)."""
+    """``node`` and its descendants, last child first, not entering ``skip`` nodes below it."""
     if isinstance(node, CONTAINERS):
-        return subtree_memo(node, ("scope_walk", skip), lambda: _composed_walk(node, skip))
+        return [node, *_kept_walk(node, skip)]
     nodes: list[ast.AST] = []
     stack = [node]
     while stack:
@@ -44,20 +43,30 @@ def scope_walk(node: ast.AST, skip: tuple[type, ...]) -> list[ast.AST]:
     return nodes
 
 
-def _composed_walk(node: ast.AST, skip: tuple[type, ...]) -> list[ast.AST]:
-    nodes = [node]
+def _kept_walk(node: ast.AST, skip: tuple[type, ...]) -> list[ast.AST]:
+    """The walk below a container, kept on it (without the container itself, so that a replaced
+    statement is freed at once rather than by the cycle collector).  Read-only."""
+    return subtree_memo(node, ("scope_walk", skip), lambda: _walk_below(node, skip))
+
+
+def _walk_below(node: ast.AST, skip: tuple[type, ...]) -> list[ast.AST]:
+    nodes: list[ast.AST] = []
     for child in reversed([c for c in _iter_child_nodes(node) if not isinstance(c, skip)]):
-        nodes.extend(scope_walk(child, skip))
+        if isinstance(child, CONTAINERS):
+            nodes.append(child)
+            nodes.extend(_kept_walk(child, skip))
+        else:
+            nodes.extend(scope_walk(child, skip))
     return nodes
 
 
 def scope_entries(
     node: ast.AST, key: Hashable, skip: tuple[type, ...], entries: Callable[[ast.AST], Iterable[T]]
 ) -> list[T]:
-    """``entries(n)`` for every ``n`` of :func:`scope_walk` in order, concatenated; kept on
-    statements under ``key`` (one key per ``entries`` function and ``skip``)."""
+    """``entries(n)`` for every ``n`` of :func:`scope_walk` in order, concatenated; what lies
+    below a statement is kept on it under ``key`` (one key per ``entries`` function and ``skip``)."""
     if isinstance(node, CONTAINERS):
-        return subtree_memo(node, key, lambda: _composed_entries(node, key, skip, entries))
+        return [*entries(node), *_kept_entries(node, key, skip, entries)]
     found: list[T] = []
     stack = [node]
     while stack:
@@ -67,13 +76,18 @@ def scope_entries(
     return found
 
 
-def _composed_entries(
+def _kept_entries(
     node: ast.AST, key: Hashable, skip: tuple[type, ...], entries: Callable[[ast.AST], Iterable[T]]
 ) -> list[T]:
-    found = list(entries(node))
-    for child in reversed([c for c in _iter_child_nodes(node) if not isinstance(c, skip)]):
-        found.extend(scope_entries(child, key, skip, entries))
-    return found
+    """The entries below a container, kept on it (see :func:`_kept_walk`).  Read-only."""
+
+    def below() -> list[T]:
+        found: list[T] = []
+        for child in reversed([c for c in _iter_child_nodes(node) if not isinstance(c, skip)]):
+            found.extend(scope_entries(child, key, skip, entries))
+        return found
+
+    return subtree_memo(node, key, below)
 
 
 def subtree(node: ast.AST) -> list[ast.AST]:

@@ -26,10 +26,11 @@ import logging
 from concurrent.futures import Executor
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from lsprotocol import types
 
-from ..analysis.engine import IncrementalAnalyzer
+from ..analysis.engine import IncrementalAnalyzer, fixes_need_import
 from ..analysis.notebooks import NotebookAnalyzer, analyze_cells
 from ..analysis.project_view import ProjectView
 from ..config import Settings
@@ -79,7 +80,8 @@ def analyse_snapshot(
     if not notebook:
         uri, _, text = snapshot[0]
         if isinstance(analyzer, IncrementalAnalyzer):
-            return {uri: analyzer.analyze(text, settings, project=project)}
+            # Until libcst is loaded, fixes come after the diagnostics (see DiagnosticsEngine._run).
+            return {uri: analyzer.analyze(text, settings, project=project, defer_fixes=fixes_need_import())}
         return {uri: IncrementalAnalyzer(path).analyze(text, settings, project=project)}
     result: dict[str, list[Finding]] = {uri: [] for uri, _, _ in snapshot}
     cells = [text for _, _, text in snapshot]
@@ -93,14 +95,15 @@ def analyse_snapshot(
     return result
 
 
-def to_diagnostic(finding: Finding, positions: Positions) -> types.Diagnostic:
+def to_diagnostic(finding: Finding, positions: Positions, fixable: bool | None = None) -> types.Diagnostic:
+    """``fixable``: whether a fix is offered, when the fix is still being built."""
     return types.Diagnostic(
         range=positions.to_range(finding.span),
         message=finding.message,
         severity=_SEVERITY[finding.severity],
         code=finding.code,
         source=SOURCE,
-        data={"name": finding.name, "fixable": finding.fix is not None},
+        data={"name": finding.name, "fixable": finding.fix is not None if fixable is None else fixable},
     )
 
 
@@ -139,6 +142,7 @@ class DiagnosticsEngine:
         self.executor = executor
         self.spawn = spawn
         self._running: dict[str, asyncio.Future[object]] = {}
+        self._fixable: dict[str, Callable[[Finding], bool]] = {}  # while a document's fixes are built
 
     # --- scheduling -------------------------------------------------------------
 
@@ -203,9 +207,40 @@ class DiagnosticsEngine:
             return  # stale: the text changed while we analysed it
         self._apply(state, snapshot, results)
         state.analysed = generation
-        state.done.set()
+        analyzer = state.analyzer
+        if not isinstance(analyzer, IncrementalAnalyzer) or not analyzer.has_deferred_fixes:
+            state.done.set()
+            self.publish(state, refresh=state.refresh_pending)
+            state.refresh_pending = False
+            return
+        # Diagnostics first; then the fixes (libcst), which only code actions wait for (``done``).
+        findings = state.targets[state.uri].findings
+        offered = {id(f) for f in findings if analyzer.has_fix(f)}
+        self._fixable[state.uri] = lambda finding: id(finding) in offered
         self.publish(state, refresh=state.refresh_pending)
         state.refresh_pending = False
+        await self._build_fixes(state, analyzer, generation, findings, offered)
+
+    async def _build_fixes(
+        self, state: DocumentState, analyzer: IncrementalAnalyzer, generation: int, findings: list[Finding], offered: set[int]
+    ) -> None:
+        """Add the fixes of a deferred analysis to the published findings (worker thread); if a fix
+        could not be built after all, publish again so ``data.fixable`` says so."""
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self.executor, analyzer.build_fixes, findings)
+        self._running[state.uri] = future
+        try:
+            fixed = await future
+        finally:
+            self._fixable.pop(state.uri, None)
+            if generation == state.generation:
+                state.done.set()
+        if generation != state.generation:
+            return  # a newer analysis replaces these findings
+        target = state.targets[state.uri]
+        target.findings = target.last_good = fixed
+        if any((id(old) in offered) != (new.fix is not None) for old, new in zip(findings, fixed)):
+            self.publish(state, refresh=False)
 
     def _apply(self, state: DocumentState, snapshot: Snapshot, results: dict[str, list[Finding]]) -> None:
         live = {uri for uri, _, _ in snapshot}
@@ -230,7 +265,8 @@ class DiagnosticsEngine:
             return []
         target = state.targets[uri]
         positions = self.texts.positions(target.text)
-        result = [to_diagnostic(f, positions) for f in target.findings]
+        fixable = self._fixable.get(uri)
+        result = [to_diagnostic(f, positions, fixable(f) if fixable else None) for f in target.findings]
         result.extend(annotation_diagnostic(a, positions) for a in target.annotations if a.message)
         return result
 

@@ -114,11 +114,19 @@ def _scope_index(ctx: "ModuleContext", scope: ast.AST) -> dict[str, list[ast.AST
     if merged is None:
         merged = {}
         for statement in ctx.tree.body:
-            part = subtree_memo(statement, "module_binding_index", lambda s=statement: _index(_walk_entries(s)))
+            for name, node in _binding_entries(statement):
+                merged.setdefault(name, []).append(node)
+            part = subtree_memo(statement, "module_binding_index", lambda s=statement: _index_below(s))
             for name, nodes in part.items():
                 merged.setdefault(name, []).extend(nodes)
         ctx.memo[key] = merged
     return merged  # type: ignore[return-value]
+
+
+def _index_below(statement: ast.AST) -> dict[str, list[ast.AST]]:
+    """The index of what lies below a statement (kept on it: without the statement itself, which
+    would make it garbage only the cycle collector frees, see ..walks)."""
+    return _index(_walk_entries(statement)[len(_binding_entries(statement)) :])
 
 
 def _is_conditional(ctx: "ModuleContext", node: ast.AST, scope: ast.AST, at: ast.AST) -> bool:
