@@ -58,6 +58,11 @@ def register_lifecycle(
         settings.update_client(params.initialization_options)
         warm_up()
 
+    @on.feature(types.SHUTDOWN)
+    def shutdown(params: None) -> None:
+        if index is not None:
+            index.close()
+
     @on.feature(types.INITIALIZED)
     async def initialized(params: types.InitializedParams) -> None:
         if support.watched_files_registration:
