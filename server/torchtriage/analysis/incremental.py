@@ -1,20 +1,24 @@
-"""Parse a module in chunks, and re-parse only the chunks an edit touched.
+"""Parse a module in chunks, and re-parse only what an edit touched.
 
 A *chunk* is a run of whole lines holding one or more top-level statements
 (plus the comments and blank lines after them) that parses on its own.  The
 module's ast, its nodes in walk order and their parents are assembled from
-the chunks, so after an edit inside one function only that function's lines
-are parsed and walked again; the chunks after it are reused, their line
-numbers shifted when the edit added or removed lines.
+the chunks (:mod:`.chunks`).  After an edit, :func:`reparse` first tries the
+statements around the changed lines inside one function or block (:mod:`.nested`:
+an edit in a 740-line ``main()`` parses a few lines, and every other node of
+``main()`` stays as it was); else it re-parses the top-level chunks the edit
+touched; the chunks after them are reused, their line numbers shifted when the
+edit added or removed lines.
 
 Why this is exact: a top-level statement always starts at column 0 with no
 open bracket, string or line continuation behind it, so the tokenizer is in
 the same state at a chunk's first line whether it reads the chunk alone or
-after the chunks before it.  When the re-parsed region does not parse on its
-own (an unclosed bracket that the next chunk might close, a decorator without
-its ``def`` ...) the whole module is parsed instead, which also gives the
-true syntax error.  ``tests/analysis/test_incremental.py`` checks the result
-against a full parse over thousands of random edits.
+after the chunks before it (:mod:`.nested` says why the same holds inside a
+block).  When the re-parsed region does not parse on its own (an unclosed
+bracket that the next chunk might close, a decorator without its ``def`` ...)
+the whole module is parsed instead, which also gives the true syntax error.
+``tests/analysis/test_incremental.py`` and ``test_incremental_nested.py`` check
+the result against a full parse over thousands of random edits.
 
 The chunks of the previous version are reused *in place*: a version handed to
 :func:`reparse` must not be used afterwards (the language server keeps one
