@@ -70,7 +70,7 @@ def keyed_memo(node: ast.AST, slot: str, key: Hashable, compute: Callable[[], T]
         memo = {}
         setattr(node, _SLOT, memo)
     kept = memo.get(slot)
-    if kept is not None and kept[0] == key:  # type: ignore[index]
+    if kept is not None and (kept[0] is key or kept[0] == key):  # type: ignore[index]
         return kept[1]  # type: ignore[index, return-value]
     value = compute()
     memo[slot] = (key, value)
