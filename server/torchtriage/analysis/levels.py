@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable
 
-__all__ = ["CONTAINERS", "SINGLETONS", "flatten", "forest_levels", "levels_of", "relevel", "subtree_nodes"]
+__all__ = ["CONTAINERS", "SINGLETONS", "child_nodes", "flatten", "forest_levels", "levels_of", "relevel", "subtree_nodes"]
 
 Levels = list[list[ast.AST]]
 
@@ -39,8 +39,22 @@ def _subclasses(bases: tuple[type, ...]) -> frozenset[type]:
 
 _SINGLETON_TYPES = _subclasses(SINGLETONS)
 _CONTEXT_TYPES = _subclasses((ast.expr_context,))
+_AST = ast.AST
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))``, about twice as fast (no nested generators)."""
+    children = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, _AST):
+            children.append(value)
+        elif value.__class__ is list:
+            for item in value:
+                if isinstance(item, _AST):
+                    children.append(item)
+    return children
 _SLOT = "_torchtriage_levels"
-_iter_child_nodes = ast.iter_child_nodes
 
 
 def _merge_into(merged: Levels, levels: Levels, offset: int) -> None:
@@ -59,7 +73,7 @@ def _expression_levels(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Levels
     while True:
         below: list[ast.AST] = []
         for parent in layer:
-            for child in _iter_child_nodes(parent):
+            for child in child_nodes(parent):
                 kind = type(child)
                 if kind in _SINGLETON_TYPES:
                     if kind in _CONTEXT_TYPES:
@@ -88,7 +102,7 @@ def _build(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Levels:
     """The levels below a container, kept on it (without the container itself: a node that
     held a list holding itself would be garbage only the cycle collector can free)."""
     below: Levels = []
-    for child in _iter_child_nodes(node):
+    for child in child_nodes(node):
         kind = type(child)
         if kind in _SINGLETON_TYPES:
             if kind in _CONTEXT_TYPES:
@@ -111,7 +125,7 @@ def relevel(node: ast.AST) -> Levels:
     caller's business."""
     node.__dict__.pop(_SLOT, None)
     below: Levels = []
-    for child in _iter_child_nodes(node):
+    for child in child_nodes(node):
         if type(child) in _CONTEXT_TYPES:
             continue
         if isinstance(child, CONTAINERS):

@@ -39,39 +39,48 @@ from typing import Callable, Hashable, TypeVar
 
 T = TypeVar("T")
 
-_SLOT = "_torchtriage_memo"
+_PREFIX = "_torchtriage_"  # what is kept lives in the node's own attributes under this prefix
+_names: dict[Hashable, str] = {}  # memo key -> attribute name (a few dozen keys in all)
 
 
-def subtree_memo(node: ast.AST, key: str, compute: Callable[[], T]) -> T:
-    """``compute()``, cached on ``node`` under ``key``; it must depend on ``node``'s subtree only."""
-    memo: dict[str, object] | None = node.__dict__.get(_SLOT)
-    if memo is None:
-        memo = {}
-        setattr(node, _SLOT, memo)
+def _attribute(key: Hashable) -> str:
+    """The attribute a key's value is kept in: one per key, no dict of its own on every node
+    (fewer objects for the garbage collector to scan)."""
+    name = _names.get(key)
+    if name is None:
+        name = _names[key] = f"{_PREFIX}{len(_names)}"
+    return name
+
+
+def subtree_memo(node: ast.AST, key: Hashable, compute: Callable[[], T]) -> T:
+    """``compute()``, kept on ``node`` under ``key``; it must depend on ``node``'s subtree only
+    (``key`` names what is computed: a constant, never something that changes between analyses)."""
+    kept = node.__dict__
+    name = _attribute(key)
     try:
-        return memo[key]  # type: ignore[return-value]
+        return kept[name]  # type: ignore[no-any-return]
     except KeyError:
-        value = memo[key] = compute()
+        value = kept[name] = compute()
         return value
 
 
 def forget(node: ast.AST) -> None:
-    """Drop what was cached on ``node``: its subtree changed (an edit replaced statements below it)."""
-    node.__dict__.pop(_SLOT, None)
+    """Drop what was kept on ``node``: its subtree changed (an edit replaced statements below it)."""
+    kept = node.__dict__
+    for name in [name for name in kept if name.startswith(_PREFIX)]:
+        del kept[name]
 
 
-def keyed_memo(node: ast.AST, slot: str, key: Hashable, compute: Callable[[], T]) -> T:
+def keyed_memo(node: ast.AST, slot: Hashable, key: Hashable, compute: Callable[[], T]) -> T:
     """``compute()``, kept on ``node`` under ``slot`` while ``key`` stays the same (one value per
     slot: a new key replaces the old value).  ``compute`` must depend only on ``node``'s subtree
     and on what ``key`` holds; put ``node.lineno`` in the key when the value holds positions
     (an edit above the node moves them)."""
-    memo: dict[str, object] | None = node.__dict__.get(_SLOT)
-    if memo is None:
-        memo = {}
-        setattr(node, _SLOT, memo)
-    kept = memo.get(slot)
-    if kept is not None and (kept[0] is key or kept[0] == key):  # type: ignore[index]
-        return kept[1]  # type: ignore[index, return-value]
-    value = compute()
-    memo[slot] = (key, value)
-    return value
+    kept = node.__dict__
+    name = _attribute(slot)
+    value = kept.get(name)
+    if value is not None and (value[0] is key or value[0] == key):
+        return value[1]  # type: ignore[no-any-return]
+    result = compute()
+    kept[name] = (key, result)
+    return result

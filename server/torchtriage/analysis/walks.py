@@ -19,15 +19,14 @@ node's own subtree only.
 from __future__ import annotations
 
 import ast
-from typing import Callable, Hashable, Iterable, TypeVar
+from typing import Callable, Hashable, Sequence, TypeVar
 
-from .levels import CONTAINERS, flatten, levels_of
-from .memo import subtree_memo
+from .levels import CONTAINERS, child_nodes, flatten, levels_of
+from .memo import keyed_memo, subtree_memo
 
-__all__ = ["scope_entries", "scope_walk", "subtree"]
+__all__ = ["scope_any", "scope_entries", "scope_walk", "subtree"]
 
 T = TypeVar("T")
-_iter_child_nodes = ast.iter_child_nodes
 
 
 def scope_walk(node: ast.AST, skip: tuple[type, ...]) -> list[ast.AST]:
@@ -35,12 +34,16 @@ def scope_walk(node: ast.AST, skip: tuple[type, ...]) -> list[ast.AST]:
     if isinstance(node, CONTAINERS):
         return [node, *_kept_walk(node, skip)]
     nodes: list[ast.AST] = []
+    _walk_plain(node, skip, nodes)
+    return nodes
+
+
+def _walk_plain(node: ast.AST, skip: tuple[type, ...], nodes: list[ast.AST]) -> None:
     stack = [node]
     while stack:
         current = stack.pop()
         nodes.append(current)
-        stack.extend(child for child in _iter_child_nodes(current) if not isinstance(child, skip))
-    return nodes
+        stack.extend([child for child in child_nodes(current) if not isinstance(child, skip)])
 
 
 def _kept_walk(node: ast.AST, skip: tuple[type, ...]) -> list[ast.AST]:
@@ -51,43 +54,73 @@ def _kept_walk(node: ast.AST, skip: tuple[type, ...]) -> list[ast.AST]:
 
 def _walk_below(node: ast.AST, skip: tuple[type, ...]) -> list[ast.AST]:
     nodes: list[ast.AST] = []
-    for child in reversed([c for c in _iter_child_nodes(node) if not isinstance(c, skip)]):
+    for child in reversed([c for c in child_nodes(node) if not isinstance(c, skip)]):
         if isinstance(child, CONTAINERS):
             nodes.append(child)
             nodes.extend(_kept_walk(child, skip))
         else:
-            nodes.extend(scope_walk(child, skip))
+            _walk_plain(child, skip, nodes)
     return nodes
 
 
-def scope_entries(
-    node: ast.AST, key: Hashable, skip: tuple[type, ...], entries: Callable[[ast.AST], Iterable[T]]
-) -> list[T]:
+Entries = Callable[[ast.AST], Sequence[T]]
+
+
+def scope_entries(node: ast.AST, key: Hashable, skip: tuple[type, ...], entries: Entries[T]) -> list[T]:
     """``entries(n)`` for every ``n`` of :func:`scope_walk` in order, concatenated; what lies
-    below a statement is kept on it under ``key`` (one key per ``entries`` function and ``skip``)."""
-    if isinstance(node, CONTAINERS):
-        return [*entries(node), *_kept_entries(node, key, skip, entries)]
+    below a statement is kept on it under ``key`` (one key per ``entries`` function and ``skip``).
+    ``entries`` must look at its node's own subtree only (see :mod:`.memo`)."""
     found: list[T] = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        found.extend(entries(current))
-        stack.extend(child for child in _iter_child_nodes(current) if not isinstance(child, skip))
+    _add_entries(node, key, skip, entries, found)
     return found
 
 
-def _kept_entries(
-    node: ast.AST, key: Hashable, skip: tuple[type, ...], entries: Callable[[ast.AST], Iterable[T]]
-) -> list[T]:
+def _add_entries(node: ast.AST, key: Hashable, skip: tuple[type, ...], entries: Entries[T], found: list[T]) -> None:
+    if isinstance(node, CONTAINERS):
+        own = entries(node)
+        if own:
+            found.extend(own)
+        found.extend(_kept_entries(node, key, skip, entries))
+        return
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        own = entries(current)
+        if own:
+            found.extend(own)
+        stack.extend([child for child in child_nodes(current) if not isinstance(child, skip)])
+
+
+def _kept_entries(node: ast.AST, key: Hashable, skip: tuple[type, ...], entries: Entries[T]) -> list[T]:
     """The entries below a container, kept on it (see :func:`_kept_walk`).  Read-only."""
 
     def below() -> list[T]:
         found: list[T] = []
-        for child in reversed([c for c in _iter_child_nodes(node) if not isinstance(c, skip)]):
-            found.extend(scope_entries(child, key, skip, entries))
+        for child in reversed([c for c in child_nodes(node) if not isinstance(c, skip)]):
+            _add_entries(child, key, skip, entries, found)
         return found
 
     return subtree_memo(node, key, below)
+
+
+def scope_any(
+    node: ast.AST, key: Hashable, skip: tuple[type, ...], test: Callable[[ast.AST], bool], context: Hashable = ()
+) -> bool:
+    """Whether ``test`` holds for some node of :func:`scope_walk`; the answer for each statement
+    is kept on it under ``key`` while ``context`` (what ``test`` reads beyond the node's own
+    subtree, e.g. the module's imports) stays the same."""
+    if test(node):
+        return True
+    if isinstance(node, CONTAINERS):
+        return keyed_memo(
+            node,
+            key,
+            context,
+            lambda: any(
+                scope_any(child, key, skip, test, context) for child in child_nodes(node) if not isinstance(child, skip)
+            ),
+        )
+    return any(scope_any(child, key, skip, test, context) for child in child_nodes(node) if not isinstance(child, skip))
 
 
 def subtree(node: ast.AST) -> list[ast.AST]:

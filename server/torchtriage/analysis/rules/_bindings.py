@@ -69,7 +69,8 @@ def _walk_entries(root: ast.AST) -> list[tuple[str, ast.AST]]:
 
 
 def _binding_entries(node: ast.AST) -> list[tuple[str, ast.AST]]:
-    return [(name, node) for name in dict.fromkeys(_names_bound_by(node))]  # once per node
+    names = _names_bound_by(node)
+    return [(name, node) for name in dict.fromkeys(names)] if names else []  # once per node
 
 
 def _names_bound_by(node: ast.AST) -> list[str]:

@@ -21,7 +21,7 @@ from ..context import ModuleContext
 from ..memo import keyed_memo
 from ..hotloops import is_backward_call, is_optimizer_step
 from ._helpers import method_name
-from ..walks import scope_entries
+from ..walks import scope_any
 from ._steps import OWN_SCOPES, own_walk
 
 CLOCKS = frozenset(
@@ -86,16 +86,15 @@ def _is_sync(ctx: ModuleContext, node: ast.AST) -> bool:
 
 def syncing_functions(ctx: ModuleContext) -> set[str]:
     """Functions of this file whose own body synchronises (``return loss.item(), acc``)."""
-    key = ("sync-calls", ctx.aliases_key)  # what _is_sync says depends on the imports too
-
-    def sync_calls(node: ast.AST) -> tuple[ast.AST, ...]:
-        return (node,) if isinstance(node, ast.Call) and _is_sync(ctx, node) else ()
+    def syncs(node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and _is_sync(ctx, node)
 
     return {
         node.name
         for node in ctx.nodes_of((ast.FunctionDef, ast.AsyncFunctionDef))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and scope_entries(node, key, OWN_SCOPES, sync_calls)  # kept per statement (see ..walks)
+        # kept per statement while the imports (which _is_sync reads) stay the same
+        and scope_any(node, "timing-syncs", OWN_SCOPES, syncs, ctx.aliases_key)
     }
 
 
