@@ -234,3 +234,18 @@ def test_random_edits_inside_a_long_function_find_what_a_full_analysis_finds() -
         if not isinstance(parse_module(text, "main.py"), Finding):
             last_good = text
         assert analyzer.analyze(text) == analyze_source(text, "main.py")
+
+
+def test_deferred_fixes_are_built_exactly_as_the_eager_ones() -> None:
+    """The language server publishes before building fixes while libcst is not loaded yet;
+    the fixes it adds afterwards are exactly those of a normal analysis."""
+    text = long_function_file(4).replace("    device = torch.device(\"cpu\")\n", "    device = torch.device(\"cuda\")\n")
+    analyzer = IncrementalAnalyzer("main.py")
+    for edited in (text, text.replace("            total = loss.item()\n", "            total = loss.item() + 1\n")):
+        deferred = analyzer.analyze(edited, defer_fixes=True)
+        assert all(f.fix is None for f in deferred)
+        offered = [analyzer.has_fix(f) for f in deferred]
+        built = analyzer.build_fixes(deferred)
+        assert built == analyze_source(edited, "main.py")
+        assert any(f.fix is not None for f in built), "the file should have a fixable finding"
+        assert all(has or f.fix is None for has, f in zip(offered, built))  # no fix without a builder
