@@ -41,6 +41,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Iterator, TypeVar
 
+from .levels import child_nodes
 from .memo import subtree_memo
 from .file_kinds import is_test_file
 from .module_index import ModuleIndex
@@ -399,7 +400,7 @@ class _Finder:
             self.result.per_step[current] = region
             if isinstance(current, ast.Call):
                 self._follow_call(current, region)
-            for child in ast.iter_child_nodes(current):
+            for child in child_nodes(current):
                 if not isinstance(child, SCOPE_NODES):
                     stack.append(child)
 
