@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import re
-import sys
 import traceback
 from typing import Iterable
 
@@ -148,11 +147,6 @@ def _build_fix(builder):  # type: ignore[no-untyped-def]
         return builder()
     except Exception:  # a fix that cannot be built is simply not offered
         return None
-
-
-def fixes_need_import() -> bool:
-    """Whether building a fix would first import libcst (~0.3 s cold, see :mod:`.lazy`)."""
-    return "libcst" not in sys.modules
 
 
 def analyze_parsed(

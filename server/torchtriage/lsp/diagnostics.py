@@ -16,7 +16,10 @@ good findings (moved with the edits, without their fixes) for the rest.
 
 Each document keeps an incremental analyzer (a text document's
 ``IncrementalAnalyzer``, a notebook's ``NotebookAnalyzer`` over its joined
-cells), so an edit re-parses only the top-level statements it touched.
+cells), so an edit re-parses only the statements it touched.  A text
+document's diagnostics are published before its fixes are built (libcst:
+~0.3 s to import, then a few ms per analysis of a long file); code actions
+wait for the fixes.
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ from typing import Callable
 
 from lsprotocol import types
 
-from ..analysis.engine import IncrementalAnalyzer, fixes_need_import
+from ..analysis.engine import IncrementalAnalyzer
 from ..analysis.notebooks import NotebookAnalyzer, analyze_cells
+from ..analysis.text import split_lines
 from ..analysis.project_view import ProjectView
 from ..config import Settings
 from ..findings import SYNTAX_ERROR_CODE, Finding, Severity
@@ -79,9 +83,8 @@ def analyse_snapshot(
     """
     if not notebook:
         uri, _, text = snapshot[0]
-        if isinstance(analyzer, IncrementalAnalyzer):
-            # Until libcst is loaded, fixes come after the diagnostics (see DiagnosticsEngine._run).
-            return {uri: analyzer.analyze(text, settings, project=project, defer_fixes=fixes_need_import())}
+        if isinstance(analyzer, IncrementalAnalyzer):  # fixes after the diagnostics (DiagnosticsEngine._run)
+            return {uri: analyzer.analyze(text, settings, project=project, defer_fixes=True)}
         return {uri: IncrementalAnalyzer(path).analyze(text, settings, project=project)}
     result: dict[str, list[Finding]] = {uri: [] for uri, _, _ in snapshot}
     cells = [text for _, _, text in snapshot]
@@ -143,6 +146,7 @@ class DiagnosticsEngine:
         self.spawn = spawn
         self._running: dict[str, asyncio.Future[object]] = {}
         self._fixable: dict[str, Callable[[Finding], bool]] = {}  # while a document's fixes are built
+        self._built: dict[str, dict[tuple[str, str, str], bool]] = {}  # per document: finding -> had a fix
 
     # --- scheduling -------------------------------------------------------------
 
@@ -213,9 +217,13 @@ class DiagnosticsEngine:
             self.publish(state, refresh=state.refresh_pending)
             state.refresh_pending = False
             return
-        # Diagnostics first; then the fixes (libcst), which only code actions wait for (``done``).
-        findings = state.targets[state.uri].findings
-        offered = {id(f) for f in findings if analyzer.has_fix(f)}
+        # Diagnostics first; then the fixes (libcst: ~0.3 s to import the first time, a few ms
+        # for a long file after), which only code actions wait for (``done``).  Until they are
+        # built, ``data.fixable`` says what the last build said for the same finding.
+        target = state.targets[state.uri]
+        findings, lines = target.findings, split_lines(target.text)
+        known = self._built.get(state.uri, {})
+        offered = {id(f) for f in findings if known.get(_fix_key(f, lines), analyzer.has_fix(f))}
         self._fixable[state.uri] = lambda finding: id(finding) in offered
         self.publish(state, refresh=state.refresh_pending)
         state.refresh_pending = False
@@ -239,6 +247,8 @@ class DiagnosticsEngine:
             return  # a newer analysis replaces these findings
         target = state.targets[state.uri]
         target.findings = target.last_good = fixed
+        lines = split_lines(target.text)
+        self._built[state.uri] = {_fix_key(f, lines): f.fix is not None for f in fixed}
         if any((id(old) in offered) != (new.fix is not None) for old, new in zip(findings, fixed)):
             self.publish(state, refresh=False)
 
@@ -281,6 +291,7 @@ class DiagnosticsEngine:
             self.client.publish_diagnostics(target.uri, self.diagnostics_for(target.uri), target.version)
 
     def clear_target(self, uri: str) -> None:
+        self._built.pop(uri, None)
         if self.support.pulls_diagnostics:
             return  # nothing was pushed
         self.client.publish_diagnostics(uri, [])
@@ -290,6 +301,12 @@ class DiagnosticsEngine:
         for state in self.store.all():
             state.refresh_pending = True
             self.schedule(state, immediate=True)
+
+
+def _fix_key(finding: Finding, lines: list[str]) -> tuple[str, str, str]:
+    """A finding as the user sees it, whatever line it moved to: its code, message and line."""
+    text = lines[finding.span.line - 1].strip() if 0 < finding.span.line <= len(lines) else ""
+    return finding.code, finding.message, text
 
 
 def _fired(timer: asyncio.TimerHandle) -> bool:
