@@ -39,7 +39,7 @@ from ..analysis.text import split_lines
 from ..analysis.project_view import ProjectView
 from ..config import Settings
 from ..findings import SYNTAX_ERROR_CODE, Finding, Severity
-from .background import Spawn
+from .background import Spawn, collector_pause
 from .capabilities import ClientSupport
 from .client import ClientChannel
 from .documents import Annotation, DocumentState, DocumentStore
@@ -68,6 +68,19 @@ def new_analyzer(path: str, notebook: bool) -> Analyzer:
 
 
 def analyse_snapshot(
+    snapshot: Snapshot,
+    path: str,
+    settings: Settings,
+    notebook: bool,
+    analyzer: Analyzer | None = None,
+    project: ProjectView | None = None,
+) -> dict[str, list[Finding]]:
+    """:func:`analyse` with the cycle collector paused (see :class:`.background.CollectorPause`)."""
+    with collector_pause.during_analysis():
+        return analyse(snapshot, path, settings, notebook, analyzer, project)
+
+
+def analyse(
     snapshot: Snapshot,
     path: str,
     settings: Settings,
@@ -235,7 +248,7 @@ class DiagnosticsEngine:
         """Add the fixes of a deferred analysis to the published findings (worker thread); if a fix
         could not be built after all, publish again so ``data.fixable`` says so."""
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self.executor, analyzer.build_fixes, findings)
+        future = loop.run_in_executor(self.executor, _build_fixes, analyzer, findings)
         self._running[state.uri] = future
         try:
             fixed = await future
@@ -301,6 +314,11 @@ class DiagnosticsEngine:
         for state in self.store.all():
             state.refresh_pending = True
             self.schedule(state, immediate=True)
+
+
+def _build_fixes(analyzer: IncrementalAnalyzer, findings: list[Finding]) -> list[Finding]:
+    with collector_pause.during_analysis():
+        return analyzer.build_fixes(findings)
 
 
 def _fix_key(finding: Finding, lines: list[str]) -> tuple[str, str, str]:
