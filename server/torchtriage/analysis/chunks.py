@@ -26,6 +26,7 @@ class Chunk:
     nodes: list[ast.AST]  # the statements, then their descendants, breadth first
     _by_type: dict[object, list[ast.AST]] = field(default_factory=dict, repr=False)
     _buckets: dict[type, list[ast.AST]] | None = field(default=None, repr=False)
+    _order: dict[int, int] | None = field(default=None, repr=False)  # id(node) -> walk position
 
     @property
     def end(self) -> int:
@@ -42,6 +43,7 @@ class Chunk:
         """Forget the type indexes: ``nodes`` changed (an edit inside one of the statements)."""
         self._by_type = {}
         self._buckets = None
+        self._order = None
 
     def _select(self, types: type | tuple[type, ...]) -> list[ast.AST]:
         """One pass sorts the nodes into per-type buckets (each in walk order); a request for
@@ -61,8 +63,10 @@ class Chunk:
             return []
         if len(matching) == 1:
             return matching[0]
-        wanted = {id(node) for bucket in matching for node in bucket}
-        return [node for node in self.nodes if id(node) in wanted]
+        if self._order is None:
+            self._order = {id(node): index for index, node in enumerate(self.nodes)}
+        order = self._order
+        return sorted(chain.from_iterable(matching), key=lambda node: order[id(node)])
 
 
 @dataclass(eq=False)
@@ -77,15 +81,43 @@ class ParsedModule:
     nodes: tuple[ast.AST, ...]
     parents: dict[ast.AST, ast.AST]
     reparsed_lines: int  # how many lines this version parsed (all of them for a full parse)
+    # Per type: the module's nodes of that type, and where each chunk's start in it (one more
+    # entry than chunks), so the next version splices in only the chunks an edit changed.
     _by_type: dict[object, tuple[ast.AST, ...]] = field(default_factory=dict, repr=False)
+    _offsets: dict[object, list[int]] = field(default_factory=dict, repr=False)
 
     def nodes_of(self, types: type | tuple[type, ...]) -> tuple[ast.AST, ...]:
         """Every node of the given ast types in walk order, from the chunks' own indexes."""
         found = self._by_type.get(types)
         if found is None:
-            head = (self.tree,) if isinstance(self.tree, types) else ()
-            found = self._by_type[types] = head + tuple(chain.from_iterable(chunk.nodes_of(types) for chunk in self.chunks))
+            if isinstance(self.tree, types):  # (``ast.AST`` and the like: not worth splicing)
+                return (self.tree,) + tuple(chain.from_iterable(chunk.nodes_of(types) for chunk in self.chunks))
+            parts = [chunk.nodes_of(types) for chunk in self.chunks]
+            found = self._by_type[types] = tuple(chain.from_iterable(parts))
+            self._offsets[types] = _offsets(parts, 0)
         return found
+
+    def carry_type_indexes(self, previous: "ParsedModule", first: int, old_count: int, new_count: int) -> None:
+        """Take over ``previous``'s type indexes, re-reading only chunks ``first .. first + new_count``
+        (which replaced ``old_count`` chunks there)."""
+        for types, nodes in previous._by_type.items():
+            offsets = previous._offsets[types]
+            start, stop = offsets[first], offsets[first + old_count]
+            parts = [chunk.nodes_of(types) for chunk in self.chunks[first : first + new_count]]
+            middle = tuple(chain.from_iterable(parts))
+            grown = len(middle) - (stop - start)
+            self._by_type[types] = nodes[:start] + middle + nodes[stop:]
+            self._offsets[types] = (
+                offsets[: first + 1] + _offsets(parts, start)[1:] + [o + grown for o in offsets[first + old_count + 1 :]]
+            )
+
+
+def _offsets(parts: list[list[ast.AST]], start: int) -> list[int]:
+    """Where each part starts when they are laid end to end from ``start``, and where the last ends."""
+    offsets = [start]
+    for part in parts:
+        offsets.append(offsets[-1] + len(part))
+    return offsets
 
 
 def shift_node(node: ast.AST, delta: int) -> None:

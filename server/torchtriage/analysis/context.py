@@ -75,7 +75,13 @@ class ModuleContext(ModuleIndex):
     def qualname(self, node: ast.AST) -> str | None:
         """Dotted name with the first part resolved through the module's imports (kept on the
         node while the imports stay the same: it depends on nothing else)."""
-        return keyed_memo(node, "qualname", self.aliases_key, lambda: self._resolve_qualname(node))
+        try:
+            return self._qualnames[node]  # asked again and again within one analysis
+        except KeyError:
+            value = self._qualnames[node] = keyed_memo(
+                node, "qualname", self.aliases_key, lambda: self._resolve_qualname(node)
+            )
+            return value
 
     @cached_property
     def mentions_cuda(self) -> bool:

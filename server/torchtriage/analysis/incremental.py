@@ -107,4 +107,6 @@ def reparse(previous: ParsedModule, source: str, path: str = "<string>") -> Pars
     if delta:
         shift_chunks(after, delta)
     middle = chunk_statements(lines[start:stop], start, tree.body, parents)
-    return assemble(source, lines, chunks[:first_index] + middle + after, previous.top_level_await, stop - start, parents)
+    module = assemble(source, lines, chunks[:first_index] + middle + after, previous.top_level_await, stop - start, parents)
+    module.carry_type_indexes(previous, first_index, last_index + 1 - first_index, len(middle))
+    return module

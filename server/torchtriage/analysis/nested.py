@@ -221,4 +221,6 @@ def reparse_inside(
     chunks = previous.chunks
     if delta:
         shift_chunks(chunks[chunk_index + 1 :], delta)
-    return assemble(source, lines, chunks, previous.top_level_await, reparsed, parents)
+    module = assemble(source, lines, chunks, previous.top_level_await, reparsed, parents)
+    module.carry_type_indexes(previous, chunk_index, 1, 1)
+    return module
