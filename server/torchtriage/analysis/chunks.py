@@ -16,6 +16,9 @@ __all__ = [
 ]
 
 
+_BUCKETED = 512  # nodes: from this size on a chunk sorts its nodes by type once
+
+
 @dataclass(eq=False)
 class Chunk:
     """Lines ``[first, first + len(lines))`` (0-based) of the module and what they parse to."""
@@ -46,8 +49,11 @@ class Chunk:
         self._order = None
 
     def _select(self, types: type | tuple[type, ...]) -> list[ast.AST]:
-        """One pass sorts the nodes into per-type buckets (each in walk order); a request for
-        several types merges their buckets back into walk order."""
+        """For a long chunk (a 740-line function, re-indexed after every edit inside it), one pass
+        sorts the nodes into per-type buckets (each in walk order) and a request for several
+        types merges their buckets back into walk order; a short one is simply filtered."""
+        if len(self.nodes) < _BUCKETED:
+            return [node for node in self.nodes if isinstance(node, types)]
         if self._buckets is None:
             buckets: dict[type, list[ast.AST]] = {}
             for node in self.nodes:

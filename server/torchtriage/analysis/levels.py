@@ -66,10 +66,11 @@ def _merge_into(merged: Levels, levels: Levels, offset: int) -> None:
             merged.append(list(layer))
 
 
-def _expression_levels(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Levels:
-    """Levels of a subtree without statements (an expression, arguments, an alias ...)."""
-    levels: Levels = [[node]]
-    layer = [node]
+def _expression_levels(roots: list[ast.AST], parents: dict[ast.AST, ast.AST]) -> Levels:
+    """Levels of subtrees without statements (expressions, arguments, aliases ...) walked
+    together, ``roots`` at depth 0."""
+    levels: Levels = [roots]
+    layer = roots
     while True:
         below: list[ast.AST] = []
         for parent in layer:
@@ -95,13 +96,18 @@ def levels_of(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Levels:
         if below is None:
             below = _build(node, parents)
         return [[node], *below]
-    return _expression_levels(node, parents)
+    return _expression_levels([node], parents)
 
 
 def _build(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Levels:
     """The levels below a container, kept on it (without the container itself: a node that
-    held a list holding itself would be garbage only the cycle collector can free)."""
+    held a list holding itself would be garbage only the cycle collector can free).
+
+    Children that hold no statements are walked together, a run at a time (one breadth-first
+    walk for ``if``'s test, one for a call statement's whole expression); containers bring
+    their own kept levels."""
     below: Levels = []
+    run: list[ast.AST] = []
     for child in child_nodes(node):
         kind = type(child)
         if kind in _SINGLETON_TYPES:
@@ -110,11 +116,22 @@ def _build(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Levels:
         else:
             parents[child] = node
         if isinstance(child, CONTAINERS):
+            if run:
+                _merge_into(below, _expression_levels(run, parents), 0)
+                run = []
             kept = child.__dict__.get(_SLOT)
-            _merge_into(below, [[child]], 0)
+            if below:
+                below[0].append(child)
+            else:
+                below.append([child])
             _merge_into(below, kept if kept is not None else _build(child, parents), 1)
         else:
-            _merge_into(below, _expression_levels(child, parents), 0)
+            run.append(child)
+    if run:
+        if below:
+            _merge_into(below, _expression_levels(run, parents), 0)
+        else:
+            below = _expression_levels(run, parents)
     node.__dict__[_SLOT] = below
     return below
 
@@ -124,17 +141,7 @@ def relevel(node: ast.AST) -> Levels:
     after an edit replaced statements below it.  Parents of its direct children are the
     caller's business."""
     node.__dict__.pop(_SLOT, None)
-    below: Levels = []
-    for child in child_nodes(node):
-        if type(child) in _CONTEXT_TYPES:
-            continue
-        if isinstance(child, CONTAINERS):
-            _merge_into(below, [[child]], 0)
-            _merge_into(below, child.__dict__[_SLOT], 1)
-        else:
-            _merge_into(below, _expression_levels(child, {}), 0)
-    node.__dict__[_SLOT] = below
-    return below
+    return _build(node, {})
 
 
 def forest_levels(roots: Iterable[ast.AST], parents: dict[ast.AST, ast.AST]) -> Levels:
