@@ -21,6 +21,11 @@ pinned HEAD, never committed; ``--file huggingface+pytorch-image-models:train.py
 it from the mirror): it is copied into an empty temp folder (a one-file
 project), and the edits change one line in the middle of its longest function,
 alternating a trailing comment and a new statement, as one-line incremental changes.
+``--in-repo`` opens it inside a copy of its whole repository instead (every ``.py``
+file at the mirror's HEAD), so the workspace index models the real project.
+
+Without ``--notebook`` or ``--file`` the standard run benches the generated file, then
+timm's ``train.py`` (:data:`REAL_FILE`, when its mirror is present).
 """
 
 from __future__ import annotations
@@ -244,20 +249,44 @@ def _read_source(source: Path) -> str:
     return mirror_file(str(source)).decode("utf-8")
 
 
+REAL_FILE = "huggingface+pytorch-image-models:train.py"  # 1,533 lines, one ~740-line main()
+
+
+def _real_file_available(spec: str = REAL_FILE) -> bool:
+    from corpus import MIRRORS
+
+    return (MIRRORS / spec.partition(":")[0] / "repo").is_dir()
+
+
+def _place(source: Path, text: str, in_repo: bool) -> tuple[Path, Path]:
+    """(folder to open, file path): the file alone in a temp folder, or inside a copy of its repository."""
+    name = str(source).rpartition(":")[2]
+    folder = Path(tempfile.mkdtemp(prefix="lsp-bench-file-"))
+    if in_repo:
+        from corpus import export_repo
+
+        spec = str(source).partition(":")[0]
+        export_repo(spec, folder)
+        folder = folder / spec
+    path = folder / (name if in_repo else Path(name).name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return folder, path
+
+
 def file_edits(line: str) -> tuple[str, ...]:
     indent = line[: len(line) - len(line.lstrip())]
     return (line + "  # edit {n}", f"{indent}_bench_value_{{n}} = {{n}}", line)
 
 
 async def run_file(
-    source: Path, edits: int, debounce_ms: float | None, capabilities: types.ClientCapabilities
+    source: Path, edits: int, debounce_ms: float | None, capabilities: types.ClientCapabilities, in_repo: bool = False
 ) -> dict[str, object]:
-    """The real-file mode: open a copy of ``source`` alone in a folder, then one-line edits inside
-    its longest function, each followed by a code-action request on the edited line."""
+    """The real-file mode: open a copy of ``source`` alone in a folder (or in its repository),
+    then one-line edits inside its longest function, each followed by a code-action request
+    on the edited line."""
     text = _read_source(source)
-    folder = Path(tempfile.mkdtemp(prefix="lsp-bench-file-"))
-    path = folder / Path(str(source).rpartition(":")[2]).name
-    path.write_text(text, encoding="utf-8")
+    folder, path = _place(source, text, in_repo)
     uri = path.as_uri()
     session = Session(capabilities)
     await session.start(folder, {} if debounce_ms is None else {"debounceMs": debounce_ms})
@@ -436,6 +465,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notebook", action="store_true", help="a 20-cell notebook instead of the 1,000-line file")
     parser.add_argument("--file", type=Path, help="bench this real file (e.g. timm's train.py) instead")
+    parser.add_argument("--in-repo", action="store_true", help="with --file owner+name:path: open it inside its repository")
     parser.add_argument("--edits", type=int, default=60)
     parser.add_argument("--client", choices=("resolve", "eager"), default="resolve", help="declare codeAction resolveSupport or not")
     parser.add_argument("--debounce-ms", type=float, help="fixed debounce (default: the server's adaptive one)")
@@ -444,36 +474,57 @@ def main() -> None:
     capabilities = RESOLVING if args.client == "resolve" else types.ClientCapabilities()
     mode = "idle: none, busy: 20 ms" if args.debounce_ms is None else f"{args.debounce_ms:g} ms"
     if args.notebook:
-        result = asyncio.run(run_notebook(args.edits, args.debounce_ms, capabilities))
-        result.update(core_notebook())
-        edits_row = (
-            f"{_stamp(mode)} {result['cells']} | {result['lines']} | {result['findings']} | {result['first_open_ms']:.0f} | "
-            f"{result['edit_p50_ms']:.0f} | {result['edit_p95_ms']:.0f} | {result['edit_max_ms']:.0f} | "
-            f"{result['core_full_ms']:.0f} | {_ms(result['core_edit_ms'])} | {result['edits']} |"
-        )
+        runs = [_notebook_rows(args, capabilities, mode)]
+    elif args.file is not None:
+        runs = [_file_rows(args.file, args, capabilities, mode)]
+    else:  # the standard run: the generated file, then the real long-function file
+        runs = [_file_rows(None, args, capabilities, mode)]
+        if _real_file_available():
+            runs.append(_file_rows(Path(REAL_FILE), args, capabilities, mode))
+    for result, edits_row, actions_row in runs:
+        print(result)
+        print(edits_row)
+        print(actions_row)
+        if args.out:
+            with args.out.open("a", encoding="utf-8") as handle:
+                handle.write(edits_row + "\n" + actions_row + "\n")
+
+
+def _notebook_rows(args: argparse.Namespace, capabilities: types.ClientCapabilities, mode: str) -> tuple[dict, str, str]:
+    result = asyncio.run(run_notebook(args.edits, args.debounce_ms, capabilities))
+    result.update(core_notebook())
+    edits_row = (
+        f"{_stamp(mode)} {result['cells']} | {result['lines']} | {result['findings']} | {result['first_open_ms']:.0f} | "
+        f"{result['edit_p50_ms']:.0f} | {result['edit_p95_ms']:.0f} | {result['edit_max_ms']:.0f} | "
+        f"{result['core_full_ms']:.0f} | {_ms(result['core_edit_ms'])} | {result['edits']} |"
+    )
+    return result, edits_row, _actions_row(result, args, "notebook")
+
+
+def _file_rows(
+    source: Path | None, args: argparse.Namespace, capabilities: types.ClientCapabilities, mode: str
+) -> tuple[dict, str, str]:
+    """One file-mode run: the generated 1,000-line file (``source`` None) or a real file."""
+    if source is not None:
+        result = asyncio.run(run_file(source, args.edits, args.debounce_ms, capabilities, args.in_repo))
+        result.update(core_file(source))
     else:
-        if args.file is not None:
-            result = asyncio.run(run_file(args.file, args.edits, args.debounce_ms, capabilities))
-            result.update(core_file(args.file))
-        else:
-            result = asyncio.run(run(args.edits, args.debounce_ms, capabilities))
-            result.update(core_analysis())
-        edits_row = (
-            f"{_stamp(mode)} {result['lines']} | {result['findings']} | {result['first_open_ms']:.0f} | "
-            f"{result['edit_p50_ms']:.0f} | {result['edit_p95_ms']:.0f} | {result['edit_max_ms']:.0f} | "
-            f"{result['core_full_ms']:.0f} | {result['core_edit_ms']:.0f} | "
-            f"{result['edit_p50_ms'] - result['core_edit_ms']:.0f} | {result['edits']} |"
-        )
-    actions_row = (
-        f"{_stamp('notebook' if args.notebook else 'file')} {args.client} | {result['action_p50_ms']:.0f} | "
+        result = asyncio.run(run(args.edits, args.debounce_ms, capabilities))
+        result.update(core_analysis())
+    edits_row = (
+        f"{_stamp(mode)} {result['lines']} | {result['findings']} | {result['first_open_ms']:.0f} | "
+        f"{result['edit_p50_ms']:.0f} | {result['edit_p95_ms']:.0f} | {result['edit_max_ms']:.0f} | "
+        f"{result['core_full_ms']:.0f} | {result['core_edit_ms']:.0f} | "
+        f"{result['edit_p50_ms'] - result['core_edit_ms']:.0f} | {result['edits']} |"
+    )
+    return result, edits_row, _actions_row(result, args, "file")
+
+
+def _actions_row(result: dict, args: argparse.Namespace, kind: str) -> str:
+    return (
+        f"{_stamp(kind)} {args.client} | {result['action_p50_ms']:.0f} | "
         f"{result['action_p95_ms']:.0f} | {_ms(result['resolve_p50_ms'])} | {_ms(result['resolve_p95_ms'])} | {result['edits']} |"
     )
-    print(result)
-    print(edits_row)
-    print(actions_row)
-    if args.out:
-        with args.out.open("a", encoding="utf-8") as handle:
-            handle.write(edits_row + "\n" + actions_row + "\n")
 
 
 if __name__ == "__main__":

@@ -122,7 +122,15 @@ def _shape(parsed: ParsedModule) -> tuple[object, ...]:
          getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None))
         for node in parsed.nodes
     ]
-    return ast.dump(parsed.tree, include_attributes=True), order, parents
+    # The per-type indexes rules read (carried from version to version, see ParsedModule).
+    by_type = [[index[id(node)] for node in parsed.nodes_of(types)] for types in TYPE_KEYS]
+    return ast.dump(parsed.tree, include_attributes=True), order, parents, by_type
+
+
+TYPE_KEYS = (
+    ast.Call, ast.ClassDef, ast.Assign, (ast.FunctionDef, ast.AsyncFunctionDef), (ast.For, ast.AsyncFor, ast.While),
+    (ast.Import, ast.ImportFrom), (ast.Call, ast.Assign), (ast.Call, ast.FunctionDef, ast.AsyncFunctionDef), ast.Name,
+)
 
 
 def _same(incremental: ParsedModule | Finding, full: ParsedModule | Finding) -> None:

@@ -5,9 +5,10 @@ Built once per analysed source by the engine.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from ..config import Settings
@@ -16,12 +17,18 @@ from .defaults import Default, file_defaults, unique
 if TYPE_CHECKING:
     from .project_view import LoaderRead
 from .hotloops import HotEntry, HotLoops, find_hot_loops
+from .memo import keyed_memo
 from .module_index import ModuleIndex
 
 _CUDA_PATTERNS = re.compile(
     r"""\.cuda\s*\(|["']cuda(?::\d+)?["']|torch\.accelerator|cuda\.is_available\s*\(|\.to\s*\(\s*["']cuda"""
     r"""|["']cuda:(?:\{[^}'"]*\}|%d)["']"""  # "cuda:{}".format(rank), f"cuda:{local_rank}", "cuda:%d" % rank
 )
+
+
+@lru_cache(maxsize=256)
+def _interned(key: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    return key
 
 
 @dataclass
@@ -57,6 +64,24 @@ class ModuleContext(ModuleIndex):
     def constant_default(self, name: str) -> Default | None:
         """A module constant of this file, or one it imports from a project file."""
         return unique(self.own_defaults[1].get(name)) or self.imported_constants.get(name)
+
+    @cached_property
+    def aliases_key(self) -> tuple[tuple[str, str], ...]:
+        """The module's imports as a hashable key: part of the key of any result kept on a node
+        (see :mod:`.memo`) that resolves names through the imports (``ctx.qualname``).  Equal
+        imports give the same object from one analysis to the next, so keys compare by identity."""
+        return _interned(tuple(sorted(self.aliases.items())))
+
+    def qualname(self, node: ast.AST) -> str | None:
+        """Dotted name with the first part resolved through the module's imports (kept on the
+        node while the imports stay the same: it depends on nothing else)."""
+        try:
+            return self._qualnames[node]  # asked again and again within one analysis
+        except KeyError:
+            value = self._qualnames[node] = keyed_memo(
+                node, "qualname", self.aliases_key, lambda: self._resolve_qualname(node)
+            )
+            return value
 
     @cached_property
     def mentions_cuda(self) -> bool:

@@ -17,6 +17,7 @@ from .context import ModuleContext
 from .incremental import ParsedModule, parse_module, reparse
 from .project_view import ProjectView, apply_view
 from .rules import Rule, all_rules
+from .rules.base import FixBuilder
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 _FILE_NOQA = re.compile(r"^#\s*torchtriage\s*:\s*noqa\s*$", re.I | re.M)
@@ -67,8 +68,14 @@ def _internal_error(path: str, rule: type[Rule], exc: BaseException) -> Finding:
     )
 
 
-def analyze_context(ctx: ModuleContext, rules: Iterable[type[Rule]]) -> list[Finding]:
-    """Run rules over a prepared context; crashes become TT999 findings."""
+def analyze_context(
+    ctx: ModuleContext, rules: Iterable[type[Rule]], deferred: dict[int, FixBuilder] | None = None
+) -> list[Finding]:
+    """Run rules over a prepared context; crashes become TT999 findings.
+
+    ``deferred``: instead of building fixes, leave them off the findings and keep each
+    finding's fix builder here (by ``id`` of the finding); see :meth:`IncrementalAnalyzer.build_fixes`.
+    """
     findings: list[Finding] = []
     for rule_class in rules:
         if rule_class.requires_cuda and not ctx.uses_cuda:
@@ -89,7 +96,10 @@ def analyze_context(ctx: ModuleContext, rules: Iterable[type[Rule]]) -> list[Fin
                     continue
                 finding = _explain_project_context(ctx, rule_class, report.node, finding)
                 if report.fix is not None:
-                    finding = finding.with_changes(fix=_build_fix(report.fix))
+                    if deferred is None:
+                        finding = finding.with_changes(fix=_build_fix(report.fix))
+                    else:
+                        deferred[id(finding)] = report.fix
                 findings.append(finding)
         except Exception as exc:  # one broken rule must not hide the others
             findings.append(_internal_error(ctx.path, rule_class, exc))
@@ -145,15 +155,20 @@ def analyze_parsed(
     settings: Settings | None = None,
     rules: Iterable[type[Rule]] | None = None,
     project: ProjectView | None = None,
+    deferred: dict[int, FixBuilder] | None = None,
 ) -> list[Finding]:
     """All findings for an already parsed module (not opted out by a file noqa), sorted by position.
 
-    ``project``: what the rest of the project tells this file (see :mod:`.project_view`)."""
+    ``project``: what the rest of the project tells this file (see :mod:`.project_view`);
+    ``deferred``: see :func:`analyze_context`."""
     settings = settings or Settings()
     ctx = ModuleContext(source=parsed.source, tree=parsed.tree, path=path, settings=settings, parsed=parsed)
     apply_view(ctx, project)
     selected = list(rules) if rules is not None else enabled_rules(settings, path)
-    findings = analyze_context(ctx, selected)
+    findings = analyze_context(ctx, selected, deferred)
+    # Helpers kept in the memo point back at ctx: let it go without the cycle collector (a
+    # deferred fix builder that needs one builds it again).
+    ctx.memo.clear()
     unique = {(f.code, f.span): f for f in findings}
     return sorted(unique.values(), key=Finding.sort_key)
 
@@ -180,6 +195,8 @@ class IncrementalAnalyzer:
         self.path = path
         self.top_level_await = top_level_await
         self._last: ParsedModule | None = None  # the last version that parsed
+        # Fix builders of the last analysis with ``defer_fixes``, by ``id`` of its findings.
+        self._deferred: dict[int, FixBuilder] = {}
 
     def parse(self, source: str) -> ParsedModule | Finding:
         """The new version's parse (from the last good one where possible), or its TT000."""
@@ -198,12 +215,41 @@ class IncrementalAnalyzer:
         settings: Settings | None = None,
         rules: Iterable[type[Rule]] | None = None,
         project: ProjectView | None = None,
+        defer_fixes: bool = False,
     ) -> list[Finding]:
         """All findings for this version of the document, sorted by position (``project``: the
-        facts the rest of its project contributes, see :mod:`.project_view`)."""
+        facts the rest of its project contributes, see :mod:`.project_view`).
+
+        ``defer_fixes``: return the findings without their fixes, which need libcst (a cold
+        import costs ~0.3 s) and are only wanted when the user asks for a code action;
+        :meth:`build_fixes` adds them, and must be called before the next analysis (the
+        builders read this version's syntax tree, which the next re-parse changes).
+        """
+        self._deferred = {}
         if has_file_noqa(source):
             return []  # before parsing: a file opted out of checks gets no syntax error either
         parsed = self.parse(source)
         if isinstance(parsed, Finding):
             return [parsed]  # always shown: nothing else can be checked
-        return analyze_parsed(parsed, self.path, settings, rules, project)
+        findings = analyze_parsed(parsed, self.path, settings, rules, project, self._deferred if defer_fixes else None)
+        if self._deferred:  # only the findings that survived de-duplication
+            self._deferred = {id(f): self._deferred[id(f)] for f in findings if id(f) in self._deferred}
+        return findings
+
+    @property
+    def has_deferred_fixes(self) -> bool:
+        """Whether the last analysis left fixes to build (:meth:`build_fixes`)."""
+        return bool(self._deferred)
+
+    def has_fix(self, finding: Finding) -> bool:
+        """Whether a finding of the last deferred analysis has a fix to build."""
+        return finding.fix is not None or id(finding) in self._deferred
+
+    def build_fixes(self, findings: list[Finding]) -> list[Finding]:
+        """The findings of the last analysis (``defer_fixes``) with their fixes: exactly what
+        the analysis gives without ``defer_fixes``."""
+        deferred, self._deferred = self._deferred, {}
+        return [
+            finding.with_changes(fix=_build_fix(deferred[id(finding)])) if id(finding) in deferred else finding
+            for finding in findings
+        ]

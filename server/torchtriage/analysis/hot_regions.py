@@ -63,8 +63,15 @@ class HotLoops:
     def region_of(self, node: ast.AST) -> HotRegion | None:
         return self.per_step.get(node)
 
+    _by_kind: dict[object, tuple[int, list[tuple[ast.AST, HotRegion]]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
     def nodes(self, kind: type[T] | tuple[type, ...]) -> Iterator[tuple[T, HotRegion]]:
-        """Every per-step node of the given ast type, with its region."""
-        for node, region in self.per_step.items():
-            if isinstance(node, kind):
-                yield node, region  # type: ignore[misc]
+        """Every per-step node of the given ast type, with its region (listed once per kind:
+        rules ask for the per-step calls again and again)."""
+        cached = self._by_kind.get(kind)
+        if cached is None or cached[0] != len(self.per_step):
+            found = [(node, region) for node, region in self.per_step.items() if isinstance(node, kind)]
+            cached = self._by_kind[kind] = (len(self.per_step), found)
+        return iter(cached[1])  # type: ignore[arg-type]

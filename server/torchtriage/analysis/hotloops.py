@@ -45,7 +45,9 @@ import ast
 
 from .guards import RUN_ENDERS, calls_modulo_helper, ends_the_run, is_lazy_init, leaves_unless_modulo, modulo_helpers
 from .hot_regions import FunctionNode, HotEntry, HotLoops, HotRegion, Loop
+from .levels import child_nodes
 from .loop_kinds import loop_facts
+from .memo import subtree_memo
 from .step_loops import StepLoopJudge
 from .file_kinds import is_test_file
 from .module_index import ModuleIndex
@@ -234,7 +236,7 @@ class _Finder:
             self.result.per_step[current] = region
             if isinstance(current, ast.Call):
                 self._follow_call(current, region)
-            for child in ast.iter_child_nodes(current):
+            for child in child_nodes(current):
                 if not isinstance(child, SCOPE_NODES):
                     stack.append(child)
                 elif isinstance(child, ast.Lambda) and isinstance(current, ast.Call):
@@ -270,7 +272,7 @@ class _Finder:
             or calls_modulo_helper(stmt.test, self.modulo_helpers)
         ):
             return False
-        if does_optimizer_work(stmt.body):
+        if subtree_memo(stmt, "does_optimizer_work", lambda: does_optimizer_work(stmt.body)):
             self.result.accumulation_guards.append(stmt)
             return False
         self.result.rare_guards.append(stmt)

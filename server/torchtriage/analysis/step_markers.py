@@ -15,6 +15,8 @@ import ast
 import re
 from typing import Iterable, Iterator
 
+from .levels import child_nodes
+
 SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
 
@@ -85,7 +87,7 @@ def own_nodes(body: Iterable[ast.AST]) -> Iterator[ast.AST]:
             continue
         if isinstance(node, ast.While):
             continue
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             if not isinstance(child, SCOPE_NODES):
                 stack.append(child)
 

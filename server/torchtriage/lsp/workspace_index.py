@@ -1,35 +1,40 @@
 """The workspace index: every open Python document analysed within its project.
 
 Each open document belongs to a project (the folder :func:`checker.project_root`
-finds from pyproject/setup/git markers).  The index keeps, per project, the
-files on disk (read once, re-read when their modification time changes or a
-``workspace/didChangeWatchedFiles`` event names them) overlaid with the open
-documents' editor texts, and rebuilds the project model in the analysis
-thread pool after opens, saves and closes (at once) and after edits (once they
-pause, :data:`EDIT_DELAY_S`).  Each open document gets the facts the rest of
-its project contributes (a :class:`ProjectView`: which of its functions run
-every step because of another file, where its CUDA device comes from, knob
-defaults); a document whose view changed is re-analysed and re-published.
+finds from pyproject/setup/git markers).  The index keeps, per project, the list of
+its Python files, and rebuilds the project model after opens, saves and closes (at
+once) and after edits (once they pause, :data:`EDIT_DELAY_S`) from the files on disk
+overlaid with the open documents' editor texts.  Each open document gets the facts the
+rest of its project contributes (a :class:`ProjectView`: which of its functions run
+every step because of another file, where its CUDA device comes from, knob defaults);
+a document whose view changed is re-analysed and re-published.
 
-A document's own analysis never waits for the index: it runs with the last
-view it got (none before the first build), so typing speed and the first
-diagnostics are those of single-file analysis.
+A document's own analysis never waits for the index: it runs with the last view it
+got (none before the first build), so typing speed and the first diagnostics are those
+of single-file analysis.  The builds themselves run in a worker process
+(:mod:`.index_builder`, which keeps the files read from disk and their parses between
+builds): a build of a whole repository takes seconds, and in the server's own process
+it would hold the GIL against the analyses of the document being typed in.  A folder
+with one Python file needs no build at all.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from concurrent.futures import Executor
+import multiprocessing
+from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..analysis.project import Project
 from ..analysis.project_view import ProjectView
 from ..checker import MAX_PROJECT_FILES, project_root
-from ..sources import iter_source_files, read_source
+from ..config import Settings
+from ..sources import iter_source_files
 from .background import Spawn
 from .documents import DocumentState, DocumentStore
+from .index_builder import build_views
 from .settings import SettingsManager
 
 if TYPE_CHECKING:
@@ -46,12 +51,22 @@ class _Root:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.files: list[Path] | None = None  # None: walk again
-        self.disk: dict[Path, tuple[float, str]] = {}  # path -> (mtime, text)
+        self.files: list[Path] | None = None  # None: walk again; empty: too many to model
+        self.changed: set[Path] = set()  # files changed on disk since the last build
         self.timer: asyncio.TimerHandle | None = None
         self.running: asyncio.Future[object] | None = None
         self.dirty = 0  # bumped by every change; a build of an older one rebuilds again
-        self.parses: dict = {}  # display path -> (text, parse): only changed files are re-parsed
+
+
+def project_files(root: Path, settings: Settings) -> list[Path]:
+    """The project's Python files (empty when there are too many to model as one program)."""
+    files: list[Path] = []
+    for file in iter_source_files([root], settings):
+        if file.suffix == ".py":
+            files.append(file.resolve())
+            if len(files) > MAX_PROJECT_FILES:
+                return []
+    return files
 
 
 class WorkspaceIndex:
@@ -69,6 +84,7 @@ class WorkspaceIndex:
         self.engine: "DiagnosticsEngine | None" = None  # set by the composition root
         self._roots: dict[Path, _Root] = {}
         self._root_of_dir: dict[Path, Path] = {}
+        self._builder: ProcessPoolExecutor | None = None  # started by the first multi-file build
         self.builds = 0  # for tests and benches
 
     # --- events (event-loop thread) ------------------------------------------------------
@@ -85,7 +101,7 @@ class WorkspaceIndex:
             resolved = path.resolve()
             for root in self._roots.values():
                 if resolved.is_relative_to(root.root):
-                    root.disk.pop(resolved, None)
+                    root.changed.add(resolved)
                     if created_or_deleted:
                         root.files = None
                     self._schedule(root, OPEN_DELAY_S)
@@ -120,12 +136,23 @@ class WorkspaceIndex:
         texts = {s.path.resolve(): s.targets[s.uri].text for s in members if s.uri in s.targets}  # type: ignore[union-attr]
         settings = self.settings.for_path(members[0].path)
         loop = asyncio.get_running_loop()
-        root.running = future = loop.run_in_executor(self.executor, self._views, root, texts, settings)
-        try:
-            views: dict[Path, ProjectView | None] = await future  # type: ignore[assignment]
-        except Exception:
-            log.exception("workspace index: rebuilding %s failed", root.root)
-            return
+        if root.files is None:
+            root.files = await loop.run_in_executor(self.executor, project_files, root.root, settings)
+        if len(set(root.files) | set(texts)) <= 1:
+            views: dict[Path, ProjectView | None] = {path: None for path in texts}  # a file alone
+        else:
+            changed, root.changed = list(root.changed), set()
+            try:
+                root.running = future = loop.run_in_executor(
+                    self._worker(), build_views, root.root, root.files, texts, settings, changed
+                )
+                views = await future  # type: ignore[assignment]
+            except Exception as exc:
+                if isinstance(exc, BrokenProcessPool):
+                    self._builder = None  # the worker died: the next build starts another
+                root.changed.update(changed)
+                log.exception("workspace index: rebuilding %s failed", root.root)
+                return
         self.builds += 1
         if generation != root.dirty:
             return  # changed meanwhile: a newer rebuild is scheduled
@@ -139,49 +166,16 @@ class WorkspaceIndex:
                 if self.engine is not None:
                     self.engine.schedule(state, immediate=True)
 
-    # --- the build (analysis thread) -------------------------------------------------------
+    def _worker(self) -> ProcessPoolExecutor:
+        if self._builder is None:
+            self._builder = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        return self._builder
 
-    def _views(self, root: _Root, texts: dict[Path, str], settings) -> dict[Path, ProjectView | None]:  # type: ignore[no-untyped-def]
-        if root.files is None:
-            files: list[Path] = []
-            for file in iter_source_files([root.root], settings):
-                if file.suffix == ".py":
-                    files.append(file.resolve())
-                    if len(files) > MAX_PROJECT_FILES:
-                        files = []
-                        break
-            root.files = files
-        paths = list(dict.fromkeys([*root.files, *texts]))
-        if not root.files:
-            paths = list(texts)  # too big to model: open documents only
-        if len(paths) <= 1:
-            return {path: None for path in texts}  # a file alone: nothing to add to its own analysis
-        entries = []
-        for path in paths:
-            text = texts.get(path)
-            if text is None:
-                text = self._disk_text(root, path)
-            if text is None:
-                continue
-            relative = path.relative_to(root.root).as_posix() if path.is_relative_to(root.root) else path.name
-            entries.append((str(path), relative, text))
-        live = {display for display, _, _ in entries}
-        for stale in [p for p in root.parses if p not in live]:
-            del root.parses[stale]
-        project = Project(entries, settings, relative_labels=True, parse_cache=root.parses)
-        return {path: project.view(str(path)) for path in texts}
-
-    def _disk_text(self, root: _Root, path: Path) -> str | None:
-        try:
-            mtime = path.stat().st_mtime
-        except OSError:
-            root.disk.pop(path, None)
-            return None
-        cached = root.disk.get(path)
-        if cached is not None and cached[0] == mtime:
-            return cached[1]
-        source = read_source(path)
-        if source is None or source.text is None:
-            return None
-        root.disk[path] = (mtime, source.text)
-        return source.text
+    def close(self) -> None:
+        """Stop the worker process, even in the middle of a build (the server is shutting down)."""
+        builder, self._builder = self._builder, None
+        if builder is not None:
+            processes = list(getattr(builder, "_processes", {}).values())  # (no public way to stop a busy worker)
+            builder.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.terminate()

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterable
 
 from ..memo import subtree_memo
+from ..walks import scope_entries
 
 if TYPE_CHECKING:
     from ..context import ModuleContext
@@ -61,22 +62,15 @@ def _scope_of(ctx: "ModuleContext", node: ast.AST) -> ast.AST:
     return ctx.enclosing_function(node) or ctx.tree
 
 
-def _walk_scope(scope: ast.AST) -> Iterator[ast.AST]:
-    """Nodes of a scope, not descending into nested functions or classes."""
-    return _walk_from(list(ast.iter_child_nodes(scope)))
+def _walk_entries(root: ast.AST) -> list[tuple[str, ast.AST]]:
+    """(name, node) for every node under ``root`` that may bind a name, ``root`` included, not
+    entering nested functions or classes below it (depth first, last child first; kept per statement)."""
+    return scope_entries(root, "binding_entries", _SCOPES, _binding_entries)
 
 
-def _walk_statement(statement: ast.AST) -> Iterator[ast.AST]:
-    """A top-level statement and what :func:`_walk_scope` of the module reaches under it."""
-    return _walk_from([statement])
-
-
-def _walk_from(stack: list[ast.AST]) -> Iterator[ast.AST]:
-    """These nodes and their descendants, not entering nested functions or classes (depth first)."""
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, _SCOPES))
+def _binding_entries(node: ast.AST) -> list[tuple[str, ast.AST]]:
+    names = _names_bound_by(node)
+    return [(name, node) for name in dict.fromkeys(names)] if names else []  # once per node
 
 
 def _names_bound_by(node: ast.AST) -> list[str]:
@@ -95,32 +89,45 @@ def _names_bound_by(node: ast.AST) -> list[str]:
     return []
 
 
-def _index(nodes: Iterator[ast.AST]) -> dict[str, list[ast.AST]]:
+def _index(entries: Iterable[tuple[str, ast.AST]]) -> dict[str, list[ast.AST]]:
     index: dict[str, list[ast.AST]] = {}
-    for node in nodes:
-        for name in dict.fromkeys(_names_bound_by(node)):  # once per node, like a plain walk
-            index.setdefault(name, []).append(node)
+    for name, node in entries:
+        index.setdefault(name, []).append(node)
     return index
 
 
 def _scope_index(ctx: "ModuleContext", scope: ast.AST) -> dict[str, list[ast.AST]]:
-    """Name -> the nodes of ``scope`` that may bind it (see :func:`_walk_scope` for what a scope holds).
+    """Name -> the nodes of ``scope`` that may bind it: under each child of the scope (the last
+    child first), not entering functions or classes nested below those children.
 
-    A function's index is cached on the function node; the module's is merged from one
-    index per top-level statement, so an edit re-indexes only the statement it touched.
+    Built from per-statement walks (see :mod:`..walks`): a function's index is cached on the
+    function node; the module's is merged from one index per top-level statement, so an edit
+    re-indexes only the statements it touched.
     """
     if scope is not ctx.tree:
-        return subtree_memo(scope, "binding_index", lambda: _index(_walk_scope(scope)))
+        return subtree_memo(
+            scope,
+            "binding_index",
+            lambda: _index(e for child in reversed(list(ast.iter_child_nodes(scope))) for e in _walk_entries(child)),
+        )
     key = ("module_binding_index",)
     merged = ctx.memo.get(key)
     if merged is None:
         merged = {}
         for statement in ctx.tree.body:
-            part = subtree_memo(statement, "module_binding_index", lambda s=statement: _index(_walk_statement(s)))
+            for name, node in _binding_entries(statement):
+                merged.setdefault(name, []).append(node)
+            part = subtree_memo(statement, "module_binding_index", lambda s=statement: _index_below(s))
             for name, nodes in part.items():
                 merged.setdefault(name, []).extend(nodes)
         ctx.memo[key] = merged
     return merged  # type: ignore[return-value]
+
+
+def _index_below(statement: ast.AST) -> dict[str, list[ast.AST]]:
+    """The index of what lies below a statement (kept on it: without the statement itself, which
+    would make it garbage only the cycle collector frees, see ..walks)."""
+    return _index(_walk_entries(statement)[len(_binding_entries(statement)) :])
 
 
 def _is_conditional(ctx: "ModuleContext", node: ast.AST, scope: ast.AST, at: ast.AST) -> bool:

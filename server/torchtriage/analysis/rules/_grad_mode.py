@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from ..walks import subtree
 from ._bindings import resolve_name
 
 if TYPE_CHECKING:
@@ -117,5 +118,5 @@ def grad_disabled(ctx: "ModuleContext", node: ast.AST, depth: int = 0) -> bool:
 def disables_grad_inside(ctx: "ModuleContext", node: ast.AST) -> bool:
     """Whether a ``with no_grad()``-like block sits anywhere inside ``node``."""
     return any(
-        isinstance(sub, (ast.With, ast.AsyncWith)) and with_turns_grad_off(ctx, sub) for sub in ast.walk(node)
+        isinstance(sub, (ast.With, ast.AsyncWith)) and with_turns_grad_off(ctx, sub) for sub in subtree(node)
     )

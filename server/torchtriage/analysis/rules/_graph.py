@@ -15,7 +15,7 @@ import re
 
 from ..context import ModuleContext
 from ..hotloops import HotRegion, is_backward_call
-from ._helpers import method_name
+from ._helpers import method_name, names_in
 from ._steps import differentiated_tensor, lexically_grad_off, own_walk
 
 _PRODUCER = re.compile(
@@ -97,8 +97,8 @@ def bound_names(target: ast.AST) -> set[str]:
     return set()
 
 
-def _loaded_names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+def _loaded_names(node: ast.AST) -> frozenset[str]:
+    return names_in(node)  # (kept on the node)
 
 
 def _callee_name(call: ast.Call) -> str:

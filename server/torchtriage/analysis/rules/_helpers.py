@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from ..hotloops import HotRegion
+from ..memo import subtree_memo
 
 
 def method_name(call: ast.AST) -> str | None:
@@ -14,8 +15,9 @@ def method_name(call: ast.AST) -> str | None:
     return None
 
 
-def names_in(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+def names_in(node: ast.AST) -> frozenset[str]:
+    """Every name read or written under ``node`` (kept on the node, see :mod:`..memo`)."""
+    return subtree_memo(node, "names_in", lambda: frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name)))
 
 
 def root_name(node: ast.AST) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 
 from ..context import ModuleContext
+from ..walks import scope_entries
 
 Position = tuple[int, int]
 Binding = tuple[ast.AST, ast.AST, Position]  # (binding statement or arg, its target, where it binds)
@@ -26,36 +27,35 @@ def scope_bindings(scope: ast.AST) -> dict[str, list[Binding]]:
     """name -> [(binding, target, position)] in source order, nested scopes excluded.
 
     A loop / with target binds before its body runs; an assignment after its value.
+    (What each statement binds is kept on it, see :mod:`..walks`; positions are read now.)
     """
     found: dict[str, list[Binding]] = {}
-
-    def bind(target: ast.AST, statement: ast.AST) -> None:
-        where = end_of(target) if isinstance(statement, (ast.For, ast.AsyncFor, ast.withitem)) else end_of(statement)
-        for sub in ast.walk(target):
-            if isinstance(sub, ast.Name):
-                found.setdefault(sub.id, []).append((statement, target, where))
-
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         arguments = scope.args
         for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
             if arg is not None:
                 found.setdefault(arg.arg, []).append((arg, arg, (0, 0)))
-    stack = [n for n in ast.iter_child_nodes(scope) if not isinstance(n, ast.arguments)]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, _NESTED_SCOPES):
-            continue
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                bind(target, node)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor)):
-            bind(node.target, node)
-        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-            bind(node.optional_vars, node)
-        stack.extend(ast.iter_child_nodes(node))
+    roots = [n for n in ast.iter_child_nodes(scope) if not isinstance(n, (ast.arguments, *_NESTED_SCOPES))]
+    for root in reversed(roots):
+        for name, statement, target in scope_entries(root, "scope_bindings", _NESTED_SCOPES, _binds):
+            where = end_of(target) if isinstance(statement, (ast.For, ast.AsyncFor, ast.withitem)) else end_of(statement)
+            found.setdefault(name, []).append((statement, target, where))
     for bindings in found.values():
         bindings.sort(key=lambda item: item[2])
     return found
+
+
+def _binds(node: ast.AST) -> list[tuple[str, ast.AST, ast.AST]]:
+    """(name, binding statement, target) for the names ``node`` itself binds."""
+    if isinstance(node, ast.Assign):
+        targets = [(target, node) for target in node.targets]
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor)):
+        targets = [(node.target, node)]
+    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        targets = [(node.optional_vars, node)]
+    else:
+        return []
+    return [(sub.id, statement, target) for target, statement in targets for sub in ast.walk(target) if isinstance(sub, ast.Name)]
 
 
 def element_source(ctx: ModuleContext, target: ast.AST, name: str, iterable: ast.AST) -> ast.AST | None:

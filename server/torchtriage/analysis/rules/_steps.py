@@ -12,6 +12,7 @@ from typing import Iterator
 
 from ..context import ModuleContext
 from ..hotloops import HotRegion
+from ..walks import scope_walk
 from ._helpers import method_name, names_in
 
 _GRAD_OFF_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
@@ -19,17 +20,13 @@ _NO_GRAD_LIGHTNING = frozenset({"validation_step", "test_step", "predict_step"})
 # Objects whose ``.backward(loss)`` differentiates the argument (Accelerate, Fabric, DeepSpeed).
 _BACKWARD_OWNERS = re.compile(r"^(self|accelerator|fabric|engine|ds_engine|model|\w+_model|model_engine|trainer|strategy)$")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+OWN_SCOPES = _SCOPES  # what own_walk does not enter
 
 
 def own_walk(node: ast.AST) -> Iterator[ast.AST]:
-    """``ast.walk`` that does not enter nested functions, classes or lambdas."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        for child in ast.iter_child_nodes(current):
-            if not isinstance(child, _SCOPES):
-                stack.append(child)
+    """``ast.walk`` that does not enter nested functions, classes or lambdas (depth first, last
+    child first; a statement's walk is kept on it, see :mod:`..walks`)."""
+    return iter(scope_walk(node, _SCOPES))
 
 
 def target_key(node: ast.AST, ctx: ModuleContext) -> str | None:

@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..context import ModuleContext
+from ..memo import keyed_memo
 from ..hotloops import is_backward_call, is_optimizer_step
 from ._helpers import method_name
-from ._steps import own_walk
+from ..walks import scope_any
+from ._steps import OWN_SCOPES, own_walk
 
 CLOCKS = frozenset(
     {
@@ -85,11 +87,15 @@ def _is_sync(ctx: ModuleContext, node: ast.AST) -> bool:
 
 def syncing_functions(ctx: ModuleContext) -> set[str]:
     """Functions of this file whose own body synchronises (``return loss.item(), acc``)."""
+    def syncs(node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and _is_sync(ctx, node)
+
     return {
         node.name
         for node in ctx.nodes_of((ast.FunctionDef, ast.AsyncFunctionDef))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and any(isinstance(n, ast.Call) and _is_sync(ctx, n) for n in own_walk(node))
+        # kept per statement while the imports (which _is_sync reads) stay the same
+        and scope_any(node, "timing-syncs", OWN_SCOPES, syncs, ctx.aliases_key)
     }
 
 
@@ -103,11 +109,10 @@ def _callee(node: ast.Call) -> str | None:
     return None
 
 
-class _Scope:
-    """Clock reads, openings, work and syncs of one function (or the module), in order."""
+class _ScopeFacts:
+    """Clock reads, openings, work and syncs of one scope, in order (kept on the scope node)."""
 
     def __init__(self, ctx: ModuleContext, scope: ast.AST, syncing: set[str]) -> None:
-        self.ctx = ctx
         self.sync_calls: list[ast.Call] = []
         self.reads: list[tuple[ast.Call, str]] = []
         self.assigned: dict[str, list[ast.stmt]] = {}
@@ -126,42 +131,64 @@ class _Scope:
                 self.syncs.append(_end(node))
                 self.sync_calls.append(node)
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub):
-                later, earlier = self.key(node.left), self.key(node.right)
+                later, earlier = clock_key(ctx, node.left), clock_key(ctx, node.right)
                 if later is not None and earlier is not None:
                     self.differences.append((later, earlier))
         for node in nodes:  # clock names, including rolling ``t0 = t1`` and ``self.t_prev = now``
-            name = self._assigned_name(node)
+            name = assigned_clock_key(ctx, node)
             if name is not None and (ctx.call_qualname(node.value) or "") in CLOCKS:  # type: ignore[attr-defined]
                 self.clock_names.add(name)
                 self.assigned.setdefault(name, []).append(node)  # type: ignore[arg-type]
         for node in nodes:
-            name = self._assigned_name(node)
-            if name is not None and self.key(node.value) in self.clock_names:  # type: ignore[attr-defined]
+            name = assigned_clock_key(ctx, node)
+            if name is not None and clock_key(ctx, node.value) in self.clock_names:  # type: ignore[attr-defined]
                 self.assigned.setdefault(name, []).append(node)  # type: ignore[arg-type]
                 if "." in name:  # ``self.t_prev = now``: the attribute keeps a reading from here on
                     self.clock_names.add(name)
 
-    def key(self, node: ast.AST) -> str | None:
-        """``t0`` for a name, ``self.t_prev`` for an attribute: how a clock reading is kept."""
-        if isinstance(node, ast.Name):
-            return node.id
-        if isinstance(node, ast.Attribute):
-            return self.ctx.dotted(node)
-        return None
 
-    def _assigned_name(self, node: ast.AST) -> str | None:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            return self.key(node.targets[0])
-        return None
+
+def clock_key(ctx: ModuleContext, node: ast.AST) -> str | None:
+    """``t0`` for a name, ``self.t_prev`` for an attribute: how a clock reading is kept."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return ctx.dotted(node)
+    return None
+
+
+def assigned_clock_key(ctx: ModuleContext, node: ast.AST) -> str | None:
+    """The key of ``x`` in a single-target ``x = ...``."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        return clock_key(ctx, node.targets[0])
+    return None
+
+
+class _Scope:
+    """Clock reads, openings, work and syncs of one function (or the module), in order."""
+
+    def __init__(self, ctx: ModuleContext, scope: ast.AST, syncing: set[str]) -> None:
+        self.ctx = ctx
+        # What the scope holds depends on its subtree, the imports and the syncing helpers; it
+        # holds positions, so the scope's own position is part of the key (see ..memo).
+        key = (ctx.aliases_key, frozenset(syncing), getattr(scope, "lineno", 0))
+        facts = keyed_memo(scope, "timing-scope", key, lambda: _ScopeFacts(ctx, scope, syncing))
+        self.sync_calls = facts.sync_calls
+        self.reads = facts.reads
+        self.assigned = facts.assigned
+        self.clock_names = facts.clock_names
+        self.differences = facts.differences
+        self.work = facts.work
+        self.syncs = facts.syncs
 
     def opening_name(self, read: ast.Call) -> str | None:
         """The clock name this read is compared with, if it closes a timing."""
         parent = self.ctx.parents.get(read)
         if isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Sub) and parent.left is read:
-            earlier = self.key(parent.right)
+            earlier = clock_key(self.ctx, parent.right)
             if earlier in self.clock_names:
                 return earlier
-        mine = self._assigned_name(parent) if parent is not None else None
+        mine = assigned_clock_key(self.ctx, parent) if parent is not None else None
         if mine is not None:
             for later, earlier in self.differences:
                 if later == mine and earlier != mine and earlier in self.clock_names:

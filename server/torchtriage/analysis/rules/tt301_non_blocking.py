@@ -9,6 +9,7 @@ from ...findings import Applicability, Severity
 from ..context import ModuleContext
 from ..fixes import add_keywords_fix, keyword_value
 from ..hotloops import HotRegion
+from ..memo import subtree_memo
 from ..step_markers import is_model_call
 from ._helpers import is_batch_expression, is_device_move, method_name, names_in
 from .base import Invalid, Report, Rule, Valid
@@ -23,7 +24,7 @@ def _model_outputs(ctx: ModuleContext, region: HotRegion) -> set[str]:
     key = ("tt301-model-outputs", id(region))
     if key not in ctx.memo:
         assigns = [node for node, owner in ctx.hot.nodes(ast.Assign) if owner is region]
-        calls_model = {node: any(is_model_call(n, set()) for n in ast.walk(node.value)) for node in assigns}
+        calls_model = {node: _calls_model(node.value) for node in assigns}
         outputs: set[str] = set()
         for _ in range(2):  # two passes reach `out = model(x); pred = out.argmax()` in any order
             for node in assigns:
@@ -32,6 +33,11 @@ def _model_outputs(ctx: ModuleContext, region: HotRegion) -> set[str]:
                         outputs |= names_in(target)
         ctx.memo[key] = outputs
     return ctx.memo[key]  # type: ignore[return-value]
+
+
+def _calls_model(value: ast.AST) -> bool:
+    """Whether an assigned value calls a model (kept on the node, see ..memo)."""
+    return subtree_memo(value, "tt301-calls-model", lambda: any(is_model_call(n, set()) for n in ast.walk(value)))
 
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)

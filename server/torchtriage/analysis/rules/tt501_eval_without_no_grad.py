@@ -10,6 +10,7 @@ from ...findings import Applicability, Fix, Severity
 from ..context import ModuleContext
 from ..hotloops import HotRegion
 from ..step_markers import is_model_call, unwrap_iterable
+from ..walks import subtree
 from ..file_kinds import is_test_file
 from ._grad_mode import disables_grad_inside, grad_disabled
 from ._loaders import regions_reached
@@ -44,7 +45,7 @@ def _looks_like_evaluation(ctx: ModuleContext, loop: ast.AST) -> bool:
     return any(
         isinstance(node, ast.Call) and _name(node.func) == "eval" and not node.args
         and node.lineno <= loop.lineno
-        for node in ast.walk(function)
+        for node in subtree(function)
     )
 
 
@@ -53,7 +54,7 @@ def _needs_gradients(ctx: ModuleContext, regions: list[HotRegion]) -> bool:
     if any(region.trains for region in regions):
         return True
     for region in regions:
-        for node in ast.walk(region.node):
+        for node in subtree(region.node):
             if isinstance(node, ast.Call) and _name(node.func) in _NEEDS_GRAD | {"backward", "train"}:
                 return True
             if isinstance(node, ast.keyword) and node.arg == "requires_grad":
@@ -64,7 +65,7 @@ def _needs_gradients(ctx: ModuleContext, regions: list[HotRegion]) -> bool:
 def _grad_tracked_model_calls(ctx: ModuleContext, regions: list[HotRegion]) -> list[ast.Call]:
     calls = []
     for region in regions:
-        for node in ast.walk(region.node):
+        for node in subtree(region.node):
             if (
                 is_model_call(node, region.batch_names)
                 and ctx.hot.region_of(node) is region
