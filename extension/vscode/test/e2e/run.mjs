@@ -211,11 +211,19 @@ try {
     await ui.openFile(page, "notebook_training.ipynb");
     // Select the training cell (the third cell: markdown, setup, loop): into the setup cell's editor,
     // out to command mode, one cell down (cells below the fold are not rendered, so no click there).
+    // Toasts left by earlier scenarios (the lab's verdict) would take the Escape meant for the cell editor.
+    await ui.command(page, "Notifications: Clear All Notifications");
     await ui.hidePanels(page);
-    await page.locator(".notebookOverlay .cell-editor-container .monaco-editor").first().click();
-    await page.keyboard.press("Escape");
-    await page.keyboard.press("ArrowDown");
-    await page.waitForTimeout(300);
+    const selection = page.locator(".statusbar-item", { hasText: /Cell \d+ of \d+/ }).first();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await page.locator(".notebookOverlay .cell-editor-container .monaco-editor").first().click();
+      await page.keyboard.press("Escape");
+      await page.keyboard.press("ArrowDown");
+      await page.waitForTimeout(500);
+      if (/Cell 3 of/.test(await selection.innerText().catch(() => ""))) break;
+    }
+    const selected = await selection.innerText().catch(() => "");
+    if (!/Cell 3 of/.test(selected)) throw new Error(`the training cell is not selected: ${selected}`);
     await ui.command(page, "torchtriage: Profile this cell");
     const toast = page.locator(".notifications-toasts", { hasText: "up to cell 3" }).first();
     await toast.waitFor({ timeout: 180_000 });
