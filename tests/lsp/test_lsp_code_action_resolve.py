@@ -7,6 +7,8 @@ declares neither (the conftest client's capabilities).
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 import pytest_lsp
 from lsprotocol import types
@@ -124,3 +126,26 @@ async def test_resolving_after_the_text_changed_is_content_modified(resolving: L
     assert again.data == {"uri": URI, "version": 8}
     resolved = await resolving.code_action_resolve_async(again)
     assert resolved.edit.document_changes[0].text_document.version == 8
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def undebounced(lsp_client: LanguageClient):
+    await start(lsp_client, options={"select": SELECT, "debounceMs": 0})
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_code_action_racing_a_scheduled_analysis_still_gets_the_fixes(undebounced: LanguageClient):
+    """The change's own run and the code action's run both wait on the open's slow analysis; only one
+    of them may analyse (they share the document's analyzer), so the fixes survive."""
+    filler = "".join(f"\n\ndef helper_{i}(x):\n    y = x + {i}\n    return y * 2\n" for i in range(1500))
+    text = EXAMPLE + filler
+    open_text(undebounced, URI, text, version=1)
+    last = len(text.splitlines())
+    for version in range(2, 7):
+        await asyncio.sleep(0.1)  # the previous version's analysis is under way (it takes longer)
+        edit(undebounced, URI, version, (last, 0), (last, 0), "# typed\n")
+        last += 1
+        await asyncio.sleep(0.02)  # the change's run has started and waits for it
+        action = fix_all_of(await actions_at(undebounced, URI, 0, only=["source.fixAll"]))
+        assert action.edit is not None and action.edit.document_changes[0].text_document.version == version

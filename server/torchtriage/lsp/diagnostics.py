@@ -195,9 +195,11 @@ class DiagnosticsEngine:
         await state.done.wait()
 
     async def _run(self, state: DocumentState, generation: int) -> None:
-        previous = self._running.get(state.uri)
-        if previous is not None and not previous.done():
-            await asyncio.wait([previous])  # one analysis per document at a time
+        # One analysis (or fix build) per document at a time: they share the document's analyzer.
+        # Several runs may wait on the same one, so each checks again after waking; from here to
+        # ``self._running[...] = future`` nothing awaits, so the first to wake holds the slot.
+        while (previous := self._running.get(state.uri)) is not None and not previous.done():
+            await asyncio.wait([previous])
         if generation != state.generation or state.analysed == generation:
             return  # a newer change will run its own analysis
         if self.store.get(state.uri) is not state:
