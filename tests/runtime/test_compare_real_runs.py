@@ -18,8 +18,10 @@ pytestmark = pytest.mark.slow
 
 WINDOW = ["--skip-first", "2", "--wait", "0", "--warmup", "1", "--active", "4"]
 
-# Loading a batch sleeps 8 x 6 ms in the training process (num_workers=0); the model takes ~10 ms on
-# one thread.  Two workers load a batch every ~24 ms while the step computes, so loading stops dominating.
+# Loading a batch sleeps 8 x 2 ms in the training process (num_workers=0); the rest of the step takes
+# ~10 ms on one thread.  Two workers deliver a batch every ~8 ms while the step computes, faster than it
+# is consumed, so the wait all but disappears (slower samples left the two workers behind the step, and
+# the wait alternated between long and short steps).
 LOADER_BOUND = '''\
 import time
 
@@ -32,7 +34,7 @@ class SlowSamples(Dataset):
         return 800
 
     def __getitem__(self, index):
-        time.sleep(0.006)  # reading and decoding one sample
+        time.sleep(0.002)  # reading and decoding one sample
         return torch.full((256,), float(index % 7)), torch.tensor(index % 10)
 
 
