@@ -30,6 +30,11 @@ VALUES = {
     "Sample": (1_900, 3, 4, 33),  # file and function: indexes into agent.json's strings
     "OpStat": ("aten::addmm", "cpu", False, 6, 7_000, 8_000, 9, 10),
     "Collective": (0, "gloo:all_reduce", 2_100, 2_400),
+    "ShapeStat": ("aten::mm", "bfloat16", "4096x1000,1000x30522", 11, 12_000, 13_000, 14, 15),
+    "Held": ("optimizer_state", "cuda", 160_000, 16_384),
+    "OptimizerInfo": ("AdamW", 1_048_576, 8_388_608, "foreach"),
+    "Gap": (5, 2_100, 3_100, "/w/model.py", 42, "train_step", True, "aten::_local_scalar_dense", 4, "ampere_bf16_gemm"),
+    "DeviceFacts": ("highest", False, True, 8, 0, 17_179_869_184, 8_589_934_592, 1_073_741_824, 85_899_345_920, "expandable_segments:False"),
 }
 
 

@@ -94,6 +94,8 @@ def annotations_from_report(
             Annotation(line, hint_label(share, ms, category, delta), message, share, "hotspot", codes, ms, category,
                        delta[0] if delta is not None else None)
         )
+    for uri, annotation in runtime_finding_annotations(report, mapper):
+        result.setdefault(uri, []).append(annotation)
     bottleneck = report.get("bottleneck") or {}
     if header is not None and bottleneck:
         share = _float(bottleneck.get("share"))
@@ -113,6 +115,25 @@ def annotations_from_report(
         uri, line = header
         result.setdefault(uri, []).append(Annotation(line, "", message, share, "verdict"))
     return result
+
+
+def runtime_finding_annotations(report: dict[str, Any], mapper: LineMapper) -> list[tuple[str, Annotation]]:
+    """Each runtime finding (TTR101, TTR603, ...) as an Information diagnostic on its line, with its first fix."""
+    out = []
+    for finding in report.get("runtime_findings") or []:
+        if not isinstance(finding, dict):
+            continue
+        where = mapper(str(finding.get("path", "")), int(_float(finding.get("line"))))
+        if where is None:
+            continue
+        code = str(finding.get("code", ""))
+        message = f"{code}: {finding.get('message', '')}"
+        recommendations = [r for r in finding.get("recommendations") or [] if isinstance(r, dict) and r.get("action")]
+        if recommendations and recommendations[0]["action"] not in message:
+            message += f". Try: {recommendations[0]['action']}"
+        share, ms = _float(finding.get("share")), _float(finding.get("self_ms_per_step"))
+        out.append((where[0], Annotation(where[1], "", message, share, "finding", (code,), ms)))
+    return out
 
 
 def inlay_hints(annotations: list[Annotation], positions: Positions, range_: types.Range) -> list[types.InlayHint]:

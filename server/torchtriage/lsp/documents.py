@@ -34,7 +34,7 @@ class Annotation:
     label: str  # e.g. "▮▮▮ 38% · 12.1 ms/step · data wait"
     message: str  # e.g. "profile confirms TT101: 38% of step time (host sync)"
     share: float
-    kind: str = "hotspot"  # "hotspot" | "verdict"
+    kind: str = "hotspot"  # "hotspot" | "verdict" | "finding" (a runtime finding, TTR...)
     codes: tuple[str, ...] = ()
     ms_per_step: float = 0.0
     category: str = ""

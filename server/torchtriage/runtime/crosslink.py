@@ -19,6 +19,11 @@ Two directions:
   TTR302   runtime-loader-bound data loading >= 30% of the step, no TT302 and no
                                 data-loading finding on its hottest line
   ======== ==================== ============================================
+
+  The device's work (``device_findings``): TTR601 runtime-tensor-core-shape,
+  TTR602 runtime-fp32-matmul-no-tf32, TTR603 runtime-attention-not-sdpa,
+  TTR604 runtime-gpu-idle-gap, TTR701 runtime-memory-shape, TTR702
+  runtime-memory-fragmentation.
 """
 
 from __future__ import annotations
@@ -36,6 +41,12 @@ RUNTIME_CODES = {
     "TTR101": "runtime-host-sync",
     "TTR201": "runtime-memory-kept",
     "TTR302": "runtime-loader-bound",
+    "TTR601": "runtime-tensor-core-shape",
+    "TTR602": "runtime-fp32-matmul-no-tf32",
+    "TTR603": "runtime-attention-not-sdpa",
+    "TTR604": "runtime-gpu-idle-gap",
+    "TTR701": "runtime-memory-shape",
+    "TTR702": "runtime-memory-fragmentation",
 }
 # Categories of the static rules known when this was written; the rule
 # registry is asked first, so new rules only need their ``category``.

@@ -18,12 +18,14 @@ from typing import Any, Sequence
 
 from .. import __version__
 from ..findings import Finding
+from .device_report import device_sections, finding_details
 from .diagnosis import Diagnosis, Verdict, diagnose
 from .model import CATEGORIES, ProfileData
 from .source_texts import source_texts
 
 # 1.1 added operators, breakdown_spread, withheld_verdicts, applies_on_this_device, trace links;
-# 1.2 added created, sources (the files' text, for matching lines across edits) and repeats; and ranks (multi-process runs)
+# 1.2 added created, sources (the files' text, for matching lines across edits) and repeats; and ranks (multi-process runs);
+# device_facts, matmul_shapes, memory_shape, gpu_idle_gaps and the device findings' evidence/recommendations
 SCHEMA_VERSION = "1.2"
 SCHEMA_PATH = Path(__file__).with_name("report_schema.json")
 REPORT_JSON = "report.json"
@@ -248,6 +250,7 @@ def build_report(
         "created": created,
         "sources": source_texts(_source_paths(profile, diagnosis)),
         "repeats": repeats,
+        **device_sections(profile, src),
     }
 
 
@@ -255,6 +258,7 @@ def _runtime_finding_json(f: Finding) -> dict[str, Any]:
     data = f.to_json()
     data["share"] = _share(float(f.extra.get("share", 0.0)))
     data["self_ms_per_step"] = round(float(f.extra.get("self_ms_per_step", 0.0)), 4)
+    data.update(finding_details(f))
     return data
 
 

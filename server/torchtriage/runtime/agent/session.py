@@ -26,6 +26,8 @@ from .channel import Channel, write_json
 from .wire import WIRE_VERSION, encode_samples
 from .collect import Collector
 from .describe import device_name, user_traceback
+from .memfacts import OptimizerRegistry
+from .resources import resource_records
 from .ranks import DdpWatch, rank_identity, tensorboard_name
 from .sampler import FrameSampler
 from .steps import StepDetector, cuda_available
@@ -58,6 +60,7 @@ class Session:
         self.device = self._device()
         self.sampler = FrameSampler(threading.get_ident(), self.user.is_user, config.get("sample_interval_s", 0.001))
         self.detector = StepDetector(self._on_step, self._on_mode)
+        self.optimizers = OptimizerRegistry()  # what the training state holds, read when the window ends
         self.workers = WorkerSampling(self.out_dir, self.user.is_user, self.sampler.interval_s)
         # Under torchrun: who this rank is, and what its DDP models do (None otherwise).
         self.identity = rank_identity() if "rank" in config else None
@@ -91,7 +94,7 @@ class Session:
             activities=activities,
             schedule=self.window,
             on_trace_ready=self._on_trace_ready,
-            record_shapes=False,
+            record_shapes=True,  # operand sizes of matmuls and convolutions (agent/shapes.py)
             profile_memory=True,
             with_stack=True,
         )
@@ -179,7 +182,8 @@ class Session:
         started = time.perf_counter()
         self._stage("attributing events to lines", 0.0)
         collector = Collector(self.user, self.agent_dir, max_events=int(self.config.get("max_events", MAX_EVENTS)), progress=self._walked)
-        collector.collect(prof.profiler.kineto_results.experimental_event_tree(), self.step_hints)
+        tree = prof.profiler.kineto_results.experimental_event_tree()
+        collector.collect(tree, self.step_hints)
         timings["collect_s"] = time.perf_counter() - started
         self.meta["events"] = collector.events
         self.meta["events_per_plain_step"] = self.window.events_per_step
@@ -194,6 +198,8 @@ class Session:
             )
             self.meta["steps_dropped"] = collector.steps_recorded - len(collector.steps)
         self.raw = collector.result()
+        self.raw.update(resource_records(tree, collector, self.user, self.optimizers, self.device))
+        self.optimizers.uninstall()
         strings: Dict[str, int] = {}
         self.raw["samples"] = encode_samples(self.sampler.samples, self.user.absolute, strings)
         if os.path.isdir(self.workers.folder):
@@ -256,6 +262,7 @@ class Session:
         if self.ddp is not None:
             self.ddp.install()
         self.detector.install()
+        self.optimizers.install()
         self.workers.install()
         self.prof.start()
         self.channel.send("phase", phase="running", device=self.device)
@@ -292,6 +299,7 @@ class Session:
         self.finishing = True
         self.window.stop()
         self.detector.uninstall()
+        self.optimizers.uninstall()
         if not self.saved and self.prof is not None:
             recording = self.prof.current_action in RECORDING
             if recording:
