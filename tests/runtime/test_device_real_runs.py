@@ -20,14 +20,18 @@ from torchtriage.runtime.summary import render_summary
 from run_support import agent_json, line_of, profile_cli
 
 pytestmark = pytest.mark.slow
-SCRIPTS = ("adam_memory.py", "attention_train.py", "lookalike_train.py")
+SCRIPTS = {  # script -> profile options
+    "adam_memory.py": (),
+    "attention_train.py": ("--record-shapes", "on"),  # on a CPU run shapes are recorded only when asked for
+    "lookalike_train.py": (),
+}
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[dict[str, Any], Path]]:
     out = {}
-    for script in SCRIPTS:
-        proc, run_dir = profile_cli(tmp_path_factory.mktemp(script[:-3]), script)
+    for script, options in SCRIPTS.items():
+        proc, run_dir = profile_cli(tmp_path_factory.mktemp(script[:-3]), script, options=options)
         assert proc.returncode == 0, proc.stderr
         report = load_report(run_dir)
         jsonschema.validate(report, load_schema())
@@ -85,6 +89,12 @@ def test_the_agent_records_the_attention_matmul_shapes(runs: dict) -> None:
     # 16 sequences x 4 heads of 128 tokens, 16 dims per head: q @ kT, then weights @ v
     assert ("aten::bmm", "float32", "64x128x16,64x16x128") in bmm
     assert ("aten::bmm", "float32", "64x128x128,64x128x16") in bmm
+
+
+def test_by_default_a_cpu_run_records_no_shapes(runs: dict) -> None:
+    report, run_dir = runs["lookalike_train.py"]
+    assert {dims for _, _, dims, *_ in agent_json(run_dir)["shapes"]} == {""}  # the ops are there, their sizes are not
+    assert report["matmul_shapes"] == []
 
 
 def test_look_alikes_stay_quiet(runs: dict) -> None:

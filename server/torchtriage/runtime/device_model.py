@@ -10,9 +10,19 @@ the recorded steps; sizes are bytes; paths absolute, lines 1-based.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 MEMORY_COMPONENTS = ("parameters", "gradients", "optimizer_state", "activations", "other")
+Chain = list[tuple[str, int, str]]  # (path, line, function) from outermost to innermost
+
+
+class Attributed(Protocol):
+    """What the device analyses need of ``attribution.Attribution`` (which imports them)."""
+
+    allocs: list[Any]  # wire.Alloc records
+    lines: Any  # the per-line totals: ``lines.self_us[(path, line, category, device)]``
+
+    def resolve(self, chain_id: int, root: int, self_us: float = 0.0) -> tuple[list[tuple[Chain, float]], bool]: ...
 
 
 @dataclass

@@ -31,17 +31,14 @@ information: they matter when memory is what limits the batch or the model.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from ..findings import Finding
 from .agent.wire import Held, OptimizerInfo, read_records
-from .device_model import MEMORY_COMPONENTS, ActivationLine, MemoryShape, OptimizerSummary
+from .device_model import MEMORY_COMPONENTS, ActivationLine, Attributed, MemoryShape, OptimizerSummary
 from .model import ProfileData
 from .runtime_finding import device_finding
 from .verdicts import Evidence, Hotspot, Recommendation
-
-if TYPE_CHECKING:
-    from .attribution import Attribution
 
 HELD_COMPONENT = {"parameter": "parameters", "gradient": "gradients", "optimizer_state": "optimizer_state"}
 DOMINANT_SHARE = 0.35  # a part this large of the peak, and the largest, is what to shrink first
@@ -52,7 +49,7 @@ FRAGMENTED_BYTES = 512 * 2**20
 MIB = 2**20
 
 
-def decompose(raw: dict[str, Any], attribution: "Attribution", device: str) -> MemoryShape | None:
+def decompose(raw: dict[str, Any], attribution: Attributed, device: str) -> MemoryShape | None:
     """The live memory at the window's peak by component (None without allocations in a step)."""
     allocs = sorted((a for a in attribution.allocs if a.device == device), key=lambda a: a.time_ns)
     last = max((a.step for a in allocs), default=-1)
@@ -109,12 +106,12 @@ def decompose(raw: dict[str, Any], attribution: "Attribution", device: str) -> M
     )
 
 
-def _line(attribution: "Attribution", alloc: Any) -> tuple[str, int, str]:
+def _line(attribution: Attributed, alloc: Any) -> tuple[str, int, str]:
     alternatives, _ = attribution.resolve(alloc.chain, alloc.root)
     return max(alternatives, key=lambda a: a[1])[0][-1] if alternatives else ("", 0, "")
 
 
-def _optimizer_lines(attribution: "Attribution") -> set[tuple[str, int]]:
+def _optimizer_lines(attribution: Attributed) -> set[tuple[str, int]]:
     """Lines whose own time is mostly the optimizer's (``opt.step()``): their allocations are its temporaries."""
     by_line: dict[tuple[str, int], Counter[str]] = defaultdict(Counter)
     for (path, line, category, _device), us in attribution.lines.self_us.items():

@@ -20,17 +20,14 @@ GPU time (``ShapeCost``, from the profiler's ``record_shapes``):
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from ..findings import Finding
 from .agent.wire import ShapeStat, read_records
-from .device_model import ShapeCost
+from .device_model import Attributed, ShapeCost
 from .model import ProfileData
 from .runtime_finding import device_finding
 from .verdicts import Evidence, Recommendation
-
-if TYPE_CHECKING:
-    from .attribution import Attribution
 
 MATMULS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 CONVOLUTIONS = ("aten::convolution", "aten::convolution_backward")
@@ -40,7 +37,7 @@ TOP_SHAPES = 10
 IMAGE_CHANNELS = 4  # a convolution input with this many channels or fewer is an image: cuDNN pads it
 
 
-def shape_costs(raw: dict[str, Any], attribution: "Attribution") -> list[ShapeCost]:
+def shape_costs(raw: dict[str, Any], attribution: Attributed) -> list[ShapeCost]:
     """agent.json's ``shapes`` with each signature's user line, merged per (op, dtype, dims, line)."""
     merged: dict[tuple[str, str, str, str, int], ShapeCost] = {}
     for stat in read_records(raw.get("shapes", []), ShapeStat):
@@ -194,10 +191,10 @@ def tensor_core_findings(profile: ProfileData) -> list[Finding]:
 
 def shapes_json(profile: ProfileData, source: Any, limit: int = 20) -> list[dict[str, Any]]:
     """report.json's ``matmul_shapes``: the top signatures per step with their line and, on CUDA, the dims
-    Tensor Cores cannot tile (``misaligned``)."""
+    Tensor Cores cannot tile (``misaligned``); none when the shapes were not recorded."""
     n = max(1, profile.steps_profiled)
     rows = []
-    for s in profile.shapes[:limit]:
+    for s in [s for s in profile.shapes if s.dims][:limit]:
         multiple = MULTIPLE.get(s.dtype)
         rows.append({
             "op": s.op,

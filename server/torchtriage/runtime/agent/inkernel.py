@@ -38,6 +38,7 @@ from .describe import device_name, user_traceback
 from .memfacts import OptimizerRegistry
 from .resources import resource_records
 from .sampler import FrameSampler
+from .shapes import wants_shapes
 from .steps import StepDetector, cuda_available
 from .usercode import UserCode
 from .wire import WIRE_VERSION, encode_samples
@@ -94,7 +95,7 @@ class CellProfiler:
             sched = schedule(skip_first=max(0, self.config.get("skip_first", 1) - 1), wait=self.config.get("wait", 1),
                              warmup=self.config.get("warmup", 2), active=self.config.get("active", 5), repeat=1)
         return profile(activities=activities, schedule=sched, on_trace_ready=self._on_trace_ready,
-                       record_shapes=True, profile_memory=True, with_stack=True)
+                       record_shapes=wants_shapes(self.config, self.device), profile_memory=True, with_stack=True)
 
     # -- callbacks -----------------------------------------------------------
     def _on_mode(self, mode: str) -> None:

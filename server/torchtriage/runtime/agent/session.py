@@ -30,6 +30,7 @@ from .memfacts import OptimizerRegistry
 from .resources import resource_records
 from .ranks import DdpWatch, rank_identity, tensorboard_name
 from .sampler import FrameSampler
+from .shapes import wants_shapes
 from .steps import StepDetector, cuda_available
 from .tracefile import RAW_NAME, TraceWriter
 from .usercode import UserCode, default_roots
@@ -94,7 +95,7 @@ class Session:
             activities=activities,
             schedule=self.window,
             on_trace_ready=self._on_trace_ready,
-            record_shapes=True,  # operand sizes of matmuls and convolutions (agent/shapes.py)
+            record_shapes=wants_shapes(self.config, self.device),  # operand sizes of matmuls and convolutions (agent/shapes.py)
             profile_memory=True,
             with_stack=True,
         )
