@@ -1,7 +1,8 @@
 """What the training state holds and how the math is set up, read once when the window ends.
 
 ``OptimizerRegistry`` keeps a weak reference to every optimizer that steps
-(a global optimizer step post-hook, like step detection's).  When the window
+(a global optimizer step *pre*-hook: step detection's post-hook saves the
+window, and removes itself, while torch iterates over the post-hooks).  When the window
 is saved, ``held_storages`` lists the storages of their parameters, gradients
 and state (one record per storage, by allocation address, so the host can
 tell them apart among the allocations the profile recorded), and
@@ -22,23 +23,26 @@ from .wire import DeviceFacts, Held, OptimizerInfo
 
 
 class OptimizerRegistry:
-    """Every optimizer that stepped while installed (weakly held)."""
+    """Every optimizer that stepped while installed (weakly held).
+
+    A pre-hook, removed only when the run ends: the window is saved inside torch's loop over the
+    post-hooks, which must see no other post-hook come or go."""
 
     def __init__(self) -> None:
         self.optimizers: "weakref.WeakSet[Any]" = weakref.WeakSet()
         self._handle: Any = None
 
     def install(self) -> None:
-        from torch.optim.optimizer import register_optimizer_step_post_hook
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-        self._handle = register_optimizer_step_post_hook(self._stepped)
+        self._handle = register_optimizer_step_pre_hook(self._stepping)
 
     def uninstall(self) -> None:
         if self._handle is not None:
             self._handle.remove()
             self._handle = None
 
-    def _stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+    def _stepping(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.optimizers.add(optimizer)
 
 

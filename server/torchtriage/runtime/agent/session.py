@@ -200,7 +200,6 @@ class Session:
             self.meta["steps_dropped"] = collector.steps_recorded - len(collector.steps)
         self.raw = collector.result()
         self.raw.update(resource_records(tree, collector, self.user, self.optimizers, self.device))
-        self.optimizers.uninstall()
         strings: Dict[str, int] = {}
         self.raw["samples"] = encode_samples(self.sampler.samples, self.user.absolute, strings)
         if os.path.isdir(self.workers.folder):
