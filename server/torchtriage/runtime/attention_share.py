@@ -15,7 +15,7 @@ from typing import Sequence
 from ..findings import Finding
 from .crosslink import normalize_path
 from .model import ProfileData
-from .runtime_finding import device_finding
+from .device_finding import device_finding
 from .verdicts import Evidence, Recommendation, StaticLink
 
 STATIC_CODE = "TT508"

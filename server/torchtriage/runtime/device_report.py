@@ -33,5 +33,10 @@ def device_sections(profile: ProfileData, source: Any) -> dict[str, Any]:
 
 
 def finding_details(finding: Finding) -> dict[str, Any]:
-    """A runtime finding's ``evidence`` and ``recommendations``, when it has them."""
-    return {key: finding.extra[key] for key in ("evidence", "recommendations") if key in finding.extra}
+    """A runtime finding's ``evidence`` and ``recommendations`` as report.json writes them, when it has them."""
+    out: dict[str, Any] = {}
+    if "evidence" in finding.extra:
+        out["evidence"] = [{"text": e.text, "path": e.path or None, "line": e.line or None} for e in finding.extra["evidence"]]
+    if "recommendations" in finding.extra:
+        out["recommendations"] = [{"action": r.action, "why": r.why, "example": r.example} for r in finding.extra["recommendations"]]
+    return out

@@ -21,7 +21,7 @@ from .agent.wire import Gap, read_records
 from .crosslink import covers
 from .device_model import GpuGap
 from .model import ProfileData
-from .runtime_finding import device_finding
+from .device_finding import device_finding
 from .sampling import FrameSample
 from .verdicts import Evidence, Hotspot, Recommendation
 

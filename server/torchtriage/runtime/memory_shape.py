@@ -37,7 +37,7 @@ from ..findings import Finding
 from .agent.wire import Held, OptimizerInfo, read_records
 from .device_model import MEMORY_COMPONENTS, ActivationLine, Attributed, MemoryShape, OptimizerSummary
 from .model import ProfileData
-from .runtime_finding import device_finding
+from .device_finding import device_finding
 from .verdicts import Evidence, Hotspot, Recommendation
 
 HELD_COMPONENT = {"parameter": "parameters", "gradient": "gradients", "optimizer_state": "optimizer_state"}

@@ -26,7 +26,7 @@ from ..findings import Finding
 from .agent.wire import ShapeStat, read_records
 from .device_model import Attributed, ShapeCost
 from .model import ProfileData
-from .runtime_finding import device_finding
+from .device_finding import device_finding
 from .verdicts import Evidence, Recommendation
 
 MATMULS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")

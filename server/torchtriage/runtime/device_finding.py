@@ -2,7 +2,8 @@
 
 They are ordinary ``Finding`` objects like crosslink's (their codes are listed
 in ``crosslink.RUNTIME_CODES``), plus the evidence behind them and the fixes
-to try, which report.json carries as ``evidence`` and ``recommendations``.
+to try (``Evidence`` and ``Recommendation`` in ``extra``), which report.json
+carries as ``evidence`` and ``recommendations`` (``device_report.finding_details``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def device_finding(
             "share": share,
             "self_ms_per_step": us_per_step / 1000.0,
             "source": "runtime",
-            "evidence": [{"text": e.text, "path": e.path or None, "line": e.line or None} for e in evidence],
-            "recommendations": [{"action": r.action, "why": r.why, "example": r.example} for r in recommendations],
+            "evidence": list(evidence),
+            "recommendations": list(recommendations),
         },
     )
