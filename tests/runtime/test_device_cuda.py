@@ -126,11 +126,12 @@ def test_the_report_carries_the_sections_and_renders_them(raw: dict[str, Any], t
                                       "compute_capability": "8.0"}
     top = report["matmul_shapes"][0]
     assert (top["op"], top["misaligned"], top["gpu_ms_per_step"], top["source"]) == ("aten::addmm", {"N": 30522}, 2.0, "y = model(x)")
+    assert report["matmul_shapes"][1]["misaligned"] == {}  # fp32 with TF32 off never reaches the Tensor Cores
     assert report["gpu_idle_gaps"][0]["duration_ms"] == pytest.approx(5.1)
     ttr601 = next(f for f in report["runtime_findings"] if f["code"] == "TTR601")
     assert ttr601["evidence"][0]["line"] == 10 and ttr601["recommendations"]
     html = render_html(report, tmp_path)
-    for anchor in ("id='gpu-gaps'", "id='matmul-shapes'", "N=30522", "evidence and fixes", "TTR604"):
+    for anchor in ("id='gpu-gaps'", "id='matmul-shapes'", "N=30522", "fp32 with TF32 off: not on Tensor Cores", "evidence and fixes", "TTR604"):
         assert anchor in html
     console = Console(file=StringIO(), width=120)
     console.print(render_summary(report))

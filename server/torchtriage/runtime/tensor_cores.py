@@ -74,6 +74,15 @@ def problem_dims(shape: ShapeCost, multiple: int) -> dict[str, int]:
     return {name: value for name, value in named.items() if value % multiple}
 
 
+def tile_multiple(profile: ProfileData, shape: ShapeCost) -> int | None:
+    """The multiple Tensor Cores need of ``shape``'s dims on this run, or None when they cannot run it at all
+    (plain fp32 without TF32, other dtypes)."""
+    multiple = MULTIPLE.get(shape.dtype)
+    if shape.dtype == "float32" and not (_ampere(profile) and _tf32_on(profile, shape.op)):
+        return None
+    return multiple
+
+
 def _tf32_on(profile: ProfileData, op: str) -> bool:
     facts = profile.device_facts
     if facts is None:
@@ -175,8 +184,8 @@ def tensor_core_findings(profile: ProfileData) -> list[Finding]:
     out: list[Finding] = []
     by_line: dict[tuple[str, int], list[tuple[ShapeCost, int, dict[str, int]]]] = defaultdict(list)
     for shape in _top_shapes(profile):
-        multiple = MULTIPLE.get(shape.dtype)
-        if multiple is None or (shape.dtype == "float32" and not (_ampere(profile) and _tf32_on(profile, shape.op))):
+        multiple = tile_multiple(profile, shape)
+        if multiple is None:
             continue  # plain fp32 never uses Tensor Cores: TTR602's business
         dims = problem_dims(shape, multiple)
         if dims:
@@ -191,11 +200,12 @@ def tensor_core_findings(profile: ProfileData) -> list[Finding]:
 
 def shapes_json(profile: ProfileData, source: Any, limit: int = 20) -> list[dict[str, Any]]:
     """report.json's ``matmul_shapes``: the top signatures per step with their line and, on CUDA, the dims
-    Tensor Cores cannot tile (``misaligned``); none when the shapes were not recorded."""
+    Tensor Cores cannot tile (``misaligned``: empty on CPU, for plain fp32 and other dtypes); none when the
+    shapes were not recorded."""
     n = max(1, profile.steps_profiled)
     rows = []
     for s in [s for s in profile.shapes if s.dims][:limit]:
-        multiple = MULTIPLE.get(s.dtype)
+        multiple = tile_multiple(profile, s) if profile.device == "cuda" else None
         rows.append({
             "op": s.op,
             "dtype": s.dtype,

@@ -17,6 +17,7 @@ from .svg import stacked_bar
 MIB = 2**20
 COMPONENTS = ("parameters", "gradients", "optimizer_state", "activations", "other")
 SHAPE_ROWS = 10
+MIN_PART = 0.005  # parts of the peak smaller than this are left out of the bar and the list
 
 
 def _mib(n: float) -> str:
@@ -28,7 +29,8 @@ def memory_shape_html(r: dict[str, Any]) -> str:
     if not shape or not shape["peak_bytes"]:
         return ""
     total = shape["peak_bytes"]
-    parts = [(c, shape["components"][c] / total, f"{_mib(shape['components'][c])} MiB") for c in COMPONENTS if shape["components"][c]]
+    parts = [(c, shape["components"][c] / total, f"{_mib(shape['components'][c])} MiB") for c in COMPONENTS
+             if shape["components"][c] >= MIN_PART * total]
     out = f"<h2 id='memory-shape'>Memory at the peak ({_mib(total)} MiB live, step {shape['peak_step']})</h2>"
     out += stacked_bar(parts).replace("class='chart breakdown'", "class='chart memory-shape'").replace(
         "aria-label='step time breakdown'", "aria-label='memory at the peak by component'")
@@ -45,11 +47,11 @@ def memory_shape_html(r: dict[str, Any]) -> str:
     for o in shape["optimizers"]:
         items.append(f"<li>{escape(o['name'])} ({escape(o['implementation'])}): {_mib(o['state_bytes'])} MiB of state "
                      f"for {o['params']:,} parameters</li>")
-    for a in shape["activation_lines"][:3]:
+    for a in [a for a in shape["activation_lines"] if a["bytes"] >= MIN_PART * total][:3]:
         items.append(f"<li>{loc(a['path'], a['line'], a['source'])} <code>{escape(a['source'])}</code>: "
                      f"{_mib(a['bytes'])} MiB of activations live at the peak</li>")
     if items:
-        out += f"<ul class='memory-parts'>{''.join(items)}</ul>"
+        out += f"<ul class='evidence memory-parts'>{''.join(items)}</ul>"
     if shape["recommendations"]:
         dominant = (shape["dominant"] or "").replace("_", " ")
         recs = "".join(f"<li><strong>{escape(x['action'])}</strong><div class='why'>{escape(x['why'])}</div>"
@@ -79,16 +81,20 @@ def shapes_html(r: dict[str, Any]) -> str:
     if not shapes:
         return ""
     gpu = r["device"] == "cuda"
+    facts = r.get("device_facts") or {}
+    tf32 = facts.get("allow_tf32") or facts.get("float32_matmul_precision", "highest") != "highest"
     rows = []
     for s in shapes[:SHAPE_ROWS]:
         dims = " @ ".join("\u00d7".join(map(str, d)) for d in s["dims"]) if s["op"].endswith(("mm", "addmm", "bmm")) else \
             " * ".join("\u00d7".join(map(str, d)) for d in s["dims"])
         bad = ", ".join(f"{k}={v}" for k, v in s["misaligned"].items()) if gpu else ""
+        verdict = bad or ("fp32 with TF32 off: not on Tensor Cores" if s["dtype"] == "float32" and not tf32 and s["op"].endswith("mm")
+                          else "aligned" if s["dtype"] in ("float16", "bfloat16", "float32") else "not a Tensor-Core dtype")
         rows.append(
             f"<tr><td><code>{escape(s['op'])}</code></td><td><code>{escape(dims)}</code></td><td>{escape(s['dtype'])}</td>"
             f"<td class='num'>{s['calls_per_step']:g}</td><td class='num'>{s['gpu_ms_per_step' if gpu else 'cpu_ms_per_step']:.3f}</td>"
             f"<td>{loc(s['path'], s['line'], s['source']) if s['path'] else ''}</td>"
-            + (f"<td class='{'bad' if bad else ''}'>{escape(bad) or 'aligned'}</td>" if gpu else "") + "</tr>"
+            + (f"<td class='{'bad' if bad else ''}'>{escape(verdict)}</td>" if gpu else "") + "</tr>"
         )
     head = "<th>Tensor Cores</th>" if gpu else ""
     return (f"<h2 id='matmul-shapes'>Matmul and convolution shapes</h2><table class='shapes'><tr><th>op</th><th>operands</th>"
