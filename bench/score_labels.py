@@ -5,7 +5,7 @@
 Each FOLDER is a checkout of the repository NAME of the labels file at its pinned
 commit (e.g. brought with the mirror tool; the code is never committed here).  Runs
 ``torchtriage check --format json FOLDER`` (the folder analysed as one project) and
-compares the findings with the labels: a finding on a labelled hazard (same file, line
+compares the findings with the labels (every file in bench/labels/): a finding on a labelled hazard (same file, line
 and code) is a true positive, any other finding a false positive; a hazard no finding
 hits is a miss.
 """
@@ -20,7 +20,18 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-LABELS = Path(__file__).parent / "labels" / "issue12_real_code.json"
+LABELS = Path(__file__).parent / "labels"  # every *.json there: {"repos": {NAME: {"hazards": ...}}}
+
+
+def load_labels(folder: Path = LABELS) -> dict[str, dict]:
+    """Repository name -> its labels, from every labels file (names are unique across files)."""
+    repos: dict[str, dict] = {}
+    for file in sorted(folder.glob("*.json")):
+        for name, entry in json.loads(file.read_text())["repos"].items():
+            if name in repos:
+                raise SystemExit(f"{name} is labelled twice ({file.name})")
+            repos[name] = entry
+    return repos
 
 
 def findings(folder: Path, python: str, pythonpath: str | None) -> set[tuple[str, int, str]]:
@@ -45,7 +56,7 @@ def main() -> None:
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--pythonpath", help="PYTHONPATH for the torchtriage under test")
     args = parser.parse_args()
-    labels = json.loads(LABELS.read_text())["repos"]
+    labels = load_labels()
     tp: Counter[str] = Counter()
     fp: Counter[str] = Counter()
     fn: Counter[str] = Counter()

@@ -7,11 +7,15 @@ checked in parallel worker processes when there are enough files to pay for it.
 from __future__ import annotations
 
 import codecs
+import gc
+import multiprocessing
 import os
+import sys
+from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from .analysis import analyze_source, fix_source
 from .config import Settings
@@ -84,6 +88,23 @@ def _check_one(args: tuple[Path, Settings, bool, bool, bool]) -> FileReport | No
     return check_file(*args)
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for one batch check.
+
+    The analysis allocates millions of ast objects and keeps them to the end; with the collector
+    on, its passes over them took 35-45 % of a folder check's CPU here (bench/RESULTS.md).  A
+    one-shot check frees no cyclic garbage early enough to matter.  Long-lived hosts (the
+    language server) do not use this."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def check_paths(
     paths: Sequence[Path],
     settings: Settings,
@@ -94,9 +115,17 @@ def check_paths(
     """Check every file under ``paths``; folders skip files that never mention torch.
 
     Without ``fix``, Python files are analysed within their project (see
-    :func:`check_project_paths`); fixing works file by file."""
+    :func:`check_project_paths`); fixing works file by file.  The garbage collector is paused
+    meanwhile (see :func:`collector_paused`)."""
+    with collector_paused():
+        return _check_paths(paths, settings, fix, unsafe, jobs)
+
+
+def _check_paths(
+    paths: Sequence[Path], settings: Settings, fix: bool, unsafe: bool, jobs: int | None
+) -> list[FileReport]:
     if not fix:
-        return check_project_paths(paths, settings)
+        return check_project_paths(paths, settings, jobs)
     explicit = {p.resolve() for p in paths if p.is_file()}
     files = list(iter_source_files(paths, settings))
     work = [(f, settings, fix, unsafe, f.resolve() not in explicit) for f in files]
@@ -160,10 +189,13 @@ def _load_project(root: Path, files: list[Path], settings: Settings):  # type: i
     return Project(entries, settings)
 
 
-def check_project_paths(paths: Sequence[Path], settings: Settings) -> list[FileReport]:
+def check_project_paths(paths: Sequence[Path], settings: Settings, jobs: int | None = None) -> list[FileReport]:
     """Check ``paths`` with each Python file analysed inside its project: a folder is one project;
     a file named directly is analysed within the project found from its markers.  Notebooks and
-    files that cannot be read are checked as before, one by one."""
+    files that cannot be read are checked as before, one by one.
+
+    A project is parsed and solved once, in this process; its files' rules then run in forked
+    worker processes when there are enough of them (see :func:`_analyze_project_files`)."""
     explicit = {p.resolve() for p in paths if p.is_file()}
     files = list(iter_source_files(paths, settings))
     projects: dict[Path, list[Path]] = {}
@@ -171,13 +203,13 @@ def check_project_paths(paths: Sequence[Path], settings: Settings) -> list[FileR
         if path.is_dir():
             projects.setdefault(path.resolve(), [])
     loaded: dict[Path, object] = {}
-    reports: list[FileReport] = []
+    slots: list[FileReport | tuple[object, str]] = []  # a report, or (project, display path) to analyse
     for file in files:
         resolved = file.resolve()
         if file.suffix != ".py":
             report = check_file(file, settings, require_torch=resolved not in explicit)
             if report is not None:
-                reports.append(report)
+                slots.append(report)
             continue
         roots = [root for root in projects if resolved.is_relative_to(root)]
         root = max(roots, key=lambda r: len(r.parts)) if roots else project_root(file)
@@ -192,10 +224,39 @@ def check_project_paths(paths: Sequence[Path], settings: Settings) -> list[FileR
             continue
         display = _display_path(file)
         if source.text is None:
-            reports.append(FileReport(display, error=source.error))
+            slots.append(FileReport(display, error=source.error))
             continue
         if project is None or display not in project.by_path:  # type: ignore[attr-defined]
-            reports.append(FileReport(display, check_text(source.text, display, settings, False)))
+            slots.append(FileReport(display, check_text(source.text, display, settings, False)))
             continue
-        reports.append(FileReport(display, project.analyze(display)))  # type: ignore[attr-defined]
-    return reports
+        slots.append((project, display))
+    findings: dict[tuple[int, str], list[Finding]] = {}
+    for project in {id(s[0]): s[0] for s in slots if isinstance(s, tuple)}.values():
+        wanted = [display for owner, display in (s for s in slots if isinstance(s, tuple)) if owner is project]
+        for display, found in zip(wanted, _analyze_project_files(project, wanted, jobs)):
+            findings[(id(project), display)] = found
+    return [s if isinstance(s, FileReport) else FileReport(s[1], findings[(id(s[0]), s[1])]) for s in slots]
+
+
+_FORKED_PROJECT = None  # the solved project forked workers analyse (set only while a pool runs)
+
+
+def _analyze_in_fork(display: str) -> list[Finding]:
+    return _FORKED_PROJECT.analyze(display)  # type: ignore[attr-defined]
+
+
+def _analyze_project_files(project, displays: list[str], jobs: int | None) -> list[list[Finding]]:  # type: ignore[no-untyped-def]
+    """Findings for each file of a project: solved once here, then the rules run in forked worker
+    processes that inherit the solved project (nothing is re-parsed or pickled but the findings),
+    or in this process where ``fork`` is not available or there are few files."""
+    global _FORKED_PROJECT
+    project.solve()
+    jobs = jobs or min(os.cpu_count() or 1, 8)
+    if jobs < 2 or len(displays) < PARALLEL_THRESHOLD or not sys.platform.startswith("linux"):  # fork: Linux only
+        return [project.analyze(display) for display in displays]
+    _FORKED_PROJECT = project
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_analyze_in_fork, displays, chunksize=max(1, len(displays) // (jobs * 4))))
+    finally:
+        _FORKED_PROJECT = None

@@ -38,6 +38,6 @@ async def test_hand_written_attention_gets_its_runtime_cost_on_its_line(client: 
     [diagnostic] = await wait_for(ttr603, timeout=30, what="the TTR603 diagnostic")
     scores = next(n for n, line in enumerate(text.splitlines(), 1) if "scores = q @ k" in line)
     assert finding["line"] == scores and diagnostic.range.start.line == scores - 1
-    assert diagnostic.message.startswith("hand-written attention (TT508")
+    assert diagnostic.message.startswith("TTR603: hand-written attention (TT508")
     assert "Try: Compute it with F.scaled_dot_product_attention" in diagnostic.message
     assert diagnostic.severity == types.DiagnosticSeverity.Information

@@ -20,7 +20,7 @@ from run_support import agent_json, profile_cli
 AGENT_DIR = Path(agent_package.__file__).resolve().parent
 # One record of each kind, every field a value no other field has.
 VALUES = {
-    "Step": (7, 1_000, 2_000),
+    "Step": (7, 1_000, 2_000, 150),
     "Site": ("scope", "/w/train.py", 12, "forward"),
     "Charge": (1, 3, "compute", "aten::mm", -1, True, 5_000, 2),
     "Root": (1_500, 1_600),
@@ -30,6 +30,9 @@ VALUES = {
     "Sample": (1_900, 3, 4, 33),  # file and function: indexes into agent.json's strings
     "OpStat": ("aten::addmm", "cpu", False, 6, 7_000, 8_000, 9, 10),
     "Collective": (0, "gloo:all_reduce", 2_100, 2_400),
+    "Compile": ("0/1", "dynamo", "forward", "/w/model.py", 14, "/w/train.py", 40, 2_100, 2_200, "tensor 'x' size mismatch", ""),
+    "GraphBreak": ("0/0", "/w/model.py", 16, "Unsupported Tensor.item() call", "Explanation: ..."),
+    "DtypeEvent": (5, 11, 12, "mixed", "aten::mul", "bfloat16[8] float32[8]", 13, 14, 15, 16, 17, "/w/model.py", 18, "scale"),
     "ShapeStat": ("aten::mm", "bfloat16", "4096x1000,1000x30522", 11, 12_000, 13_000, 14, 15),
     "Held": ("optimizer_state", "cuda", 160_000, 16_384),
     "OptimizerInfo": ("AdamW", 1_048_576, 8_388_608, "foreach"),

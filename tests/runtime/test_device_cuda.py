@@ -64,13 +64,13 @@ def test_misaligned_bf16_matmul_is_named_with_its_shape_cost_and_padding(raw: di
     assert "M=" not in f.message and "K=" not in f.message  # 64 and 1000 are multiples of 8
     assert f.extra["self_ms_per_step"] == pytest.approx(2.0)
     assert f.extra["share"] == pytest.approx(2.0 / 8.5, rel=1e-3)
-    assert "N 30522 -> 30528" in f.extra["recommendations"][0].action
+    assert "N 30522 -> 30528" in f.extra["recommendations"][0]["action"]
 
 
 def test_fp32_matmuls_with_tf32_off_on_ampere(raw: dict[str, Any]) -> None:
     [f] = findings(build_profile(raw))["TTR602"]
     assert f.span.line == 11 and "1.00 ms of GPU time per step" in f.message and "compute capability 8.0" in f.message
-    assert "set_float32_matmul_precision('high')" in f.extra["recommendations"][0].action
+    assert "set_float32_matmul_precision('high')" in f.extra["recommendations"][0]["action"]
     # TF32 allowed: no TTR602, and 64x512 @ 512x512 is aligned for TF32 (multiples of 4)
     tf32 = findings(build_profile(facts(raw, float32_matmul_precision="high", allow_tf32=True)))
     assert "TTR602" not in tf32 and [f.span.line for f in tf32["TTR601"]] == [10]
@@ -104,7 +104,7 @@ def test_gaps_are_evidence_on_the_verdict_of_their_line_and_a_finding_where_unex
 def test_fragmentation_asks_for_expandable_segments(raw: dict[str, Any]) -> None:
     [f] = findings(build_profile(raw))["TTR702"]
     assert "expandable_segments:True" in f.message and f.severity.value == "info"
-    assert "8,192.0 MiB (40%)" in f.extra["evidence"][0].text
+    assert "8,192.0 MiB (40%)" in f.extra["evidence"][0]["text"]
     assert "TTR702" not in findings(build_profile(facts(raw, alloc_conf="expandable_segments:True")))
     assert "TTR702" not in findings(build_profile(facts(raw, reserved_peak_bytes=13 * GIB)))  # 1 GiB cached: normal
     [near] = findings(build_profile(facts(raw, total_bytes=22 * GIB)))["TTR702"]

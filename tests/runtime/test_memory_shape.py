@@ -86,9 +86,9 @@ def test_optimizer_state_dominating_names_it_and_the_fixes(tmp_path: Path) -> No
     [f] = [f for f in diagnosis.runtime_findings if f.code == "TTR701"]
     assert f.span.line == 12 and f.name == "runtime-memory-shape"  # on the optimizer's line
     assert f.message.startswith("optimizer state is 41% of the memory live at the peak")
-    actions = " | ".join(r.action for r in f.extra["recommendations"])
+    actions = " | ".join(r["action"] for r in f.extra["recommendations"])
     assert "8-bit AdamW" in actions and "ZeroRedundancyOptimizer" in actions and "fused=True" in actions
-    assert "AdamW (foreach): 2,048.0 MiB of state" in " ".join(e.text for e in f.extra["evidence"])
+    assert "AdamW (foreach): 2,048.0 MiB of state" in " ".join(e["text"] for e in f.extra["evidence"])
     assert f.severity.value == "info"  # 6 of 80 GiB reserved: far from the limit
 
 
@@ -96,7 +96,7 @@ def test_activations_dominating_ask_for_checkpointing_where_they_are_made(tmp_pa
     diagnosis = diagnose(build_profile(agent_json(tmp_path, state=0.0, activations=4.0)))
     [f] = [f for f in diagnosis.runtime_findings if f.code == "TTR701"]
     assert f.span.line == 10 and f.message.startswith("activations is")
-    assert "Checkpoint the activations" in f.extra["recommendations"][0].action and "train.py:10 (4,096.0 MiB)" in f.extra["recommendations"][0].action
+    assert "Checkpoint the activations" in f.extra["recommendations"][0]["action"] and "train.py:10 (4,096.0 MiB)" in f.extra["recommendations"][0]["action"]
 
 
 def test_balanced_or_small_memory_gets_no_finding(tmp_path: Path) -> None:

@@ -6,8 +6,11 @@
 import * as vscode from "vscode";
 import { ExecuteCommandRequest, Middleware } from "vscode-languageclient/node";
 import { Annotations, ProfileReportPayload } from "./annotations";
+import { compareWithPrevious } from "./compare";
 import { InterpreterLocator } from "./interpreter";
+import { Lab } from "./lab";
 import { Profiler } from "./profile";
+import { showAnotherRank } from "./rankView";
 import { ReportView } from "./reportView";
 import { ServerManager } from "./server";
 import { TensorBoard, openPerfetto } from "./traceViewers";
@@ -21,6 +24,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const reportView = new ReportView();
   const tensorboard = new TensorBoard(log);
   let profiler: Profiler | undefined;
+  let lab: Lab | undefined;
 
   const middleware: Middleware = {
     // Server commands reached from code lenses: profiling runs user code (trust, progress), reports open here.
@@ -30,6 +34,7 @@ export function activate(context: vscode.ExtensionContext): void {
         if (uri && (uri.scheme === "vscode-notebook-cell" || uri.path.endsWith(".ipynb"))) return profiler?.profileCell();
         return profiler?.profileScript(uri);
       }
+      if (command === "torchtriage.lab" && typeof args[0] === "string") return lab?.run(vscode.Uri.parse(args[0]));
       if (command === "torchtriage.showReport" && typeof args[0] === "string") return showReport(args[0]);
       return next(command, args);
     },
@@ -50,6 +55,7 @@ export function activate(context: vscode.ExtensionContext): void {
 
   const server = new ServerManager(log, locator, middleware);
   profiler = new Profiler(server, annotations, reportView, log);
+  lab = new Lab(server, reportView, log);
   server.onDidStart((client) => {
     client.onNotification(PROFILE_REPORT, (payload: ProfileReportPayload) => void annotations.onReport(payload));
   });
@@ -71,6 +77,10 @@ export function activate(context: vscode.ExtensionContext): void {
   const register = (id: string, run: (...args: any[]) => unknown) => context.subscriptions.push(vscode.commands.registerCommand(id, run));
   register("torchtriage.profileScript", (uri?: vscode.Uri) => profiler!.profileScript(uri instanceof vscode.Uri ? uri : undefined));
   register("torchtriage.profileCell", (cell?: vscode.NotebookCell) => profiler!.profileCell(cell));
+  register("torchtriage.profileScriptWithProcesses", (uri?: vscode.Uri) => profiler!.profileScriptWithProcesses(uri instanceof vscode.Uri ? uri : undefined));
+  register("torchtriage.showRank", () => showAnotherRank(annotations, reportView));
+  register("torchtriage.runLab", (uri?: vscode.Uri) => lab!.run(uri instanceof vscode.Uri ? uri : undefined));
+  register("torchtriage.compareWithPrevious", () => compareWithPrevious(server, annotations, reportView, log));
   register("torchtriage.showLastReport", () => showReport());
   register("torchtriage.clearAnnotations", async () => {
     const uri = annotations.last?.payload.uri;
@@ -98,6 +108,7 @@ export function activate(context: vscode.ExtensionContext): void {
 
   context.subscriptions.push(log, locator, annotations, reportView, tensorboard, server);
   void vscode.commands.executeCommand("setContext", "torchtriage.hasReport", false);
+  void vscode.commands.executeCommand("setContext", "torchtriage.hasRanks", false);
   void server.start();
 }
 

@@ -1,4 +1,4 @@
-/** report.html (the runtime's self-contained report with charts) in a webview panel. */
+/** report.html or lab.html (the runtime's self-contained reports with charts) in a webview panel. */
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
@@ -6,7 +6,8 @@ import * as vscode from "vscode";
 export class ReportView implements vscode.Disposable {
   private panel: vscode.WebviewPanel | undefined;
 
-  async show(htmlPath: string): Promise<void> {
+  /** Shows `htmlPath` in the panel, titled `title` (default: `torchtriage report — <run folder>`). */
+  async show(htmlPath: string, title?: string): Promise<void> {
     let html: string;
     try {
       html = await fs.readFile(htmlPath, "utf-8");
@@ -28,7 +29,7 @@ export class ReportView implements vscode.Disposable {
       this.panel.reveal(vscode.ViewColumn.Beside, true);
     }
     const base = `<base href="${this.panel.webview.asWebviewUri(folder).toString()}/">`;
-    this.panel.title = `torchtriage report — ${path.basename(path.dirname(htmlPath))}`;
+    this.panel.title = title ?? `torchtriage report — ${path.basename(path.dirname(htmlPath))}`;
     this.panel.webview.html = /<head[^>]*>/i.test(html) ? html.replace(/<head[^>]*>/i, (head) => head + base) : base + html;
   }
 

@@ -70,6 +70,15 @@ export class ServerManager implements vscode.Disposable {
     return this.enqueue(() => this.doStart());
   }
 
+  /**
+   * The running client once a start or restart under way has finished (a command given while the
+   * server is still starting waits for it rather than failing); undefined when it is not running.
+   */
+  async whenRunning(): Promise<LanguageClient | undefined> {
+    await this.queue;
+    return this.client?.isRunning() ? this.client : undefined;
+  }
+
   restart(reason: string): Promise<void> {
     this.log.info(`restarting the server: ${reason}`);
     this.crashes = [];

@@ -65,7 +65,7 @@ export class TensorBoard implements vscode.Disposable {
   }
 
   async open(last: LastProfile, python: string | undefined): Promise<void> {
-    const logdir = path.join(path.dirname(last.payload.reportPath), "tb");
+    const logdir = path.join(last.runDir, "tb"); // a rank's report sits in rank<k>/ below the run folder
     if (!(await exists(logdir))) {
       void vscode.window.showErrorMessage(`torchtriage: this run has no TensorBoard logdir (${logdir}).`);
       return;

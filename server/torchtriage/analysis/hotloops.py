@@ -4,10 +4,10 @@ A *step loop* is a ``for``/``while`` loop whose own body (not counting nested
 loops and definitions) calls ``backward()``, steps an optimizer, iterates a
 DataLoader or loader-like iterable (``tqdm(loader)``, ``enumerate(loader)``,
 ``dataloaders[phase]``), or calls the model on the loop's data (including a
-batch fetched in the body: ``x, y = get_batch()``, ``batch = next(it)``).
-Loops that only contain step loops, directly or through a call, are
-*epoch loops* and are not hot; neither are ``range`` loops doing list work or
-loops over files that never call the model.
+batch fetched in the body: ``x, y = get_batch()``, ``batch = next(it)``); the
+full list is :mod:`.step_loops`'.  Loops that only contain step loops, directly
+or through a call, are *epoch loops* and are not hot; neither are ``range`` loops
+doing list work or loops over files that never call the model.
 
 Per-step code is:
 
@@ -16,6 +16,8 @@ Per-step code is:
 * functions of the same file called from per-step code, transitively:
   ``train_step(batch)``, ``self.step_fn(batch)``, ``trainer.step(batch)``
   where ``trainer = Trainer(...)``, and helpers defined inside the loop;
+* lambdas called per step (``to_np = lambda t: t.cpu().numpy()``; ``to_np(out)``)
+  or handed to a per-step call (``map(lambda t: t.item(), (a, b))``);
 * Lightning ``training_step`` / ``validation_step`` / ``test_step`` /
   ``predict_step`` and the per-batch hooks (``on_train_batch_end`` ...).
 
@@ -24,7 +26,9 @@ inside that loop: its set-up and summary code runs once per epoch.  A
 ``forward`` method is not followed (it is called through ``nn.Module``).
 
 Statements under a rarely-true guard are not per-step: ``if step % 100 == 0``,
-``if i == len(loader) - 1``, ``if last_batch or i % k == 0``, ``if should_log``.
+``if i == len(loader) - 1``, ``if last_batch or i % k == 0``, ``if should_log``,
+``if divisible_by(step, every)`` with a modulo helper of the file; nor are the
+bodies of branches that end the run or initialise lazily (see :mod:`.guards`).
 A modulus of literal 1 is per-step; so are rank guards (``if rank == 0``,
 ``if is_main_process``), which hold on every step of the main process.
 
@@ -38,12 +42,14 @@ is the step that matters for the optimizer, so it is per-step (recorded in
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
-from typing import Iterator, TypeVar
 
-from .memo import subtree_memo
+from .guards import RUN_ENDERS, calls_modulo_helper, ends_the_run, is_lazy_init, leaves_unless_modulo, modulo_helpers
+from .hot_regions import FunctionNode, HotEntry, HotLoops, HotRegion, Loop
+from .loop_kinds import loop_facts
+from .step_loops import StepLoopJudge
 from .file_kinds import is_test_file
 from .module_index import ModuleIndex
+from .syntax import positional_before_starred
 from .step_markers import (
     _MODEL_NAME,
     LOOP_NODES,
@@ -53,7 +59,6 @@ from .step_markers import (
     is_bounded_guard,
     is_backward_call,
     is_loader_like,
-    is_model_call,
     is_optimizer_step,
     is_rare_guard,
     is_shape_read,
@@ -66,8 +71,6 @@ from .step_markers import (
     unwrap_iterable,
 )
 
-Loop = ast.For | ast.AsyncFor | ast.While
-FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 LIGHTNING_STEP_METHODS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
 LIGHTNING_BATCH_HOOKS = frozenset(
@@ -81,167 +84,11 @@ LIGHTNING_BATCH_HOOKS = frozenset(
 )
 _NOT_FOLLOWED = frozenset({"forward", "__call__"})
 
-T = TypeVar("T", bound=ast.AST)
-
 __all__ = [
     "HotEntry", "HotLoops", "HotRegion", "LIGHTNING_STEP_METHODS", "LIGHTNING_BATCH_HOOKS", "find_hot_loops",
     "is_backward_call", "is_optimizer_step", "is_rare_guard", "unwrap_iterable", "_MODEL_NAME",
+    "RUN_ENDERS", "ends_the_run",
 ]
-
-
-@dataclass(eq=False)
-class HotRegion:
-    """A piece of code that runs once per step: a step loop or a per-step function."""
-
-    kind: str  # "step-loop" | "step-function" | "lightning-step"
-    node: Loop | FunctionNode
-    batch_names: set[str] = field(default_factory=set)
-    counter_names: set[str] = field(default_factory=set)
-    trains: bool = False  # calls backward() or steps an optimizer
-    via: ast.Call | None = None  # for step functions: the per-step call that reaches them
-    # For code made hot from another file of the project: the per-step call sites that reach it,
-    # outermost first, as "file:line" (empty for code hot within its own file).
-    hot_path: tuple[str, ...] = ()
-
-    @property
-    def header_line(self) -> int:
-        return self.node.lineno
-
-
-@dataclass(frozen=True)
-class HotEntry:
-    """A function of this module that another module of the project calls once per step."""
-
-    func: "FunctionNode"
-    batch: frozenset[str] = frozenset()
-    hot_path: tuple[str, ...] = ()
-
-
-@dataclass
-class HotLoops:
-    """Per-step code of a module, indexed for rules."""
-
-    regions: list[HotRegion] = field(default_factory=list)
-    per_step: dict[ast.AST, HotRegion] = field(default_factory=dict)
-    epoch_loops: list[Loop] = field(default_factory=list)
-    accumulation_guards: list[ast.If] = field(default_factory=list)
-    rare_guards: list[ast.If] = field(default_factory=list)
-
-    @property
-    def step_loops(self) -> list[HotRegion]:
-        return [r for r in self.regions if r.kind == "step-loop"]
-
-    def is_per_step(self, node: ast.AST) -> bool:
-        return node in self.per_step
-
-    def region_of(self, node: ast.AST) -> HotRegion | None:
-        return self.per_step.get(node)
-
-    def nodes(self, kind: type[T] | tuple[type, ...]) -> Iterator[tuple[T, HotRegion]]:
-        """Every per-step node of the given ast type, with its region."""
-        for node, region in self.per_step.items():
-            if isinstance(node, kind):
-                yield node, region  # type: ignore[misc]
-
-
-# --- facts of one loop or function (its own subtree only: cached on the node) ---------
-
-
-@dataclass(frozen=True)
-class _LoopFacts:
-    data_names: frozenset[str]  # batch names bound by the loop and propagated through its body
-    trains: bool  # its own body runs backward or steps an optimizer
-    calls_model: bool  # its own body calls the model on the loop's data
-    called_names: tuple[str, ...]  # plain-name functions its own body calls, in order
-    model_callees: tuple[str | None, ...] = ()  # for the model calls: the plain name called, else None
-
-
-def _loop_facts(loop: Loop) -> _LoopFacts:
-    def compute() -> _LoopFacts:
-        data_names: set[str] = set()
-        if isinstance(loop, (ast.For, ast.AsyncFor)):
-            data_names = target_names(loop.target, loop.iter)[0]
-        data_names = propagate_batch_names(loop.body, data_names)
-        own = list(own_nodes(loop.body))
-        model_calls = [n for n in own if is_model_call(n, data_names)]
-        return _LoopFacts(
-            frozenset(data_names),
-            any(is_backward_call(n) or is_optimizer_step(n) for n in own),
-            bool(model_calls),
-            tuple(dict.fromkeys(n.func.id for n in own if isinstance(n, ast.Call) and isinstance(n.func, ast.Name))),
-            tuple(n.func.id if isinstance(n.func, ast.Name) else None for n in model_calls),  # type: ignore[attr-defined]
-        )
-
-    return subtree_memo(loop, "loop_facts", compute)
-
-
-def _before_starred(args: list[ast.expr]) -> list[ast.expr]:
-    """Positional arguments up to the first ``*args``: after it, positions are unknown."""
-    for index, arg in enumerate(args):
-        if isinstance(arg, ast.Starred):
-            return args[:index]
-    return args
-
-
-def _is_step_function(func: FunctionNode) -> bool:
-    params = {a.arg for a in func.args.args if looks_like_batch_param(a.arg)}
-    data = propagate_batch_names(func.body, params) if params else set()
-    return any(
-        is_backward_call(n) or is_optimizer_step(n) or (data and is_model_call(n, data)) for n in own_nodes(func.body)
-    )
-
-
-RUN_ENDERS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
-
-
-def ends_the_run(ctx: ModuleIndex, body: list[ast.stmt]) -> bool:
-    """A branch that stops the program (``raise`` or ``sys.exit(...)`` among its statements):
-    it runs at most once, so its body is not per-step (its test still is)."""
-    for stmt in body:
-        if isinstance(stmt, ast.Raise):
-            return True
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            if ctx.call_qualname(stmt.value) in RUN_ENDERS:
-                return True
-    return False
-
-
-def _is_none_test(test: ast.expr) -> str | None:
-    if (
-        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
-        and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
-    ):
-        return ast.unparse(test.left)
-    return None
-
-
-def _is_lazy_init(stmt: ast.If) -> bool:
-    """``if bank is None: bank = torch.zeros(...).cuda()``: one-time initialisation, true once.
-
-    Also ``if not hasattr(self, "bank"): self.bank = ...``.  Only without an ``else`` branch."""
-    if stmt.orelse:
-        return False
-    test = stmt.test
-    target: str | None = _is_none_test(test)
-    if target is None and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        # ``if rank == 0 and bank is None:`` still initialises once
-        target = next((t for t in map(_is_none_test, test.values) if t is not None), None)
-    if target is not None:
-        pass
-    elif (
-        isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call)
-        and isinstance(test.operand.func, ast.Name) and test.operand.func.id == "hasattr"
-        and len(test.operand.args) == 2 and isinstance(test.operand.args[1], ast.Constant)
-    ):
-        target = f"{ast.unparse(test.operand.args[0])}.{test.operand.args[1].value}"
-    if target is None:
-        return False
-    for node in stmt.body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(ast.unparse(t) == target for t in targets):
-                return True
-    return False
 
 
 # --- the finder -------------------------------------------------------------------
@@ -256,11 +103,14 @@ class _Finder:
         self.classes: dict[str, ast.ClassDef] = {}
         self.instances: dict[str, str] = {}  # "trainer" / "self.engine" -> class name
         self.loader_vars: set[str] = set()
-        self._visited_functions: set[FunctionNode] = set()
+        self.lambdas: dict[str, list[ast.Lambda]] = {}  # ``to_np = lambda t: ...``
+        self._visited_functions: set[FunctionNode | ast.Lambda] = set()
+        self._function_regions: dict[FunctionNode, HotRegion] = {}
         self.loops: list[Loop] = []
         self._loop_data: dict[Loop, set[str]] = {}  # batch names found while classifying loops
         self.calls: list[ast.Call] = []
         self._index_module()
+        self.judge = StepLoopJudge(ctx, self.loader_vars)
 
     def _index_module(self) -> None:
         """Definitions, loops, calls, instance and loader assignments, from the module's node indexes."""
@@ -269,8 +119,13 @@ class _Finder:
         self.loops = list(self.ctx.nodes_of(LOOP_NODES))  # type: ignore[arg-type]
         for node in self.ctx.nodes_of(ast.ClassDef):
             self.classes[node.name] = node  # type: ignore[attr-defined, assignment]
-        assigns = [n for n in self.ctx.nodes_of(ast.Assign) if isinstance(n.value, ast.Call)]  # type: ignore[attr-defined]
-        for node in assigns:
+        self.modulo_helpers = modulo_helpers(self.ctx)
+        for node in self.ctx.nodes_of(ast.Assign):
+            assert isinstance(node, ast.Assign)
+            if isinstance(node.value, ast.Lambda) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                self.lambdas.setdefault(node.targets[0].id, []).append(node.value)
+            if not isinstance(node.value, ast.Call):
+                continue
             call = node.value
             assert isinstance(call, ast.Call)
             callee = last_name(call.func)
@@ -285,37 +140,11 @@ class _Finder:
                         last_name(t) for t in ast.walk(target) if isinstance(t, (ast.Name, ast.Attribute))
                     }
 
-    def loop_markers(self, loop: Loop) -> tuple[bool, bool]:
-        """(is a step loop, trains) from the loop's own body."""
-        facts = _loop_facts(loop)
-        self._loop_data[loop] = set(facts.data_names)
-        if facts.trains:
-            return True, True
-        step = isinstance(loop, (ast.For, ast.AsyncFor)) and is_loader_like(loop.iter, self.loader_vars)
-        if not step and self._calls_model(facts) and self._enclosing_name(loop) not in _NOT_FOLLOWED:
-            step = True
-        if not step:
-            step = any(self._is_step_function(f) for name in facts.called_names for f in self.functions.get(name, ()))
-        return step, False
-
-    def _calls_model(self, facts: _LoopFacts) -> bool:
-        """A model call among the loop's own calls; ``validate_network(loader, model)`` or
-        ``render_with_model(model, noise)`` is a function of this file or an imported one, not a
-        module's forward (whether it does per-step work is :meth:`_is_step_function`'s question)."""
-        return any(
-            name is None or (name not in self.functions and name not in self.ctx.aliases)
-            for name in facts.model_callees
-        )
-
-    def _is_step_function(self, func: FunctionNode) -> bool:
-        """A function whose own body (not its loops) trains or calls the model on its batch params:
-        a loop calling it once per iteration is a step loop (``for b in data: train_step(b)``)."""
-        return subtree_memo(func, "is_step_function", lambda: _is_step_function(func))
-
     def run(self) -> HotLoops:
         loops: list[tuple[Loop, bool, int]] = []
         for node in self.loops:
-            is_step, trains = self.loop_markers(node)
+            is_step, trains = self.judge.markers(node)
+            self._loop_data[node] = set(loop_facts(node).data_names)
             if is_step:
                 loops.append((node, trains, sum(1 for _ in self.ctx.ancestors(node))))
         hooks = [f for name in LIGHTNING_STEP_METHODS | LIGHTNING_BATCH_HOOKS for f in self.functions.get(name, ())]
@@ -359,6 +188,8 @@ class _Finder:
             batch, counters = target_names(loop.target, loop.iter)
         counters = counters or incremented_counters(loop.body)  # while loops: `step += 1`
         batch = self._loop_data.get(loop) or propagate_batch_names(loop.body, batch)
+        if not batch:  # ``for i in range(0, batch.shape[0], micro): x = batch[i : i + micro]``
+            batch = propagate_batch_names(loop.body, self._batch_params_around(loop))
         region = HotRegion("step-loop", loop, batch, counters, trains)
         self.result.regions.append(region)
         if isinstance(loop, ast.While):
@@ -375,12 +206,23 @@ class _Finder:
         hot_path: tuple[str, ...] = (),
     ) -> None:
         if func in self._visited_functions:
+            known = self._function_regions.get(func)
+            if known is not None and batch - known.batch_names:  # another per-step caller hands it step data
+                known.batch_names |= propagate_batch_names(func.body, batch)
             return
         self._visited_functions.add(func)
         trains = any(is_backward_call(n) or is_optimizer_step(n) for n in own_nodes(func.body))
         region = HotRegion(kind, func, propagate_batch_names(func.body, batch), counters, trains, via, hot_path)
+        self._function_regions[func] = region
         self.result.regions.append(region)
         self._walk_body(func.body, region)
+
+    def _batch_params_around(self, loop: Loop) -> set[str]:
+        """Parameters of the function holding a loop that look like batch data (``batch``, ``images``)."""
+        func = self.ctx.enclosing_function(loop)
+        if func is None:
+            return set()
+        return {a.arg for a in [*func.args.posonlyargs, *func.args.args] if looks_like_batch_param(a.arg)}
 
     def _mark(self, node: ast.AST, region: HotRegion) -> None:
         """Mark an expression subtree (not nested scopes) as per-step."""
@@ -395,12 +237,38 @@ class _Finder:
             for child in ast.iter_child_nodes(current):
                 if not isinstance(child, SCOPE_NODES):
                     stack.append(child)
+                elif isinstance(child, ast.Lambda) and isinstance(current, ast.Call):
+                    self._inline_lambda(child, current, region)
+
+    def _inline_lambda(self, lam: ast.Lambda, call: ast.Call, region: HotRegion) -> None:
+        """``map(lambda t: t.item(), (a, b))``, ``sorted(xs, key=lambda v: v.sum())``: a lambda handed to
+        a per-step call runs every step; its parameters get step data when the call's other arguments do."""
+        others = [a for a in [*call.args, *(k.value for k in call.keywords)] if a is not lam]
+        carries = any(names_in(a) & region.batch_names for a in others)
+        params = {a.arg for a in lam.args.args} if carries else set()
+        self._add_lambda(lam, params, call, self._extend_path(call, region))
+
+    def _add_lambda(self, lam: ast.Lambda, batch: set[str], via: ast.Call, hot_path: tuple[str, ...]) -> None:
+        if lam in self._visited_functions:
+            return
+        self._visited_functions.add(lam)
+        region = HotRegion("step-function", lam, set(batch), set(), False, via, hot_path)
+        self.result.regions.append(region)
+        self._mark(lam.body, region)
+
+    def _extend_path(self, call: ast.Call, region: HotRegion) -> tuple[str, ...]:
+        if not region.hot_path:
+            return ()
+        return region.hot_path + (f"{getattr(self.ctx, 'path_label', None) or self.ctx.path}:{call.lineno}",)
 
     def _is_rare(self, stmt: ast.If, region: HotRegion) -> bool:
-        if _is_lazy_init(stmt) or ends_the_run(self.ctx, stmt.body):
+        if is_lazy_init(stmt) or ends_the_run(self.ctx, stmt.body, stmt.test):
             self.result.rare_guards.append(stmt)
             return True
-        if not (is_rare_guard(stmt.test, region.counter_names) or is_bounded_guard(stmt)):
+        if not (
+            is_rare_guard(stmt.test, region.counter_names) or is_bounded_guard(stmt)
+            or calls_modulo_helper(stmt.test, self.modulo_helpers)
+        ):
             return False
         if does_optimizer_work(stmt.body):
             self.result.accumulation_guards.append(stmt)
@@ -409,7 +277,7 @@ class _Finder:
         return True
 
     def _walk_body(self, body: list[ast.stmt], region: HotRegion) -> None:
-        for stmt in body:
+        for index, stmt in enumerate(body):
             if isinstance(stmt, SCOPE_NODES):
                 continue
             if stmt in self.result.per_step and stmt is not region.node:
@@ -422,6 +290,9 @@ class _Finder:
             self.result.per_step[stmt] = region
             for value in ast.iter_fields(stmt):
                 self._walk_field(value[1], region)
+            if isinstance(stmt, ast.If) and leaves_unless_modulo(stmt) and not does_optimizer_work(body[index + 1 :]):
+                self.result.rare_guards.append(stmt)
+                return  # ``if total % every: return``: what follows runs every N steps
 
     def _walk_field(self, value: object, region: HotRegion) -> None:
         if isinstance(value, list):
@@ -442,7 +313,12 @@ class _Finder:
     def _follow_call(self, call: ast.Call, region: HotRegion) -> None:
         """A per-step call to a function of this file makes that function per-step; so does
         passing one (``optimizer.step(closure)``)."""
-        hot_path = region.hot_path + (f"{getattr(self.ctx, 'path_label', None) or self.ctx.path}:{call.lineno}",) if region.hot_path else ()
+        hot_path = self._extend_path(call, region)
+        if isinstance(call.func, ast.Name) and call.func.id in self.lambdas and call.func.id not in self.functions:
+            for lam in self.lambdas[call.func.id]:  # ``to_np = lambda t: t.cpu().numpy()``; ``to_np(out)``
+                params = [a.arg for a in lam.args.args]
+                batch = {p for p, arg in zip(params, positional_before_starred(call.args)) if names_in(arg) & region.batch_names}
+                self._add_lambda(lam, batch, call, hot_path)
         for arg in call.args:
             if isinstance(arg, ast.Name):
                 for func in self.functions.get(arg.id, ()):
@@ -453,7 +329,7 @@ class _Finder:
                 continue
             params = [a.arg for a in candidate.args.args if a.arg not in ("self", "cls")]
             batch = {
-                param for param, arg in zip(params, _before_starred(call.args))
+                param for param, arg in zip(params, positional_before_starred(call.args))
                 if names_in(arg) & region.batch_names and not is_shape_read(arg)
             }
             for keyword in call.keywords:
@@ -486,10 +362,6 @@ class _Finder:
             if isinstance(ancestor, ast.ClassDef):
                 return ancestor
         return None
-
-    def _enclosing_name(self, node: ast.AST) -> str | None:
-        func = self.ctx.enclosing_function(node)
-        return func.name if func is not None else None
 
     def _find_epoch_loops(self, step_loops: set[ast.AST]) -> None:
         """Non-step loops that contain a step loop, directly or through a call of this file."""

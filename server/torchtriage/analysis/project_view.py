@@ -47,6 +47,9 @@ class ProjectView:
     label: str | None = None  # how call paths name this file
     loader_reads: tuple[LoaderRead, ...] = ()
     trains_via: str | None = None
+    # "dist_util.py:45": a project device function (``dev()``, returning a CUDA device) this file
+    # calls, so it uses CUDA itself though its text never says "cuda".
+    device_call: str | None = None
 
 
 def qualname_of(func: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
@@ -72,7 +75,7 @@ def view_of(ctx) -> ProjectView:  # type: ignore[no-untyped-def]
         defaults = tuple(sorted((k, tuple(v)) for k, v in ctx.project_defaults.items()))
     return ProjectView(
         entries, ctx.cuda_from, defaults, tuple(sorted(ctx.imported_constants.items())), ctx.path_label,
-        tuple(ctx.loader_reads), ctx.trains_via,
+        tuple(ctx.loader_reads), ctx.trains_via, getattr(ctx, "device_call", None),
     )
 
 
@@ -100,3 +103,12 @@ def apply_view(ctx, view: ProjectView | None) -> None:  # type: ignore[no-untype
     ctx.imported_constants = dict(view.imported_constants)
     for key in ("hot", "uses_cuda"):
         ctx.__dict__.pop(key, None)
+    if view.device_call is not None:
+        mark_device_call(ctx, view.device_call)
+
+
+def mark_device_call(ctx, where: str) -> None:  # type: ignore[no-untyped-def]
+    """Record that a file uses CUDA through a project device function called at ``where``."""
+    ctx.device_call = where
+    ctx.__dict__["mentions_cuda"] = True  # the call is its own use of CUDA
+    ctx.__dict__.pop("uses_cuda", None)

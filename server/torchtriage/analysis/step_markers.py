@@ -194,10 +194,12 @@ def target_names(target: ast.AST, iterable: ast.AST) -> tuple[set[str], set[str]
     return names, counters
 
 
-def propagate_batch_names(body: list[ast.stmt], names: set[str]) -> set[str]:
-    """Names assigned from batch names (``x, y = batch``, ``x = x.to(d)``) or fetched batches."""
+def propagate_batch_names(body: list[ast.stmt], names: set[str], own: Iterable[ast.AST] | None = None) -> set[str]:
+    """Names assigned from batch names (``x, y = batch``, ``x = x.to(d)``) or fetched batches
+    (``own``: ``own_nodes(body)``, when the caller has it already)."""
     result = set(names)
-    assigns = [n for n in own_nodes(body) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
+    nodes = own_nodes(body) if own is None else own
+    assigns = [n for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
     for _ in range(2):
         for node in assigns:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

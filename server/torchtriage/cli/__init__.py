@@ -1,4 +1,4 @@
-"""Command line: ``torchtriage check | fix | rules | explain | profile | lsp``.
+"""Command line: ``torchtriage check | fix | rules | explain | profile | compare | lab | lsp``.
 
 A host: it translates flags into calls of the core and prints what comes back;
 nothing below it imports it.  One module per command group registers its
@@ -15,11 +15,11 @@ from typing import Sequence
 
 from .. import __version__
 from ..errors import UsageError
-from . import check, compare, lsp, profile
+from . import check, compare, lab, lsp, profile
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
-COMMAND_GROUPS = (check, profile, compare, lsp)
+COMMAND_GROUPS = (check, profile, compare, lab, lsp)
 
 
 def build_parser() -> argparse.ArgumentParser:

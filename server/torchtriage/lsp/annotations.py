@@ -127,7 +127,7 @@ def runtime_finding_annotations(report: dict[str, Any], mapper: LineMapper) -> l
         if where is None:
             continue
         code = str(finding.get("code", ""))
-        message = str(finding.get("message", ""))  # the code is the diagnostic's own
+        message = f"{code}: {finding.get('message', '')}"
         recommendations = [r for r in finding.get("recommendations") or [] if isinstance(r, dict) and r.get("action")]
         if recommendations and recommendations[0]["action"] not in message:
             message += f". Try: {recommendations[0]['action']}"

@@ -1,5 +1,8 @@
 """``workspace/executeCommand``: profile a script, clear or show its profile, fix all.
 
+``torchtriage.lab [uri | {uri, modes, steps, warmup, repeat}]`` runs ``python -m torchtriage lab``
+on the file the same way and returns (and notifies) the ``torchtriage/labReport`` payload.
+
 ``torchtriage.profile [uri | {uri, cell, nprocPerNode, rank}]`` runs ``python -m torchtriage profile --out DIR
 [--python INTERPRETER] [--active N] [--timeout S] [--nproc-per-node N [--show-rank K]] FILE`` in its own process group (a
 notebook: its code cells joined into a temporary script, up to ``cell`` when given; ``nprocPerNode``: under
@@ -36,6 +39,7 @@ from .comparison import ProfileComparisons, hot_line_deltas
 from .diagnostics import DiagnosticsEngine
 from .documents import DocumentState, DocumentStore, LineMap, shift_annotations
 from .fix_all import FixAll
+from .lab_report import LAB_REPORT, lab_options, lab_payload
 from .settings import SettingsManager
 from .texts import EditorTexts
 
@@ -277,6 +281,54 @@ class Commands:
         if self.support.inlay_hint_refresh:
             self.client.refresh_inlay_hints()
         return payload
+
+    # --- torchtriage.lab ----------------------------------------------------------------
+
+    async def lab(self, arguments: list[Any] | None, token: types.ProgressToken | None) -> dict[str, Any]:
+        """fp32 / bf16 / bf16 + compile on the document's script, in the background; the labReport payload."""
+        uri = _uri_argument(arguments)
+        state = self.store.get(uri)
+        if state is None:
+            raise JsonRpcInvalidParams(f"{uri} is not open")
+        options = lab_options(arguments)
+        out = self._run_folder(state)
+        script, _ = self._script_for(state, out)
+        command = [sys.executable, "-m", "torchtriage", "lab", "--progress", "json", "--out", str(out / "lab"), *options]
+        if self.settings.interpreter:
+            command += ["--python", self.settings.interpreter]
+        if self.settings.profile_timeout_s is not None:
+            command += ["--timeout", f"{self.settings.profile_timeout_s:g}"]
+        command.append(str(script))
+        run, code = await self._run_cli(command, script.parent, token, f"Lab: fp32 / bf16 / compile on {script.name}")
+        lab_path = out / "lab" / "lab.json"
+        if not lab_path.is_file():
+            run.end(self.client.progress, "failed")
+            detail = "\n".join(run.tail[-8:])
+            self.client.show(f"torchtriage lab failed (exit {code}): {detail}", types.MessageType.Error)
+            raise ProfileFailed(f"lab exited with {code} and no lab.json: {detail}")
+        payload = lab_payload(uri, lab_path)
+        self.client.notify(LAB_REPORT, payload)
+        run.end(self.client.progress, payload["reading"][0] if payload["reading"] else "done")
+        return payload
+
+    async def _run_cli(self, command: list[str], cwd: Path, token: types.ProgressToken | None, title: str) -> tuple["_Run", int]:
+        """Run a torchtriage CLI command in its own process group with ``$/progress``; the run and its exit code."""
+        progress = self.client.progress
+        if token is None and self.support.work_done_progress:
+            token = str(uuid.uuid4())
+            await progress.create_async(token)
+        run = _Run(token)
+        run.begin(progress, title)
+        run.process = await asyncio.create_subprocess_exec(
+            *command, cwd=str(cwd), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+        )
+        if token is not None and token in progress.tokens:
+            progress.tokens[token].add_done_callback(lambda future: run.cancel() if future.cancelled() else None)
+        try:
+            code = await run.follow(progress)
+        finally:
+            progress.tokens.pop(token, None)
+        return run, code
 
     # --- the small ones ----------------------------------------------------------------
 

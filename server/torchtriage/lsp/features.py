@@ -134,13 +134,21 @@ def register_language_features(
 
 
 def register_commands(on: Registrar, runner: Commands, protocol: TorchTriageProtocol) -> None:
-    """``workspace/executeCommand``: profile, clearProfile, showReport, fixAll."""
+    """``workspace/executeCommand``: profile, lab, clearProfile, showReport, fixAll."""
 
     @on.command("torchtriage.profile")
     async def profile(*arguments: Any) -> Any:
         forget = protocol.cancel_with_request(asyncio.current_task())  # $/cancelRequest kills the run
         try:
             return await runner.profile(list(arguments), protocol.command_token.get())
+        finally:
+            forget()
+
+    @on.command("torchtriage.lab")
+    async def lab(*arguments: Any) -> Any:
+        forget = protocol.cancel_with_request(asyncio.current_task())  # $/cancelRequest kills the runs
+        try:
+            return await runner.lab(list(arguments), protocol.command_token.get())
         finally:
             forget()
 

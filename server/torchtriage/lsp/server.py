@@ -7,6 +7,10 @@ Commands (``workspace/executeCommand``):
                                       cells joined) in a background process; ``$/progress``
                                       begin/report/end, cancellable; returns the
                                       ``torchtriage/profileReport`` payload.
+  ``torchtriage.lab [uri | {uri, modes, steps, warmup, repeat}]``  run the script as fp32,
+                                      bf16 autocast and bf16 + torch.compile in the background;
+                                      ``$/progress``, cancellable; returns the
+                                      ``torchtriage/labReport`` payload.
   ``torchtriage.clearProfile [uri]``  remove profile inlay hints, diagnostics and lenses.
   ``torchtriage.showReport [reportPath]``  open report.html (else report.json) via
                                       ``window/showDocument``.
@@ -19,6 +23,9 @@ Notification (server -> client) ``torchtriage/profileReport``::
   {"uri": str, "reportPath": str, "htmlPath": str | null,
    "summary": {"bottleneck": str, "share": float (0-1), "stepTimeMs": float},
    "hotLines": [...], "comparison"?: {comparePath, previousReportPath, verdict, document}}
+
+Notification (server -> client) ``torchtriage/labReport``: lab.json in brief (see
+``lsp/lab_report.py``): ``{uri, labPath, htmlPath, device, verdict, reading, rows}``.
 
 Code action kinds: ``quickfix`` (one per fix, one noqa suppression per finding) and
 ``source.fixAll.torchtriage`` (resolved lazily through ``codeAction/resolve`` for a

@@ -28,6 +28,8 @@ from .model import (
     StepTiming,
     SyncPoint,
 )
+from .compile_frames import read_compiles
+from .dtype_findings import read_dtype_lines
 from .sampling import FrameSample, LineResolver, read_samples
 from .device_model import facts_from_wire
 from .idle_gaps import read_gaps
@@ -147,6 +149,8 @@ class Attribution:
                     self.profiler_us += us
                     self.step_category_us[charge.step]["profiler"] += us
                 continue
+            if charge.category == "compile":  # torch.compile compiling: not step time (the agent's Step.compile_ns)
+                continue
             if charge.main:
                 self.category_us[charge.category] += us
                 self.step_category_us[charge.step][charge.category] += us
@@ -255,6 +259,10 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
     steps = [StepTiming(index=int(s.index), start_us=(s.start_ns - origin) / 1000.0, end_us=(s.end_ns - origin) / 1000.0) for s in raw_steps]
     attribution = Attribution(raw)
     attribution.run()
+    compiles, graph_breaks, compile_us = read_compiles(raw, raw_steps)
+    for position, step in enumerate(steps):  # compiling inside a step is not step time
+        walked = raw_steps[position].compile_ns / 1000.0  # outermost compile ranges in the event tree
+        step.compile_us = round(min(step.end_us - step.start_us, max(compile_us[position], walked)), 3)
     device = str(meta.get("device", "cpu"))
     memory_steps, memory_lines = attribution.memory(device)
     total = sum(s.duration_us for s in steps)
@@ -288,6 +296,15 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
         collect_s=meta.get("collect_s"),
         executable=meta.get("executable"),
     )
+    if meta.get("dynamo"):
+        info["dynamo"] = meta["dynamo"]
+    warnings = list(raw.get("warnings", []))
+    compiling = [(s.index, s.compile_us) for s in steps if s.compile_us >= 1.0]
+    if compiling:
+        warnings.append(
+            f"torch.compile compiled during {len(compiling)} recorded step(s) ({sum(us for _, us in compiling) / 1000:.0f} ms): "
+            "that time is left out of the step times and lines (report.json's compile block has it)"
+        )
     agent_status = raw.get("status") or {}
     return ProfileData(
         script=str(meta.get("script", "")),
@@ -308,11 +325,14 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
         kernels_per_step=len(gpu) / n,
         loader_workers=workers,
         status=status or RunStatus(**{k: agent_status[k] for k in ("status", "message", "traceback", "exit_code") if k in agent_status}),
-        warnings=list(raw.get("warnings", [])),
+        warnings=warnings,
         extra=info,
         ops=attribution.ops(),
         step_category_us=per_step,
         ops_by_category=dict(attribution.ops_by_category),
+        compiles=compiles,
+        graph_breaks=graph_breaks,
+        dtype_lines=read_dtype_lines(raw, attribution),
         shapes=shape_costs(raw, attribution),
         device_facts=facts_from_wire(raw),
         memory_shape=decompose(raw, attribution, device),

@@ -18,6 +18,9 @@ Two directions:
   TTR201   runtime-memory-kept  memory grows steadily; allocated here, kept
   TTR302   runtime-loader-bound data loading >= 30% of the step, no TT302 and no
                                 data-loading finding on its hottest line
+  TTR501   runtime-graph-break  a torch.compile graph break (compile_findings)
+  TTR502   runtime-recompile    a compiled function recompiled (compile_findings)
+  TTR503   runtime-dtype-churn  ops mixing float dtypes, casts back (dtype_findings)
   ======== ==================== ============================================
 
   The device's work (``device_findings``): TTR601 runtime-tensor-core-shape,
@@ -41,6 +44,9 @@ RUNTIME_CODES = {
     "TTR101": "runtime-host-sync",
     "TTR201": "runtime-memory-kept",
     "TTR302": "runtime-loader-bound",
+    "TTR501": "runtime-graph-break",
+    "TTR502": "runtime-recompile",
+    "TTR503": "runtime-dtype-churn",
     "TTR601": "runtime-tensor-core-shape",
     "TTR602": "runtime-fp32-matmul-no-tf32",
     "TTR603": "runtime-attention-not-sdpa",

@@ -1,17 +1,19 @@
 """One constructor for the runtime findings of the device's work (TTR6xx, TTR7xx).
 
-They are ordinary ``Finding`` objects like crosslink's (their codes are listed
-in ``crosslink.RUNTIME_CODES``), plus the evidence behind them and the fixes
-to try (``Evidence`` and ``Recommendation`` in ``extra``), which report.json
-carries as ``evidence`` and ``recommendations`` (``device_report.finding_details``).
+They are runtime findings like the TTR5xx ones (``finding_extras.runtime_finding``:
+``extra`` keeps the evidence and the fixes JSON-ready, report.json writes them
+as ``evidence`` and ``recommendations``); the codes are listed in
+``crosslink.RUNTIME_CODES``.  Like crosslink's, they are warnings from
+``LOUD_SHARE`` of the step on, or when ``loud``.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from ..findings import Finding, Severity, Span
-from .crosslink import LOUD_SHARE, RUNTIME_CODES
+from ..findings import Finding
+from .crosslink import LOUD_SHARE
+from .finding_extras import runtime_finding
 from .verdicts import Evidence, Recommendation
 
 
@@ -27,18 +29,5 @@ def device_finding(
     loud: bool = False,
 ) -> Finding:
     """A runtime finding at ``path:line`` costing ``share`` of the step (``us_per_step``), with its evidence and fixes."""
-    return Finding(
-        path=path,
-        span=Span(line, 1, line + 1, 1),
-        code=code,
-        name=RUNTIME_CODES[code],
-        severity=Severity.WARNING if loud or share >= LOUD_SHARE else Severity.INFO,
-        message=message,
-        extra={
-            "share": share,
-            "self_ms_per_step": us_per_step / 1000.0,
-            "source": "runtime",
-            "evidence": list(evidence),
-            "recommendations": list(recommendations),
-        },
-    )
+    return runtime_finding(code, path, line, message, loud=loud or share >= LOUD_SHARE, share=share, us_per_step=us_per_step,
+                           evidence=evidence, recommendations=recommendations)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..findings import Finding
 from .idle_gaps import gaps_json
 from .memory_shape import memory_shape_json
 from .model import ProfileData
@@ -31,12 +30,3 @@ def device_sections(profile: ProfileData, source: Any) -> dict[str, Any]:
         "gpu_idle_gaps": gaps_json(profile, source),
     }
 
-
-def finding_details(finding: Finding) -> dict[str, Any]:
-    """A runtime finding's ``evidence`` and ``recommendations`` as report.json writes them, when it has them."""
-    out: dict[str, Any] = {}
-    if "evidence" in finding.extra:
-        out["evidence"] = [{"text": e.text, "path": e.path or None, "line": e.line or None} for e in finding.extra["evidence"]]
-    if "recommendations" in finding.extra:
-        out["recommendations"] = [{"action": r.action, "why": r.why, "example": r.example} for r in finding.extra["recommendations"]]
-    return out

@@ -48,6 +48,8 @@ from typing import Sequence
 from ..findings import Finding
 from .advice import AdviceContext, advise
 from .crosslink import link_evidence, line_codes, runtime_findings, static_links
+from .compile_findings import compile_findings
+from .dtype_findings import dtype_findings
 from .device_findings import device_findings, with_gap_evidence
 from .model import CATEGORIES, OK_STATUSES, LineCost, ProfileData
 from .stability import holds, loader_pattern, spread, step_range_ms, steps_at_bar
@@ -325,7 +327,8 @@ def diagnose(profile: ProfileData, static_findings: Sequence[Finding] = ()) -> D
         memory=memory,
         sync_points=syncs,
         static_links=links,
-        runtime_findings=runtime_findings(profile, findings, shares, spots, syncs, memory) + device_findings(profile, findings, links, spots),
+        runtime_findings=runtime_findings(profile, findings, shares, spots, syncs, memory) + compile_findings(profile) + dtype_findings(profile)
+        + device_findings(profile, findings, links, spots),
         breakdown_spread=spread(per_step),
         withheld=withheld,
     )

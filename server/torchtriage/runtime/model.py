@@ -40,10 +40,11 @@ class StepTiming:
     index: int
     start_us: float
     end_us: float
+    compile_us: float = 0.0  # torch.compile compiling inside this step: not step time (left out of duration_us)
 
     @property
     def duration_us(self) -> float:
-        return self.end_us - self.start_us
+        return self.end_us - self.start_us - self.compile_us
 
 
 @dataclass
@@ -103,6 +104,52 @@ class OpCost:
 
 
 @dataclass
+class CompileEvent:
+    """One torch.compile compile of one frame (dynamo's "frame/attempt" id), on the steps' clock."""
+
+    compile_id: str
+    trigger: str  # "dynamo" | "lazy_backward" | ...
+    function: str  # the code object compiled (a resume function after a graph break: torch_dynamo_resume_in_...)
+    path: str
+    line: int
+    call_path: str  # the user line that called the compiled code ("" unknown)
+    call_line: int
+    start_us: float  # from the first recorded step's start (negative: before the window)
+    duration_us: float
+    recompile_reason: str = ""  # the guard that failed ("" for a first compile)
+    fail_reason: str = ""  # why nothing was compiled (the recompile limit...)
+    in_window_us: float = 0.0  # the part inside recorded steps
+
+
+@dataclass
+class GraphBreakSite:
+    """One graph break dynamo logged: where, its type, dynamo's reason text, and the compile it split."""
+
+    compile_id: str
+    path: str
+    line: int
+    kind: str
+    reason: str
+
+
+@dataclass
+class DtypeLine:
+    """Dtype churn charged to one user line over the recorded steps (agent/dtypes.py says what is recorded)."""
+
+    path: str
+    line: int
+    function: str
+    kind: str  # "mixed": ops mixing 16-bit and 32/64-bit floats; "cast": copies between float dtypes
+    op: str  # the top-level op ("aten::mul", "aten::to")
+    dtypes: str  # "bfloat16[32, 64] float32[64]" (mixed) or "float32->bfloat16" (cast)
+    count: int
+    bytes: int  # cast: bytes read and written
+    cast_us: float  # cast: time of the copies
+    origin_path: str = ""  # mixed: where the wider operand was made, when found
+    origin_line: int = 0
+
+
+@dataclass
 class RunStatus:
     status: str = "completed"  # one of RUN_STATUSES
     message: str = ""
@@ -141,6 +188,9 @@ class ProfileData:
     # Op events (nested ones included) per category over the recorded steps: tells the
     # model's ops from the Dataset's when the loader runs in the training process.
     ops_by_category: dict[str, int] = field(default_factory=dict)
+    compiles: list[CompileEvent] = field(default_factory=list)  # torch.compile's compiles in the whole run
+    graph_breaks: list[GraphBreakSite] = field(default_factory=list)
+    dtype_lines: list[DtypeLine] = field(default_factory=list)
     # The device's work (device_model.py): matmul / convolution shapes by line, the math settings,
     # where the peak's memory goes, the largest GPU idle gaps.  Empty in profiles written before them.
     shapes: list[ShapeCost] = field(default_factory=list)
@@ -172,6 +222,9 @@ class ProfileData:
         data["memory_lines"] = [MemoryLine(**x) for x in data.get("memory_lines", [])]
         data["status"] = RunStatus(**data.get("status", {}))
         data["ops"] = [OpCost(**x) for x in data.get("ops", [])]
+        data["compiles"] = [CompileEvent(**x) for x in data.get("compiles", [])]
+        data["graph_breaks"] = [GraphBreakSite(**x) for x in data.get("graph_breaks", [])]
+        data["dtype_lines"] = [DtypeLine(**x) for x in data.get("dtype_lines", [])]
         data["shapes"] = [ShapeCost(**x) for x in data.get("shapes", [])]
         data["device_facts"] = DeviceFacts.from_json(data["device_facts"]) if data.get("device_facts") else None
         data["memory_shape"] = MemoryShape.from_json(data["memory_shape"]) if data.get("memory_shape") else None

@@ -23,9 +23,11 @@ HOT_FILES = 10  # static findings are looked up in the script and at most this m
 RUNS_DIR = Path(".torchtriage") / "runs"  # where runs go when no folder is named (relative to the cwd)
 
 
-def new_run_dir(name: str) -> Path:
-    """A run folder not yet taken, ``.torchtriage/runs/<time>-<name>`` (then ``-2``, ``-3``...), absolute; not created."""
-    base = RUNS_DIR / f"{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}-{name}"
+def new_run_dir(name: str, prefix: str = "") -> Path:
+    """A run folder not yet taken, ``.torchtriage/runs/<prefix><time>-<name>`` (then ``-2``, ``-3``...), absolute; not created.
+
+    ``prefix`` tells kinds of folders apart (the lab's are ``lab-``; profile runs have none)."""
+    base = RUNS_DIR / f"{prefix}{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}-{name}"
     path, n = base, 1
     while path.exists():
         n += 1

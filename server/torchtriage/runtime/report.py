@@ -18,14 +18,17 @@ from typing import Any, Sequence
 
 from .. import __version__
 from ..findings import Finding
-from .device_report import device_sections, finding_details
+from .compile_frames import compile_report
+from .device_report import device_sections
 from .diagnosis import Diagnosis, Verdict, diagnose
+from .finding_extras import finding_extras_json
 from .model import CATEGORIES, ProfileData
 from .source_texts import source_texts
 
 # 1.1 added operators, breakdown_spread, withheld_verdicts, applies_on_this_device, trace links;
 # 1.2 added created, sources (the files' text, for matching lines across edits) and repeats; and ranks (multi-process runs);
-# device_facts, matmul_shapes, memory_shape, gpu_idle_gaps and the device findings' evidence/recommendations
+# and compile (torch.compile), runtime findings' evidence / recommendations / details, TTR501-TTR503
+# device_facts, matmul_shapes, memory_shape, gpu_idle_gaps, TTR601-TTR604, TTR701-TTR702
 SCHEMA_VERSION = "1.2"
 SCHEMA_PATH = Path(__file__).with_name("report_schema.json")
 REPORT_JSON = "report.json"
@@ -250,6 +253,7 @@ def build_report(
         "created": created,
         "sources": source_texts(_source_paths(profile, diagnosis)),
         "repeats": repeats,
+        "compile": compile_report(profile),
         **device_sections(profile, src),
     }
 
@@ -258,7 +262,7 @@ def _runtime_finding_json(f: Finding) -> dict[str, Any]:
     data = f.to_json()
     data["share"] = _share(float(f.extra.get("share", 0.0)))
     data["self_ms_per_step"] = round(float(f.extra.get("self_ms_per_step", 0.0)), 4)
-    data.update(finding_details(f))
+    data.update(finding_extras_json(f))
     return data
 
 

@@ -196,6 +196,35 @@ def _side_notes(report: dict[str, Any]) -> list[RenderableType]:
     return parts
 
 
+COMPILE_CODES = ("TTR501", "TTR502", "TTR503")
+MORE_FINDINGS = 5
+
+
+def compile_and_dtype_lines(report: dict[str, Any]) -> list[RenderableType]:
+    """torch.compile's totals (compile time is not step time), then the TTR5xx findings, each with its first fix."""
+    parts: list[RenderableType] = []
+    compiled = report.get("compile")
+    if compiled:
+        text = (
+            f"torch.compile: {compiled['compiles']} compiles in {compiled['compile_time_s']:.2f} s (not counted as step time"
+            + (f"; {compiled['compile_ms_in_window']:.0f} ms fell inside the recorded steps" if compiled["compile_ms_in_window"] else "")
+            + f"), {compiled['recompiles']} recompiles, {compiled['graph_breaks']} graph breaks"
+            + ("; the recompile limit was hit" if compiled["recompile_limit_hit"] else "")
+        )
+        parts.append(Text(text, style="bold"))
+    findings = [f for f in report["runtime_findings"] if f["code"] in COMPILE_CODES]
+    last_fix = ""
+    for f in findings[:MORE_FINDINGS]:
+        parts.append(Text(f"  {f['code']} {_where(f['path'], f['line'])}: {f['message']}", style="magenta"))
+        fix = (f.get("recommendations") or [{}])[0].get("action", "")
+        if fix and fix != last_fix:
+            parts.append(Text(f"    fix: {fix}", style="dim"))
+        last_fix = fix
+    if len(findings) > MORE_FINDINGS:
+        parts.append(Text(f"  ... and {len(findings) - MORE_FINDINGS} more in report.html", style="dim"))
+    return [Text("")] + parts if parts else []
+
+
 def render_summary(report: dict[str, Any], run_dir: Path | str | None = None) -> RenderableType:
     """Verdict, breakdown, top lines, first fixes and the run folder, as one rich Group."""
     parts: list[RenderableType] = []
@@ -213,9 +242,10 @@ def render_summary(report: dict[str, Any], run_dir: Path | str | None = None) ->
     if recs:
         parts.append(Text("\nTry first:", style="bold"))
         parts += [Text(f"  {i}. {r['action']}") for i, r in enumerate(recs, 1)]
-    extra = [f for f in report["runtime_findings"] if f["severity"] == "warning"]
+    extra = [f for f in report["runtime_findings"] if f["severity"] == "warning" and f["code"] not in COMPILE_CODES]
     for f in extra[:3]:
         parts.append(Text(f"  {f['code']} {_where(f['path'], f['line'])}: {f['message']}", style="magenta"))
+    parts += compile_and_dtype_lines(report)
     notes = device_lines(report) + _side_notes(report)
     if notes:
         parts += [Text("")] + notes

@@ -1,9 +1,11 @@
 /**
  * A profile report (report.json, schema 1.x) -> what the editor draws on one file:
- * per hot line an after-line label (`38% · 12.1 ms/step · data wait`), a heat
- * level and colour scaled by share, and a hover with the line's breakdown and the
- * static findings it confirms; plus the status-bar verdict.  Pure: no 'vscode'.
+ * per hot line an after-line label (`38% · 12.1 ms/step · data wait`; after a
+ * re-profile with the change, `12.1 ms/step (−30 ms)`), a heat level and colour
+ * scaled by share, and a hover with the line's breakdown and the static findings
+ * it confirms; plus the status-bar verdict.  Pure: no 'vscode'.
  */
+import { LineDelta, NO_CHANGE, deltaLabel, deltaSentence } from "./delta";
 
 export interface Hotspot {
   path?: string;
@@ -39,6 +41,8 @@ export interface HotLine {
   /** 0..HEAT_LEVELS-1 */
   heat: number;
   hover: string;
+  /** The 1-based line in the report it was drawn from (`line` moves with edits, this does not). */
+  reportLine?: number;
 }
 
 export const HEAT_LEVELS = 5;
@@ -70,8 +74,10 @@ export function percent(share: number): string {
   return `${Math.round(share * 100)}%`;
 }
 
-export function afterLineLabel(share: number, msPerStep: number, category: string | undefined): string {
-  return `${percent(share)} · ${msPerStep.toFixed(1)} ms/step · ${categoryLabel(category)}`;
+/** `38% · 12.1 ms/step · data wait`; with `delta` (since the previous profile) `38% · 12.1 ms/step (−30 ms) · data wait`. */
+export function afterLineLabel(share: number, msPerStep: number, category: string | undefined, delta?: LineDelta): string {
+  const change = delta ? ` ${deltaLabel(delta)}` : "";
+  return `${percent(share)} · ${msPerStep.toFixed(1)} ms/step${change} · ${categoryLabel(category)}`;
 }
 
 /** Heat level: 0 below 5 % of the step, HEAT_LEVELS-1 from 40 %. */
@@ -90,16 +96,26 @@ export function heatColor(level: number): string {
   return `hsla(${hues[i]}, 90%, 50%, ${alpha[i]})`;
 }
 
-/** Paths compare equal after normalising separators and a trailing case-insensitive drive letter. */
-export function samePath(a: string, b: string): boolean {
-  const norm = (p: string) => p.replace(/\\/g, "/").replace(/^([a-z]):/i, (_, d: string) => d.toLowerCase() + ":").replace(/\/+$/, "");
-  return norm(a) === norm(b);
+/** A path with `/` separators, a lower-case drive letter and no trailing slash. */
+export function normalPath(p: string): string {
+  return p.replace(/\\/g, "/").replace(/^([a-z]):/i, (_, d: string) => d.toLowerCase() + ":").replace(/\/+$/, "");
 }
 
-function hoverText(h: Hotspot, report: Report, fsPath: string, line1: number): string {
+/** Paths compare equal after normalising separators and a trailing case-insensitive drive letter. */
+export function samePath(a: string, b: string): boolean {
+  return normalPath(a) === normalPath(b);
+}
+
+/** The key of a (path, 1-based line) in a map of line deltas (see pure/compare `lineDeltas`). */
+export function lineKey(path: string, line1: number): string {
+  return `${normalPath(path)}:${line1}`;
+}
+
+function hoverText(h: Hotspot, report: Report, fsPath: string, line1: number, delta: LineDelta | undefined, title: string): string {
   const share = num(h.share);
   const ms = num(h.self_ms_per_step);
-  const parts = [`**torchtriage profile** — ${percent(share)} of the step, ${ms.toFixed(1)} ms/step, mostly ${categoryLabel(h.category)}`];
+  const parts = [`**${title}** — ${percent(share)} of the step, ${ms.toFixed(1)} ms/step, mostly ${categoryLabel(h.category)}`];
+  if (delta) parts.push(deltaSentence(delta));
   if (h.function) parts.push(`in \`${h.function}\``);
   if (h.top_names && h.top_names.length) parts.push(`Top: ${h.top_names.slice(0, 5).map((n) => `\`${n}\``).join(", ")}`);
   if (h.detail) parts.push(h.detail);
@@ -117,8 +133,12 @@ function hoverText(h: Hotspot, report: Report, fsPath: string, line1: number): s
   return parts.join("\n\n");
 }
 
-/** The hot lines of `fsPath` in a report, hottest first (at most MAX_HOT_LINES). */
-export function hotLinesFor(report: Report, fsPath: string): HotLine[] {
+/**
+ * The hot lines of `fsPath` in a report, hottest first (at most MAX_HOT_LINES).
+ * `deltas` (keyed by `lineKey` of the report's path and line): each line's change since the previous profile.
+ * `title` starts the hover (e.g. `torchtriage profile, rank 1`).
+ */
+export function hotLinesFor(report: Report, fsPath: string, deltas?: Map<string, LineDelta>, title = "torchtriage profile"): HotLine[] {
   const hotspots = (report.hotspots ?? []).filter((h) => h && typeof h.path === "string" && samePath(h.path, fsPath) && num(h.line) >= 1);
   hotspots.sort((a, b) => num(b.share) - num(a.share));
   const byLine = new Map<number, HotLine>();
@@ -127,17 +147,34 @@ export function hotLinesFor(report: Report, fsPath: string): HotLine[] {
     if (byLine.has(line1 - 1) || byLine.size >= MAX_HOT_LINES) continue;
     const share = num(h.share);
     const ms = num(h.self_ms_per_step);
+    const delta = deltas?.get(lineKey(h.path as string, line1));
     byLine.set(line1 - 1, {
       line: line1 - 1,
       share,
       msPerStep: ms,
       category: h.category ?? "",
-      label: afterLineLabel(share, ms, h.category),
+      label: afterLineLabel(share, ms, h.category, delta),
       heat: heatLevel(share),
-      hover: hoverText(h, report, fsPath, line1),
+      hover: hoverText(h, report, fsPath, line1, delta, title),
+      reportLine: line1,
     });
   }
   return [...byLine.values()];
+}
+
+/**
+ * Hot lines already drawn (and perhaps moved by edits since) with the changes of a comparison made
+ * afterwards: the label gets the change, the hover its sentence after the first paragraph.
+ * Lines the comparison does not list are returned as they are.
+ */
+export function withDeltas(lines: HotLine[], fsPath: string, deltas: Map<string, LineDelta>): HotLine[] {
+  return lines.map((l) => {
+    const delta = l.reportLine !== undefined ? deltas.get(lineKey(fsPath, l.reportLine)) : undefined;
+    if (!delta) return l;
+    const [first, ...rest] = l.hover.split("\n\n");
+    const kept = rest.filter((p) => !/since the previous profile/.test(p));
+    return { ...l, label: afterLineLabel(l.share, l.msPerStep, l.category, delta), hover: [first, deltaSentence(delta), ...kept].join("\n\n") };
+  });
 }
 
 export interface Summary {
@@ -163,6 +200,14 @@ export interface PayloadHotLine {
   category: string;
   label?: string;
   codes?: string[];
+  /** The line's change since the previous profile (ms per step); null or absent without one. */
+  deltaMsPerStep?: number | null;
+}
+
+/** A payload hot line's delta: its `deltaMsPerStep`, measurable unless the server's label says `(no change)`. */
+export function payloadDelta(h: PayloadHotLine): LineDelta | undefined {
+  if (typeof h.deltaMsPerStep !== "number" || !Number.isFinite(h.deltaMsPerStep)) return undefined;
+  return { deltaMs: h.deltaMsPerStep, measurable: !(h.label ?? "").includes(`(${NO_CHANGE})`) };
 }
 
 /**
@@ -179,14 +224,16 @@ export function hotLinesFromPayload(lines: PayloadHotLine[] | undefined): Map<st
     if (list.length >= MAX_HOT_LINES || list.some((l) => l.line === h.line - 1)) continue;
     const share = num(h.share);
     const ms = num(h.msPerStep);
+    const delta = payloadDelta(h);
     const parts = [`**torchtriage profile** — ${percent(share)} of the step, ${ms.toFixed(1)} ms/step, mostly ${categoryLabel(h.category)}`];
+    if (delta) parts.push(deltaSentence(delta));
     if (h.codes && h.codes.length) parts.push(`Confirms ${h.codes.join(", ")}`);
     list.push({
       line: h.line - 1,
       share,
       msPerStep: ms,
       category: h.category ?? "",
-      label: afterLineLabel(share, ms, h.category),
+      label: afterLineLabel(share, ms, h.category, delta),
       heat: heatLevel(share),
       hover: parts.join("\n\n"),
     });

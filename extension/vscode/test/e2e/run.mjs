@@ -3,7 +3,8 @@
 //   node test/e2e/run.mjs            (after test/e2e/setup.sh and `npm run package`)
 //
 // Environment: TORCHTRIAGE_PYTHON (interpreter with torchtriage[lsp] and torch; default python3 on PATH),
-// TORCHTRIAGE_E2E_TOOLS (where setup.sh installed Node 24 and code-server).
+// TORCHTRIAGE_E2E_TOOLS (where setup.sh installed Node 24 and code-server), TORCHTRIAGE_E2E_ONLY (a regular
+// expression: run only the scenarios whose names match it).
 // Screenshots of failures go to test/e2e/artifacts/; the annotations screenshot to images/annotations.png.
 import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -72,8 +73,12 @@ const userSettings = (trust) => ({
   "torchtriage.interpreter": python, // user scope: honoured in untrusted workspaces too
 });
 
+const ONLY = process.env.TORCHTRIAGE_E2E_ONLY ? new RegExp(process.env.TORCHTRIAGE_E2E_ONLY) : undefined;
+const wanted = (name) => !ONLY || ONLY.test(name);
+
 const results = [];
 async function scenario(page, name, body) {
+  if (!wanted(name)) return;
   const started = Date.now();
   try {
     await body();
@@ -100,6 +105,7 @@ try {
   const trusted = workspace("trusted", {
     "[python]": { "editor.codeActionsOnSave": { "source.fixAll.torchtriage": "explicit" } },
   });
+  copyFileSync(path.join(REPO, "tests", "data", "lab", "lab_train.py"), path.join(trusted, "lab_train.py")); // runs enough steps for the lab
   const server = await startCodeServer({ tools, root: path.join(root, "cs-trusted"), vsix: VSIX, userSettings: userSettings(false), env: {} });
   servers.push(server);
   const context = await browser.newContext({ viewport: { width: 1500, height: 950 } });
@@ -174,6 +180,27 @@ try {
     await page.screenshot({ path: path.join(EXTENSION, "images", "annotations.png") });
   });
 
+  const LAB = "lab: compare before a profile says why; run the lab: progress, verdict, lab.html";
+  await scenario(page, LAB, async () => {
+    await ui.openFile(page, "lab_train.py");
+    // The server is up once its lens is on the step loop (the extension also waits for a start under way).
+    const loopLine = readFileSync(path.join(trusted, "lab_train.py"), "utf-8").split("\n").findIndex((l) => /^\s*for step in/.test(l)) + 1;
+    await ui.goTo(page, loopLine, 1);
+    await page.locator(".part.editor .codelens-decoration a", { hasText: "Profile this script" }).first().waitFor({ timeout: 60_000 });
+    await ui.command(page, "torchtriage: Compare with the previous run");
+    await page.locator(".notifications-toasts", { hasText: "cannot compare lab_train.py" }).first().waitFor({ timeout: 30_000 });
+    const refusal = await page.locator(".notifications-toasts", { hasText: "cannot compare lab_train.py" }).first().innerText();
+    if (!/not been profiled/.test(refusal)) throw new Error(`compare before a profile: ${refusal}`);
+    await ui.openFile(page, "lab_train.py");
+    await ui.command(page, "torchtriage: Run the lab (fp32 / bf16 / compile)");
+    await page.locator(".notifications-toasts", { hasText: "lab on lab_train.py" }).first().waitFor({ timeout: 30_000 }); // the progress
+    const verdict = page.locator(".notifications-toasts", { hasText: "torchtriage lab (lab_train.py on cpu)" }).first();
+    await verdict.waitFor({ timeout: 480_000 }); // three runs, one compiled, on a shared machine
+    const text = await verdict.innerText();
+    if (!/take both|take lower precision|take torch\.compile|neither lower precision nor torch\.compile|incomplete/.test(text)) throw new Error(`lab verdict: ${text}`);
+    await page.locator(".tab", { hasText: "torchtriage lab — lab_train.py" }).first().waitFor({ timeout: 30_000 });
+  });
+
   await scenario(page, "notebook: cell diagnostics", async () => {
     await ui.openFile(page, "notebook_training.ipynb");
     const rows = await ui.problems(page, 1);
@@ -198,27 +225,30 @@ try {
   await context.close();
 
   // --- an untrusted workspace ---------------------------------------------------------------
-  const untrusted = workspace("untrusted", {});
-  const restricted = await startCodeServer({ tools, root: path.join(root, "cs-untrusted"), vsix: VSIX, userSettings: userSettings(true), env: {} });
-  servers.push(restricted);
-  const context2 = await browser.newContext({ viewport: { width: 1500, height: 950 } });
-  const page2 = await context2.newPage();
-  await page2.goto(`${restricted.url}?folder=${encodeURIComponent(untrusted)}`);
-  await ui.ready(page2);
-  await scenario(page2, "untrusted workspace: lints, refuses to profile", async () => {
-    await ui.openFile(page2, "slow_loader.py");
-    const first = expectedFindings(path.join(untrusted, "slow_loader.py")).find((f) => f.severity === "warning");
-    await ui.squiggleAt(page2, first.line);
-    // The lens sits on the step loop's header: bring that line into view (the squiggle may be far above it).
-    const loopLine = readFileSync(path.join(untrusted, "slow_loader.py"), "utf-8").split("\n").findIndex((l) => /^\s*(while|for) .*step/.test(l)) + 1;
-    await ui.goTo(page2, loopLine, 1);
-    const lens = page2.locator(".part.editor .codelens-decoration a", { hasText: "Profile this script" }).first();
-    await lens.waitFor({ timeout: 30_000 });
-    await lens.click();
-    await page2.locator(".notifications-toasts", { hasText: "disabled in an untrusted workspace" }).first().waitFor({ timeout: 20_000 });
-    if (await page2.locator(".statusbar-item", { hasText: "ms/step" }).count()) throw new Error("a profile ran");
-  });
-  await context2.close();
+  const UNTRUSTED = "untrusted workspace: lints, refuses to profile";
+  if (wanted(UNTRUSTED)) {
+    const untrusted = workspace("untrusted", {});
+    const restricted = await startCodeServer({ tools, root: path.join(root, "cs-untrusted"), vsix: VSIX, userSettings: userSettings(true), env: {} });
+    servers.push(restricted);
+    const context2 = await browser.newContext({ viewport: { width: 1500, height: 950 } });
+    const page2 = await context2.newPage();
+    await page2.goto(`${restricted.url}?folder=${encodeURIComponent(untrusted)}`);
+    await ui.ready(page2);
+    await scenario(page2, UNTRUSTED, async () => {
+      await ui.openFile(page2, "slow_loader.py");
+      const first = expectedFindings(path.join(untrusted, "slow_loader.py")).find((f) => f.severity === "warning");
+      await ui.squiggleAt(page2, first.line);
+      // The lens sits on the step loop's header: bring that line into view (the squiggle may be far above it).
+      const loopLine = readFileSync(path.join(untrusted, "slow_loader.py"), "utf-8").split("\n").findIndex((l) => /^\s*(while|for) .*step/.test(l)) + 1;
+      await ui.goTo(page2, loopLine, 1);
+      const lens = page2.locator(".part.editor .codelens-decoration a", { hasText: "Profile this script" }).first();
+      await lens.waitFor({ timeout: 30_000 });
+      await lens.click();
+      await page2.locator(".notifications-toasts", { hasText: "disabled in an untrusted workspace" }).first().waitFor({ timeout: 20_000 });
+      if (await page2.locator(".statusbar-item", { hasText: "ms/step" }).count()) throw new Error("a profile ran");
+    });
+    await context2.close();
+  }
 } finally {
   await browser.close();
   for (const s of servers) s.stop();

@@ -22,7 +22,7 @@ import ast
 from typing import TYPE_CHECKING, Callable
 
 from ._scopes import Binding, scope_bindings
-from ._tensors import _torch_function_result
+from ._tensor_facts import torch_function_result
 
 if TYPE_CHECKING:
     from ..context import ModuleContext
@@ -125,7 +125,7 @@ class Arrays:
         func = node.func
         qualname = self.ctx.qualname(func) or ""
         if qualname.startswith("torch."):
-            return ARRAY if _torch_function_result(qualname) else None
+            return ARRAY if torch_function_result(qualname) else None
         if qualname.startswith(_ARRAY_MODULES) and qualname != "numpy.random.seed":
             return ARRAY
         if isinstance(func, ast.Name) and func.id not in self.ctx.aliases:

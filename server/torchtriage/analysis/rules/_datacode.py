@@ -35,6 +35,8 @@ _TRANSFORM_SETTERS = frozenset({"set_transform", "with_transform"})
 _LISTS_OF_TRANSFORMS = frozenset({"Compose", "RandomApply", "RandomChoice", "RandomOrder"})
 _WRAPPERS = frozenset({"Lambda", "partial"})
 _HELPER_DEPTH = 2
+# Tests that hold only while a model is traced or exported (``torchvision._is_tracing()`` too).
+_EXPORT_CHECKS = frozenset({"is_tracing", "_is_tracing", "is_in_onnx_export", "is_scripting", "is_exporting"})
 _WORDS = ("__getitem__", "__iter__", "collate", "ransform", "Compose")
 
 
@@ -218,7 +220,7 @@ class _Finder:
     def _callees(self, caller: DataFunction) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
         owner = next((a for a in self.ctx.ancestors(caller.node) if isinstance(a, ast.ClassDef)), None)
         for call in (n for part in caller.scanned for n in ast.walk(part)):
-            if not isinstance(call, ast.Call):
+            if not isinstance(call, ast.Call) or self._export_only(call, caller.node):
                 continue
             func = call.func
             if isinstance(func, ast.Name):
@@ -226,6 +228,32 @@ class _Finder:
             elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
                 if owner is not None:
                     yield from _methods(owner, (func.attr,))
+
+
+    def _export_only(self, node: ast.AST, stop: ast.AST) -> bool:
+        """Under ``if torch.jit.is_tracing():`` / ``if torch.onnx.is_in_onnx_export():`` (or the
+        ``else`` of their negation): code for model export, never run while loading data."""
+        child = node
+        for ancestor in self.ctx.ancestors(node):
+            if ancestor is stop:
+                return False
+            if isinstance(ancestor, (ast.If, ast.IfExp)):
+                test = ancestor.test
+                negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+                if negated:
+                    test = test.operand  # type: ignore[union-attr]
+                if self._is_export_check(test):
+                    body = ancestor.body if isinstance(ancestor.body, list) else [ancestor.body]
+                    in_body = any(child is b for b in body)
+                    return in_body != negated
+            child = ancestor
+        return False
+
+    def _is_export_check(self, test: ast.expr) -> bool:
+        if not isinstance(test, ast.Call):
+            return False
+        name = (self.ctx.qualname(test.func) or "").rsplit(".", 1)[-1]
+        return name in _EXPORT_CHECKS
 
 
 def data_functions(ctx: "ModuleContext") -> list[DataFunction]:

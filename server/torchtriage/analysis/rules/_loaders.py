@@ -17,6 +17,8 @@ from ..fixes import add_keywords_fix, code_for, parse_expression_snippet
 from ..hotloops import HotRegion, unwrap_iterable
 from ._bindings import resolve_dict, resolve_name
 from ..file_kinds import is_test_file
+from ..syntax import bound_name
+from ._generators import fetches_from, iterator_aliases
 from ._helpers import is_batch_expression, is_device_move
 
 if TYPE_CHECKING:
@@ -228,21 +230,13 @@ def set_keyword_fix(
 # --- which loops read a loader ------------------------------------------------------
 
 
-def _last_name(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
-
-
 def loader_name(ctx: "ModuleContext", call: ast.Call) -> str | None:
     """The variable or attribute a DataLoader is assigned to (``train_loader``, ``self.dl``)."""
     parent = ctx.parents.get(call)
     if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is call:
         targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
         if len(targets) == 1:
-            return _last_name(targets[0])
+            return bound_name(targets[0])
     return None
 
 
@@ -251,7 +245,7 @@ def _loop_reads(loop: ast.AST, name: str) -> bool:
     (``metric_logger.log_every(loader, 10, header)``)."""
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return False
-    if _last_name(unwrap_iterable(loop.iter)) == name:
+    if bound_name(unwrap_iterable(loop.iter)) == name:
         return True
     node: ast.expr = loop.iter
     for _ in range(4):
@@ -276,11 +270,11 @@ def _argument_index(
     for node in ctx.nodes_of(ast.Call):
         assert isinstance(node, ast.Call)
         # Only names can be followed, and ``super().__init__(...)`` is not a call of this module's functions.
-        passed = [(i, name) for i, name in enumerate(map(_last_name, node.args)) if name]
-        named = [(k.arg, name) for k in node.keywords if k.arg and (name := _last_name(k.value))]
+        passed = [(i, name) for i, name in enumerate(map(bound_name, node.args)) if name]
+        named = [(k.arg, name) for k in node.keywords if k.arg and (name := bound_name(k.value))]
         if not (passed or named) or _calls_super(node):
             continue
-        for func in functions.get(_last_name(node.func) or "", ()):
+        for func in functions.get(bound_name(node.func) or "", ()):
             if func not in params:
                 params[func] = [a.arg for a in [*func.args.posonlyargs, *func.args.args] if a.arg not in ("self", "cls")]
             positional = params[func]
@@ -303,7 +297,8 @@ def _calls_super(call: ast.Call) -> bool:
 
 
 def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
-    """Step loops that iterate this DataLoader, directly, by name, or through a parameter."""
+    """Step loops that iterate this DataLoader, directly, by name, through a parameter, or through
+    an iterator over it (``it = cycle(loader)`` ... ``next(it)``, see :mod:`._generators`)."""
     parent = ctx.parents.get(call)
     while isinstance(parent, ast.Call):  # enumerate(tqdm(DataLoader(...)))
         parent = ctx.parents.get(parent)
@@ -324,9 +319,14 @@ def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
             if (scope, current) in seen:
                 continue
             seen.add((scope, current))
+            aliases = iterator_aliases(ctx).get(current, [])
             for region in ctx.hot.step_loops:
                 inside = scope is None or any(a is scope for a in ctx.ancestors(region.node))
-                if inside and _loop_reads(region.node, current) and region not in found:
+                if not inside or region in found:
+                    continue
+                if _loop_reads(region.node, current) or any(
+                    _loop_reads(region.node, alias) or fetches_from(region.node, alias) for alias in aliases
+                ):
                     found.append(region)
             next_frontier.extend(receivers.get(current, ()))
         frontier = next_frontier

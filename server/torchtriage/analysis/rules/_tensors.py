@@ -15,71 +15,31 @@ enclosing scopes, else the name itself (``loss``, ``logits``...).
 from __future__ import annotations
 
 import ast
-import re
 
 from ..context import ModuleContext
 from ..hotloops import HotRegion
 from ._scopes import COUNTER, Binding, Position, element_source, scope_bindings
+from ._tensor_facts import (
+    BUILTIN_NON_TENSOR,
+    HOST_CONSTANTS,
+    MODEL_CALLEE,
+    NEVER_TENSOR_NAME,
+    NON_TENSOR_ATTRS,
+    NON_TENSOR_METHODS,
+    NON_TENSOR_MODULES,
+    ORDERING,
+    TENSOR_ATTRS,
+    TENSOR_NAME,
+    assigns_none,
+    is_step_parameter,
+    iterates_structure,
+    own_nodes_of,
+    registered_tensors,
+    torch_function_result,
+)
 
 _MAX_DEPTH = 12
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)
-
-TENSOR_NAME = re.compile(
-    r"^(loss|losses|total_loss|\w+_loss|acc|accuracy|logits|\w+_logits|preds?|predictions|"
-    r"outputs?|probs|y_hat|yhat)$"
-)
-# Objects that hold tensors but are not one: branching on them is no sync.
-_NEVER_TENSOR_NAME = re.compile(
-    r"^(self|cls|args|opt|opts|cfg|config|hparams|hp|group|param_group|state|module|submodule|m|layer|"
-    r"block|name|key|mode|phase|split|device|dtype|trainer|accelerator|fabric|\w*(model|net|module|"
-    r"config|cfg|args|flag|mode|name|path|dir|type|optimizer|scheduler|scaler|writer|logger))$"
-    r"|^(i|j|k|n|t|it|\w*_?(step|steps|epoch|epochs|episode|iter|iters|iteration|idx|index|count|counter))$",
-    re.I,
-)
-
-# Attributes of a tensor-valued object that are tensors themselves.
-_TENSOR_ATTRS = re.compile(
-    r"^(grad|data|T|mT|H|real|imag|loss|\w+_loss|logits|\w+_logits|last_hidden_state|hidden_states|"
-    r"pooler_output|pred|preds|predictions|probs|scores?|output|outputs)$"
-)
-_MODEL_CALLEE = re.compile(
-    r"^(model|net|network|ddp_model|raw_model|classifier|generator|discriminator|encoder|decoder|"
-    r"policy|backbone|teacher|student|ema_model|\w+_model|criterion|crit|\w+_criterion|"
-    r"loss_fn|loss_func|lossfn|loss_function|\w+_loss_fn)$",
-    re.I,
-)
-_NON_TENSOR_ATTRS = frozenset(
-    {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "grad_fn", "layout", "is_leaf",
-     "is_sparse", "is_quantized", "is_meta", "names", "itemsize", "nbytes", "training"}
-)
-_NON_TENSOR_METHODS = frozenset(
-    {"item", "tolist", "numpy", "cpu", "size", "dim", "numel", "nelement", "ndimension",
-     "element_size", "stride", "data_ptr", "is_contiguous", "is_floating_point", "is_complex",
-     "get_device", "keys", "values", "items", "backward", "zero_grad", "step", "state_dict",
-     "parameters", "named_parameters", "named_children", "named_modules", "children", "modules",
-     "append", "extend", "format", "join", "split", "startswith", "endswith", "update", "add_scalar",
-     "log", "write", "get", "pop", "copy", "count", "index", "decode", "batch_decode", "lower", "upper",
-     "strip"}
-)
-# Iterating these gives (name, module) pairs or modules, never batch data.
-_STRUCTURE_ITERATORS = frozenset(
-    {"named_children", "named_modules", "children", "modules", "named_parameters", "parameters",
-     "named_buffers", "buffers", "items", "keys", "values", "param_groups"}
-)
-_TENSOR_NAMESPACES = frozenset({"torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special"})
-_TORCH_NON_TENSOR = re.compile(
-    r"^(is_|get_|set_|use_|no_grad|enable_grad|inference_mode|autocast|compile|device|save|load|"
-    r"manual_seed|seed|typename|numel|equal|allclose|finfo|iinfo|result_type|can_cast|promote_types)"
-)
-_BUILTIN_NON_TENSOR = frozenset(
-    {"len", "int", "float", "bool", "str", "repr", "range", "isinstance", "hasattr", "getattr", "print",
-     "sorted", "list", "dict", "tuple", "set", "zip", "enumerate", "type", "id", "hash", "format",
-     "iter", "open", "super", "round"}
-)
-_NON_TENSOR_MODULES = ("numpy.", "math.", "time.", "random.", "statistics.", "os.", "json.", "sys.")
-_HOST_CONSTANTS = (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp,
-                   ast.SetComp, ast.GeneratorExp, ast.Lambda)
-
 
 def oracle(ctx: ModuleContext) -> "TensorOracle":
     """The module's oracle, shared by the rules of one analysis run."""
@@ -96,6 +56,8 @@ class TensorOracle:
     def __init__(self, ctx: ModuleContext) -> None:
         self.ctx = ctx
         self._bindings: dict[ast.AST, dict[str, list[Binding]]] = {}
+        self._results: dict[ast.AST, bool | None] = {}  # function -> what its calls return
+        self.buffers = registered_tensors(ctx)
 
     def is_tensor(self, node: ast.AST, region: HotRegion | None = None, strict: bool = False) -> bool | None:
         """True / False / None (unknown) for an expression.
@@ -142,16 +104,18 @@ class TensorOracle:
         if depth > _MAX_DEPTH:
             return None
         depth += 1
-        if isinstance(node, _HOST_CONSTANTS):
+        if isinstance(node, HOST_CONSTANTS):
             return False
         if isinstance(node, ast.DictComp):
             return self._eval_dict_comprehension(node, region, depth)
         if isinstance(node, ast.Name):
             return self._eval_name(node.id, (node.lineno, node.col_offset), self._scope_of(node), region, depth)
         if isinstance(node, ast.Attribute):
-            if node.attr in _NON_TENSOR_ATTRS:
+            if node.attr in NON_TENSOR_ATTRS:
                 return False
-            if not (_TENSOR_ATTRS.match(node.attr) or self._is_batch_container(node.value, region)):
+            if isinstance(node.value, ast.Name) and node.value.id == "self" and node.attr in self.buffers:
+                return True  # ``self.queue_ptr`` after ``self.register_buffer("queue_ptr", ...)``
+            if not (TENSOR_ATTRS.match(node.attr) or self._is_batch_container(node.value, region)):
                 return None  # module.affine, cfg.flag, batch_stats.count
             return True if self._eval(node.value, region, depth) is True else None
         if isinstance(node, (ast.Subscript, ast.Starred, ast.NamedExpr)):
@@ -204,30 +168,49 @@ class TensorOracle:
         func = node.func
         qualname = self.ctx.qualname(func) or ""
         if qualname.startswith("torch."):
-            return _torch_function_result(qualname)
-        if qualname.startswith(_NON_TENSOR_MODULES) or qualname in ("numpy", "math"):
+            return torch_function_result(qualname)
+        if qualname.startswith(NON_TENSOR_MODULES) or qualname in ("numpy", "math"):
             return False
         if isinstance(func, ast.Name):
-            if func.id in _BUILTIN_NON_TENSOR and func.id not in self.ctx.aliases:
+            if func.id in BUILTIN_NON_TENSOR and func.id not in self.ctx.aliases:
                 return False
             if func.id == "abs" and node.args:
                 return self._eval(node.args[0], region, depth)
             if func.id == "self" and node.args:
                 return True  # self(x) in a LightningModule is its forward
-            return True if _MODEL_CALLEE.match(func.id) and (node.args or node.keywords) else None
+            if MODEL_CALLEE.match(func.id) and (node.args or node.keywords):
+                return True
+            return self._returns_of(self.ctx.functions.get(func.id, ()), depth)
         if not isinstance(func, ast.Attribute):
             return None
-        if func.attr in _NON_TENSOR_METHODS:
+        if func.attr in NON_TENSOR_METHODS:
             return False
         if func.attr == "to" and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "cpu":
             return False
         if self._eval(func.value, region, depth) is True:
             return True
-        if _MODEL_CALLEE.match(func.attr) and (node.args or node.keywords):
+        if MODEL_CALLEE.match(func.attr) and (node.args or node.keywords):
             return True  # self.model(x), self.criterion(out, y)
         if isinstance(func.value, ast.Name) and func.value.id == "self" and func.attr == "forward":
             return True
+        if isinstance(func.value, ast.Name) and func.value.id == "self":
+            return self._returns_of(self.ctx.functions.get(func.attr, ()), depth)
         return None
+
+    def _returns_of(self, functions: "list[ast.FunctionDef | ast.AsyncFunctionDef] | tuple", depth: int) -> bool | None:
+        """A call of a function of this file (``convert_to_xywh(boxes)``, ``self.sample_schedule(n)``)
+        returns a tensor when every ``return`` of the one function of that name gives a torch result."""
+        if len(functions) != 1:
+            return None
+        func = functions[0]
+        known = self._results.get(func)
+        if known is not None or func in self._results:
+            return known
+        self._results[func] = None  # (recursion guard)
+        returns = [n.value for n in own_nodes_of(func) if isinstance(n, ast.Return) and n.value is not None]
+        verdict = True if returns and all(self._eval(v, None, depth) is True for v in returns) else None
+        self._results[func] = verdict
+        return verdict
 
     # --- names --------------------------------------------------------------------
 
@@ -235,7 +218,7 @@ class TensorOracle:
         self, name: str, use: Position, scope: ast.AST, region: HotRegion | None, depth: int,
         by_spelling: bool = True,
     ) -> bool | None:
-        if _NEVER_TENSOR_NAME.match(name):
+        if NEVER_TENSOR_NAME.match(name) and not is_step_parameter(name, scope, region):
             return None
         current: ast.AST | None = scope
         innermost = True
@@ -246,6 +229,8 @@ class TensorOracle:
                 if innermost:
                     before = [c for c in candidates if c[2] <= use]
                     chosen = before[-1] if before else candidates[-1]
+                    if len(before) > 1 and assigns_none(chosen) and self._other_branches(before[-2][0], chosen[0]):
+                        chosen = before[-2]  # ``x = t.mean() if ... else: x = None``: a tensor, when set
                 return self._eval_binding(name, chosen, current, region, depth)
             innermost = False
             current = None if isinstance(current, ast.Module) else self._scope_of(current)
@@ -299,7 +284,9 @@ class TensorOracle:
         source = element_source(self.ctx, loop.target, name, loop.iter)
         if source is COUNTER:
             return False
-        if source is not None and _iterates_structure(source):
+        if source is not None and self._values_of_step_data(loop, name, source, region, depth):
+            return True
+        if source is not None and iterates_structure(source):
             return None  # (name, module) pairs, parameters, param groups, dict entries
         if source is not None:
             verdict = self._eval_elements(source, region, depth)
@@ -309,12 +296,38 @@ class TensorOracle:
             return True if name in region.batch_names else None
         return None
 
+    def _values_of_step_data(
+        self, loop: ast.For | ast.AsyncFor, name: str, source: ast.AST, region: HotRegion | None, depth: int
+    ) -> bool:
+        """``for k, v in outputs.items()`` / ``for v in preds.values()`` over step data (a dict of
+        tensors a per-step call handed over): the values are tensors too, or hold them."""
+        if region is None or not isinstance(source, ast.Call) or not isinstance(source.func, ast.Attribute):
+            return False
+        method, owner = source.func.attr, source.func.value
+        if method == "items":
+            target = loop.target
+            if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+                return False
+            if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target.elts[1])):
+                return False  # the key
+        elif method != "values":
+            return False
+        return isinstance(owner, ast.Name) and owner.id in region.batch_names and self._eval(owner, region, depth) is True
+
     def _eval_elements(self, iterable: ast.AST, region: HotRegion | None, depth: int) -> bool | None:
         """What iterating ``iterable`` yields: host values, tensors, or unknown."""
         if depth > _MAX_DEPTH:
             return None
-        if _iterates_structure(iterable):
+        if iterates_structure(iterable):
             return None
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and iterable.func.attr == "tolist":
+            return False  # Python numbers (the sync, if any, was paid once, there)
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id not in self.ctx.aliases:
+            if iterable.func.id in ORDERING and len(iterable.args) == 1:
+                return self._eval_elements(iterable.args[0], region, depth + 1)  # list(...), reversed(...)
+            if iterable.func.id == "zip" and iterable.args:  # rows of host values when every column is
+                columns = [self._eval_elements(a, region, depth + 1) for a in iterable.args]
+                return False if all(c is False for c in columns) else None
         if isinstance(iterable, ast.Subscript) and isinstance(iterable.slice, ast.Slice):
             return self._eval_elements(iterable.value, region, depth + 1)  # names[::-1]
         if isinstance(iterable, ast.BinOp) and isinstance(iterable.op, (ast.Add, ast.Mult)):
@@ -330,7 +343,7 @@ class TensorOracle:
             return self._eval(iterable.elt, region, depth + 1)
         if isinstance(iterable, ast.Constant):
             return False
-        if isinstance(iterable, ast.Name) and not _NEVER_TENSOR_NAME.match(iterable.id):
+        if isinstance(iterable, ast.Name) and not NEVER_TENSOR_NAME.match(iterable.id):
             bindings = self._bindings_in(self._scope_of(iterable)).get(iterable.id) or self._bindings_in(
                 self.ctx.tree
             ).get(iterable.id)
@@ -339,6 +352,15 @@ class TensorOracle:
                 return self._eval_elements(statement.value, region, depth + 1)
             return None
         return True if self._eval(iterable, region, depth + 1) is True else None  # rows of a tensor
+
+    def _other_branches(self, first: ast.AST, second: ast.AST) -> bool:
+        """Whether two statements sit in the two branches of one ``if``/``else``."""
+        for ancestor in self.ctx.ancestors(second):
+            if isinstance(ancestor, ast.If):
+                inside = {id(n) for stmt in ancestor.orelse for n in ast.walk(stmt)}
+                if id(second) in inside:
+                    return any(first is n for stmt in ancestor.body for n in ast.walk(stmt))
+        return False
 
     def _scope_of(self, node: ast.AST) -> ast.AST:
         for ancestor in self.ctx.ancestors(node):
@@ -351,22 +373,3 @@ class TensorOracle:
         if cached is None:
             cached = self._bindings[scope] = scope_bindings(scope)
         return cached
-
-
-def _iterates_structure(iterable: ast.AST) -> bool:
-    """``self.param_groups``, ``model.named_children()``, ``d.items()``: never batch data."""
-    if isinstance(iterable, ast.Call):
-        iterable = iterable.func
-    return isinstance(iterable, ast.Attribute) and iterable.attr in _STRUCTURE_ITERATORS
-
-
-def _torch_function_result(qualname: str) -> bool | None:
-    """``torch.isnan`` -> True; ``torch.cuda.is_available`` / ``torch.nn.Linear`` -> not a tensor."""
-    module, _, function = qualname.rpartition(".")
-    if module not in _TENSOR_NAMESPACES:
-        return None
-    if _TORCH_NON_TENSOR.match(function):
-        return False
-    if function[:1].isupper():
-        return True if function.endswith("Tensor") else None
-    return True

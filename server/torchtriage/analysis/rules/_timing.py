@@ -52,6 +52,7 @@ class UnsyncedTiming:
     read: ast.Call
     clock: str
     opening: ast.stmt
+    carried: bool = False  # the opening runs after the read, in the previous iteration of a loop
 
 
 def _pos(node: ast.AST) -> Position:
@@ -125,28 +126,43 @@ class _Scope:
                 self.syncs.append(_end(node))
                 self.sync_calls.append(node)
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub):
-                if isinstance(node.left, ast.Name) and isinstance(node.right, ast.Name):
-                    self.differences.append((node.left.id, node.right.id))
-        for node in nodes:  # clock names, including rolling ``t0 = t1``
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                name = node.targets[0].id
-                value = node.value
-                if (ctx.call_qualname(value) or "") in CLOCKS:
-                    self.clock_names.add(name)
-                    self.assigned.setdefault(name, []).append(node)
+                later, earlier = self.key(node.left), self.key(node.right)
+                if later is not None and earlier is not None:
+                    self.differences.append((later, earlier))
+        for node in nodes:  # clock names, including rolling ``t0 = t1`` and ``self.t_prev = now``
+            name = self._assigned_name(node)
+            if name is not None and (ctx.call_qualname(node.value) or "") in CLOCKS:  # type: ignore[attr-defined]
+                self.clock_names.add(name)
+                self.assigned.setdefault(name, []).append(node)  # type: ignore[arg-type]
         for node in nodes:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                if isinstance(node.value, ast.Name) and node.value.id in self.clock_names:
-                    self.assigned.setdefault(node.targets[0].id, []).append(node)
+            name = self._assigned_name(node)
+            if name is not None and self.key(node.value) in self.clock_names:  # type: ignore[attr-defined]
+                self.assigned.setdefault(name, []).append(node)  # type: ignore[arg-type]
+                if "." in name:  # ``self.t_prev = now``: the attribute keeps a reading from here on
+                    self.clock_names.add(name)
+
+    def key(self, node: ast.AST) -> str | None:
+        """``t0`` for a name, ``self.t_prev`` for an attribute: how a clock reading is kept."""
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute):
+            return self.ctx.dotted(node)
+        return None
+
+    def _assigned_name(self, node: ast.AST) -> str | None:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            return self.key(node.targets[0])
+        return None
 
     def opening_name(self, read: ast.Call) -> str | None:
         """The clock name this read is compared with, if it closes a timing."""
         parent = self.ctx.parents.get(read)
         if isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Sub) and parent.left is read:
-            if isinstance(parent.right, ast.Name) and parent.right.id in self.clock_names:
-                return parent.right.id
-        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
-            mine = parent.targets[0].id
+            earlier = self.key(parent.right)
+            if earlier in self.clock_names:
+                return earlier
+        mine = self._assigned_name(parent) if parent is not None else None
+        if mine is not None:
             for later, earlier in self.differences:
                 if later == mine and earlier != mine and earlier in self.clock_names:
                     return earlier
@@ -161,22 +177,42 @@ class _Scope:
         inside = set(map(id, ast.walk(loop)))
         return any(id(call) in inside and self.ctx.hot.is_per_step(call) for call in self.sync_calls)
 
+    def _loop_carried(self, read: ast.Call, name: str) -> tuple[ast.stmt, ast.AST] | None:
+        """An attribute clock (``self.t_prev = now``) set after the read in the loop around it: the
+        reading it is compared with was taken in the previous iteration."""
+        if "." not in name:
+            return None  # a plain name read before any assignment is a NameError, not a timing
+        loop = next((a for a in self.ctx.ancestors(read) if isinstance(a, (ast.For, ast.While))), None)
+        if loop is None:
+            return None
+        inside = set(map(id, ast.walk(loop)))
+        later = [s for s in self.assigned.get(name, []) if id(s) in inside and _pos(s) > _pos(read)]
+        if not later or any(id(call) in inside for call in self.sync_calls):
+            return None
+        return later[-1], loop
+
     def unsynced(self) -> Iterator[UnsyncedTiming]:
         for read, clock in self.reads:
             name = self.opening_name(read)
             if name is None:
                 continue
             before = [s for s in self.assigned.get(name, []) if _end(s) <= _pos(read)]
-            if not before:
-                continue
-            opening = max(before, key=_end)
-            start, stop = _end(opening), _pos(read)
+            carried = not before
+            if before:
+                opening = max(before, key=_end)
+                start, stop = _end(opening), _pos(read)
+            else:  # ``self.t_prev`` set later in the loop around the read: the interval wraps around
+                found = self._loop_carried(read, name)
+                if found is None:
+                    continue
+                opening, loop = found
+                start, stop = _pos(loop), _end(loop)
             work = [p for p in self.work if start <= p <= stop]
             if not work:
                 continue
             if any(max(work) <= p <= stop for p in self.syncs) or self._synced_every_iteration(read):
                 continue
-            yield UnsyncedTiming(read, clock, opening)
+            yield UnsyncedTiming(read, clock, opening, carried)
 
 
 def unsynced_timings(ctx: ModuleContext) -> Iterator[UnsyncedTiming]:

@@ -8,7 +8,8 @@ from typing import Iterator
 from ...findings import Applicability, Fix, Severity
 from ..context import ModuleContext
 from ..fixes import call_method, replace_expression
-from ..hotloops import HotRegion, ends_the_run
+from ..guards import ends_the_run
+from ..hotloops import HotRegion
 from ._helpers import method_name
 from ._steplog import enclosing_log_call, guard_statement_fix, step_counter
 from ._tensors import oracle
@@ -250,7 +251,7 @@ def _guards_the_run(ctx: ModuleContext, call: ast.Call) -> bool:
     """``loss_value = loss.item()`` tested by ``if not math.isfinite(loss_value): ...; sys.exit(1)``
     (or the read inside such a test): the sync is the point of the check, which ends a diverged run."""
     statement = ctx.enclosing_statement(call)
-    if isinstance(statement, ast.If) and ends_the_run(ctx, statement.body):
+    if isinstance(statement, ast.If) and ends_the_run(ctx, statement.body, statement.test):
         return any(node is call for node in ast.walk(statement.test))
     if not (
         isinstance(statement, ast.Assign) and len(statement.targets) == 1
@@ -262,7 +263,7 @@ def _guards_the_run(ctx: ModuleContext, call: ast.Call) -> bool:
     if not isinstance(body, list) or statement not in body:
         return False
     for later in body[body.index(statement) + 1 :]:
-        if isinstance(later, ast.If) and ends_the_run(ctx, later.body):
+        if isinstance(later, ast.If) and ends_the_run(ctx, later.body, later.test):
             if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(later.test)):
                 return True
         if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(later)):

@@ -8,7 +8,11 @@ from typing import Iterator
 from ...findings import Applicability, Severity
 from ..context import ModuleContext
 from ..hotloops import HotRegion
-from ._loaders import call_at, loader_reads_elsewhere, resolution_note, dataloader_calls, is_false, is_positive, loops_reading, set_keyword_fix, setting
+from ._generators import batch_generators, repeating_generator
+from ._loaders import (
+    call_at, dataloader_calls, is_false, is_positive, loader_name, loader_reads_elsewhere, loops_reading, resolution_note,
+    set_keyword_fix, setting,
+)
 from .base import Invalid, Report, Rule, Valid
 
 
@@ -189,10 +193,25 @@ class DataLoaderWorkersNotPersistent(Rule):
             """,
             lines=(2,),
         ),
+        Invalid(
+            """
+            # consumed through a generator that re-iterates the loader on every pass
+            from torch.utils.data import DataLoader
+            def infinite(loader):
+                while True:
+                    yield from loader
+            loader = DataLoader(train_set, batch_size=64, num_workers=4)
+            for step, batch in zip(range(10_000), infinite(loader)):
+                loss = model(batch).mean(); loss.backward(); optimizer.step()
+            """,
+            findings=(
+                ("6:10-6:20", "Workers of this DataLoader restart every epoch: set `persistent_workers=True` "
+                 "(the generator `infinite` iterates it again on every pass over the data)"),
+            ),
+        ),
     )
-
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
-        if not ctx.hot.epoch_loops and not ctx.loader_reads:
+        if not ctx.hot.epoch_loops and not ctx.loader_reads and not batch_generators(ctx):
             return
         if _mutates_dataset_per_epoch(ctx, list(ctx.hot.epoch_loops)):
             return
@@ -206,9 +225,13 @@ class DataLoaderWorkersNotPersistent(Rule):
             note = ""
             if not any(_read_every_epoch(ctx, region, call) for region in loops_reading(ctx, call)):
                 where = _read_every_epoch_elsewhere(ctx, call)
-                if where is None:
+                generator = repeating_generator(ctx, call, loader_name(ctx, call)) if where is None else None
+                if where is not None:
+                    note = f" (iterated by the step loop at {where}, called once per epoch)"
+                elif generator is not None:
+                    note = f" (the generator `{generator}` iterates it again on every pass over the data)"
+                else:
                     continue
-                note = f" (iterated by the step loop at {where}, called once per epoch)"
             yield Report(
                 call.func,
                 "Workers of this DataLoader restart every epoch: set `persistent_workers=True`"

@@ -35,7 +35,10 @@ class CudaTimingWithoutSync(Rule):
     severity = Severity.WARNING
     category = "host_sync"
     requires_cuda = True
-    summary = "A `time.time()` / `time.perf_counter()` timing brackets CUDA work with no `torch.cuda.synchronize()` before the closing read."
+    summary = (
+        "A `time.time()` / `time.perf_counter()` timing (kept in a variable or an attribute such as "
+        "`self.t_prev`) brackets CUDA work with no `torch.cuda.synchronize()` before the closing read."
+    )
     why = """
         CUDA kernels run asynchronously: `model(x)`, `backward()` and
         `optimizer.step()` return as soon as their kernels are queued. A
@@ -243,13 +246,34 @@ class CudaTimingWithoutSync(Rule):
             """,
             lines=(6, 8),
         ),
+        Invalid(
+            """
+            # a clock kept on an attribute, rolled over at the end of each iteration
+            import time
+            import torch
+            class Trainer:
+                def fit(self, loader):
+                    self.last = time.time()
+                    for x in loader:
+                        loss = self.model(x.cuda(non_blocking=True)).sum()
+                        loss.backward()
+                        now = time.time()
+                        self.step_time = now - self.last
+                        self.last = now
+            """,
+            findings=(
+                ("10:19-10:30", "`time()` is read while CUDA work since line 6 may still be queued, so this times "
+                 "kernel launches, not the GPU: call `torch.cuda.synchronize()` first"),
+            ),
+        ),
     )
 
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
         for timing in unsynced_timings(ctx):
             yield Report(
                 timing.read,
-                f"`{timing.clock}()` is read while CUDA work since line {timing.opening.lineno} may still be "
+                f"`{timing.clock}()` is read while CUDA work since line {timing.opening.lineno}"
+                f"{' (in the previous iteration)' if timing.carried else ''} may still be "
                 "queued, so this times kernel launches, not the GPU: call `torch.cuda.synchronize()` first",
                 fix=lambda read=timing.read: _sync_fix(ctx, read),
             )

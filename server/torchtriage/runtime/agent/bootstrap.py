@@ -2,7 +2,8 @@
 
 Loads the agent package from this folder under a private name (nothing to
 install in the user's environment), makes the process look like
-``python SCRIPT ARGS`` (argv, sys.path[0]) and runs the session.  Settings
+``python SCRIPT ARGS`` (argv, sys.path[0]) and runs the session (the lab's
+measuring session when the settings have a ``lab`` key).  Settings
 arrive as JSON in the ``TORCHTRIAGE_AGENT`` environment variable; progress
 goes to the file descriptor named there.
 
@@ -74,7 +75,11 @@ def main():
         sys.exit(EXIT_NO_TORCH)
     _load_package(folder)
     from _torchtriage_agent.channel import Channel
-    from _torchtriage_agent.session import Session
+
+    if config.get("lab"):  # torchtriage lab: one measured configuration instead of a profile
+        from _torchtriage_agent.lab_session import LabSession as Session
+    else:
+        from _torchtriage_agent.session import Session
 
     channel = Channel(fd, {"rank": config["rank"]} if "rank" in config else None)
     try:

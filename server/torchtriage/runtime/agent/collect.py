@@ -11,6 +11,10 @@ Backward ops are charged to the chain of the forward op with the same
 sequence number.  Collectives (``comms``): their ops on the stepping thread and
 the own time of C calls that waits while one runs on another thread are
 charged to ``communication``.  The output is plain JSON-able lists; see ``Collector.result``.
+torch.compile's compiling (dynamo's ``entire_frame_compile`` and ``(dynamo_timed)``
+ranges, its ``convert_frame`` Python) is charged to the ``compile`` context,
+which the host keeps out of the step's categories and lines, like the profiler's own;
+each step's ``compile_ns`` is the wall time of the outermost such ranges in it.
 
 The walk reads each node's fields once (every read of a field crosses into
 C++ and costs about a microsecond, and Python-heavy steps have hundreds of
@@ -33,6 +37,7 @@ import torch
 
 from .comms import CollectiveIntervals, is_collective
 from .shapes import SHAPE_OPS, ShapeTable
+from .dtypes import DtypeRecorder
 from .usercode import UserCode
 from .wire import Alloc, Charge, Collective, GpuActivity, OpStat, Root, Site, Step, Sync
 
@@ -52,6 +57,7 @@ BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 _BUILTIN = re.compile(r"<built-in (?:method|function) (\w+)")
 PROGRESS_EVERY = 8192  # events between progress reports
 STEP_SLACK_NS = 2_000_000  # how far a ProfilerStep may start from the agent's own clock reading around prof.step()
+COMPILE_OP = "entire_frame_compile"  # dynamo's range around one frame's compile (also: ops named "... (dynamo_timed)")
 
 # The innermost Python frame enclosing a node: None not known, False library code,
 # else (file_name, function_name) of a user frame.
@@ -113,8 +119,9 @@ class Collector:
     """One pass over the tree; ``result()`` returns the raw attribution data."""
 
     def __init__(self, user: UserCode, agent_dir: str, max_events: int = 0,
-                 progress: Optional[Callable[[float], None]] = None) -> None:
+                 progress: Optional[Callable[[float], None]] = None, dtypes: Optional[DtypeRecorder] = None) -> None:
         self.user = user
+        self.dtypes = dtypes  # records ops mixing float dtypes and casts (needs record_shapes)
         self.max_events = max_events  # 0: no limit
         self.progress = progress  # called with the fraction of the window walked so far
         self.events = 0  # nodes visited
@@ -138,6 +145,7 @@ class Collector:
         self._orphans: List[Any] = []
         self._window_start = 0
         self.collectives = CollectiveIntervals()
+        self._compile_spans: List[Tuple[int, int]] = []  # outermost compile-context nodes
         self._names: Dict[str, str] = {}  # Python C-call event name -> function name
         self._code: Dict[Tuple[str, str], Tuple[str, bool]] = {}  # (file, function) -> (context kind, user code)
 
@@ -186,6 +194,18 @@ class Collector:
             self._keep_steps(kept)
         for node in self._orphans:
             self._gpu_activity(node, None)
+        self._count_compiling()
+
+    def _count_compiling(self) -> None:
+        """Each step's ``compile_ns``: its overlap with the (merged) outermost compile ranges."""
+        if not self._compile_spans:
+            return
+        lows, highs = _merged(self._compile_spans)
+        steps = []
+        for step in self.steps:
+            ns = sum(max(0, min(high, step.end_ns) - max(low, step.start_ns)) for low, high in zip(lows, highs))
+            steps.append(step._replace(compile_ns=ns))
+        self.steps = steps
 
     def _keep_steps(self, kept: int) -> None:
         """Drop the steps from ``kept`` on, and what was charged to them."""
@@ -341,8 +361,8 @@ class Collector:
                 elif kind == "loader":
                     if ctx in ("", "optimizer"):  # our step wrapper around the loader's __next__ counts as the wait
                         ctx = "data_loading"
-                elif kind == "profiler":
-                    ctx = "profiler"
+                elif kind == "profiler" or kind == "compile":
+                    ctx = kind
                 elif kind == "optimizer" and not ctx:
                     ctx = "optimizer"
                 if user:
@@ -378,10 +398,14 @@ class Collector:
                 ctx = "data_loading"
             elif ctx in ("", "optimizer") and is_collective(name):
                 ctx = "communication"
+            elif name == COMPILE_OP or name.endswith("(dynamo_timed)"):
+                ctx = "compile"
             sync = SYNC_OPS.get(name)
             if sync and ctx not in ("host_sync", "data_loading", "profiler"):
                 self.syncs.append(Sync(self._step_of(start), self._chain(chain), root, sync, name, end - start))
                 ctx = "host_sync"
+            if self.dtypes is not None:
+                self.dtypes.op(fields, name, state.in_op, ctx, self._step_of(start), end - start, lambda c=chain: self._chain(c), root)
         else:
             name = node.name
         fold = frame is False and tag == PY_CALL  # a library function: C calls with no children are its own time
@@ -408,6 +432,8 @@ class Collector:
             kids.append(kid)
             intervals.append((kid[2], kid[3]))
             child_ops = child_ops or ctag == TORCH_OP
+        if ctx == "compile" and state.ctx != "compile":
+            self._compile_spans.append((start, end))
         category = ctx or _own_category(tag, child_ops, backward)
         charge_chain, charge_root = chain, root
         if scope >= 0:  # the user function's own bytecode time: line from samples
@@ -490,7 +516,7 @@ class Collector:
         return self._site("line", frame[0], caller.line_number, frame[1])  # type: ignore[index]
 
     def _code_kind(self, file_name: str, function: str) -> Tuple[str, bool]:
-        """(context the code sets: "loader" | "profiler" | "optimizer" | "", whether it is user code)."""
+        """(context the code sets: "loader" | "profiler" | "optimizer" | "compile" | "", whether it is user code)."""
         key = (file_name, function)
         known = self._code.get(key)
         if known is None:
@@ -501,6 +527,8 @@ class Collector:
                 kind = "profiler"
             elif "/torch/optim/" in path:
                 kind = "optimizer"
+            elif path.endswith("torch/_dynamo/convert_frame.py"):
+                kind = "compile"  # dynamo's frame callback runs only to compile (a cache hit stays in C++)
             else:
                 kind = ""
             known = self._code[key] = (kind, self.user.is_user(file_name))
@@ -528,10 +556,13 @@ class Collector:
         if state.scope >= 0:
             chain = chain + (state.scope,)
         device = fields.device
+        chain_id = self._chain(chain)
         self.allocs.append(
-            Alloc(self._step_of(start), self._chain(chain), root, start, int(fields.alloc_size),
+            Alloc(self._step_of(start), chain_id, root, start, int(fields.alloc_size),
                   int(fields.total_allocated), int(fields.ptr), getattr(device, "type", str(device)))
         )
+        if self.dtypes is not None:
+            self.dtypes.allocation(fields, chain_id, root)
 
     def _kineto(self, node: Any, start: int, state: _State) -> None:
         name = node.name

@@ -29,6 +29,8 @@ from .describe import device_name, user_traceback
 from .memfacts import OptimizerRegistry
 from .resources import resource_records
 from .ranks import DdpWatch, rank_identity, tensorboard_name
+from .dtypes import DtypeRecorder
+from .dynamo_watch import DynamoWatch
 from .sampler import FrameSampler
 from .shapes import wants_shapes
 from .steps import StepDetector, cuda_available
@@ -66,6 +68,9 @@ class Session:
         # Under torchrun: who this rank is, and what its DDP models do (None otherwise).
         self.identity = rank_identity() if "rank" in config else None
         self.ddp = DdpWatch() if self.identity is not None else None
+        self.dynamo = DynamoWatch(self.user.is_user, self.user.absolute, self.detector.hook_codes(),  # torch.compile's compiles, breaks
+                                  on_compile=lambda started: self.window.compiling(started))
+        self.dtypes = DtypeRecorder(self.user.is_user, self.user.absolute)  # ops mixing float dtypes, casts
         self.prof: Optional[profile] = None
         self.window = Window(config.get("skip_first", 1), config.get("wait", 1), config.get("warmup", 2), config.get("active", 5),
                              int(config.get("max_events", MAX_EVENTS)))
@@ -116,6 +121,8 @@ class Session:
         note = self.window.note()
         if note and note not in self.warnings:
             self.warnings.append(note)
+        if self.dtypes.wants_shapes and not prof.record_shapes and self.config.get("record_shapes", "auto") in (None, "auto"):
+            prof.record_shapes = True  # 16-bit parameters: read op inputs for dtype churn (from the warm-up on)
         if prof.current_action == ProfilerAction.RECORD_AND_SAVE:  # this step() ends the window
             self._stage("stopping the profiler")
             self._stopping_at = time.perf_counter()
@@ -182,11 +189,13 @@ class Session:
         timings["export_s"] = time.perf_counter() - started
         started = time.perf_counter()
         self._stage("attributing events to lines", 0.0)
-        collector = Collector(self.user, self.agent_dir, max_events=int(self.config.get("max_events", MAX_EVENTS)), progress=self._walked)
+        collector = Collector(self.user, self.agent_dir, max_events=int(self.config.get("max_events", MAX_EVENTS)), progress=self._walked,
+                              dtypes=self.dtypes if prof.record_shapes else None)  # dtypes need the ops' inputs
         tree = prof.profiler.kineto_results.experimental_event_tree()
         collector.collect(tree, self.step_hints)
         timings["collect_s"] = time.perf_counter() - started
         self.meta["events"] = collector.events
+        self.meta["record_shapes"] = bool(prof.record_shapes)
         self.meta["events_per_plain_step"] = self.window.events_per_step
         self.meta["active_steps"] = self.window.active
         cut_ns = None
@@ -199,6 +208,7 @@ class Session:
             )
             self.meta["steps_dropped"] = collector.steps_recorded - len(collector.steps)
         self.raw = collector.result()
+        self.raw["dtype_events"] = self.dtypes.records(len(collector.steps))
         self.raw.update(resource_records(tree, collector, self.user, self.optimizers, self.device))
         strings: Dict[str, int] = {}
         self.raw["samples"] = encode_samples(self.sampler.samples, self.user.absolute, strings)
@@ -245,6 +255,11 @@ class Session:
             data["meta"]["rank"] = self.identity
         if self.ddp is not None:
             data["meta"]["ddp"] = self.ddp.record()
+        data["compiles"] = self.dynamo.compiles()
+        data["graph_breaks"] = self.dynamo.breaks
+        dynamo = self.dynamo.summary()
+        if dynamo:
+            data["meta"]["dynamo"] = dynamo
         data["wire_version"] = WIRE_VERSION
         data["status"] = self.status
         data["warnings"] = self.warnings
@@ -261,9 +276,11 @@ class Session:
             self.channel.send("rank", **self.identity)
         if self.ddp is not None:
             self.ddp.install()
+        self.dtypes.install()  # before the detector: its optimizer hook decides record_shapes before a step starts the warm-up
         self.detector.install()
         self.optimizers.install()
         self.workers.install()
+        self.dynamo.install()
         self.prof.start()
         self.channel.send("phase", phase="running", device=self.device)
         code = 0
@@ -299,6 +316,7 @@ class Session:
         self.finishing = True
         self.window.stop()
         self.detector.uninstall()
+        self.dtypes.uninstall()
         self.optimizers.uninstall()
         if not self.saved and self.prof is not None:
             recording = self.prof.current_action in RECORDING

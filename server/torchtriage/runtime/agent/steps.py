@@ -7,15 +7,23 @@ outermost module forward (for inference scripts).  The first optimizer step
 decides at once; the fallbacks decide only after ``FALLBACK_AFTER`` signals
 without any optimizer step, so gradient accumulation is not mistaken for a
 loader-driven loop.
+
+Under torch.compile the global forward hooks must not change the user's
+program: they return at once while dynamo traces them (``is_compiling``), so
+no compiled graph contains them, and they are not removed once dynamo is
+loaded, since dynamo guards on the number of global hooks and removing one
+would recompile every graph that inlined a module call.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, List, Optional
 
 import torch
 
 FALLBACK_AFTER = 4
+_compiling: Callable[[], bool] = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
 
 
 class StepDetector:
@@ -101,6 +109,8 @@ class StepDetector:
             self._original_scaler_step = None
 
     def _drop_forward_hooks(self) -> None:
+        if "torch._dynamo" in sys.modules:
+            return  # removing a global hook would recompile compiled graphs (see the module doc); disabled instead
         for handle in self._forward_handles:
             handle.remove()
         self._forward_handles.clear()
@@ -150,6 +160,8 @@ class StepDetector:
             self.on_step()
 
     def _forward_pre(self, module: Any, args: Any) -> None:
+        if _compiling():
+            return
         self._depth += 1
         if self._depth != 1 or not self.enabled:
             return
@@ -161,7 +173,13 @@ class StepDetector:
             self.on_step()
 
     def _forward_post(self, module: Any, args: Any, output: Any) -> None:
+        if _compiling():
+            return
         self._depth = max(0, self._depth - 1)
+
+    def hook_codes(self) -> List[Any]:
+        """Code objects of the hooks that run inside the user's modules: dynamo must not compile them as frames."""
+        return [StepDetector._forward_pre.__code__, StepDetector._forward_post.__code__]
 
 
 def cuda_available() -> bool:

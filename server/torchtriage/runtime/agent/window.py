@@ -5,8 +5,9 @@ the event-tree walk) costs time per profiler event, and a step with a Python
 loop per pixel makes ~100,000 of them.  So the Python calls of the last step
 before the profiler starts are counted (``sys.setprofile``, one step only) and,
 when ``active`` steps of that many would exceed ``max_events``, fewer steps are
-recorded (at least one).  The schedule is otherwise torch's ``schedule(...,
-repeat=1)``.
+recorded (at least one).  Calls made while torch.compile compiles are not
+counted (``compiling``): a recompile in that step is not the step's volume.
+The schedule is otherwise torch's ``schedule(..., repeat=1)``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Window:
         self.events_per_step = 0  # counted Python calls of one plain step (0: not counted)
         self._count = 0
         self._counting = False
+        self._compile_mark: Optional[int] = None  # the count when a compile started
 
     def __call__(self, step: int) -> ProfilerAction:
         step -= self.skip_first + self.wait
@@ -61,6 +63,13 @@ class Window:
         if self._counting:
             sys.setprofile(None)
             self._counting = False
+
+    def compiling(self, started: bool) -> None:
+        """torch.compile starts (True) or ends compiling: the calls in between are dropped from the count."""
+        if started:
+            self._compile_mark = self._count
+        elif self._compile_mark is not None:
+            self._count, self._compile_mark = self._compile_mark, None
 
     def _counter(self, frame: Any, event: str, arg: Optional[Any]) -> None:
         self._count += 1

@@ -11,23 +11,27 @@ fields have defaults.
 record and stays a plain list of ints.  ``strings`` is a table of the file and
 function names of the frame samples (``Sample`` holds indexes into it).
 Version 2: samples name their file and function through ``strings``.
+Version 3: ``compiles`` and ``graph_breaks`` (torch.compile, from ``dynamo_watch``),
+``Step.compile_ns``, and ``dtype_events`` (ops mixing float dtypes and casts between
+them, from ``dtypes``).
 ``collectives`` (``Collective`` records) is a key added without a version bump:
 an older agent's file lacks it, which reads as "no collectives seen".
-Version 3: ``shapes``, ``held``, ``optimizers``, ``gaps`` and ``device_facts`` (Tensor-Core
+Version 4: ``shapes``, ``held``, ``optimizers``, ``gaps`` and ``device_facts`` (Tensor-Core
 shapes, where peak memory goes, GPU idle gaps, the math settings).
 """
 
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Type, TypeVar
 
-WIRE_VERSION = 3
+WIRE_VERSION = 4
 
 
 class Step(NamedTuple):
-    """One recorded ``ProfilerStep#N`` on the main thread."""
+    """One recorded ``ProfilerStep#N`` on the main thread; ``compile_ns``: torch.compile compiling inside it."""
 
     index: int
     start_ns: int
     end_ns: int
+    compile_ns: int = 0
 
 
 class Site(NamedTuple):
@@ -123,6 +127,64 @@ class OpStat(NamedTuple):
     root: int
 
 
+class Compile(NamedTuple):
+    """One torch.compile compile of one frame, as dynamo's callbacks and compilation metrics tell it.
+
+    ``compile_id`` is dynamo's "frame/attempt" ("0/1": frame 0's second compile, a recompile);
+    ``function``/``path``/``line`` the code object compiled (torch's own wrapper for a compiled
+    module); ``call_path``/``call_line`` the innermost user frame when the compile started (the
+    line that called the compiled code); times on the profiler's clock.  ``recompile_reason`` is
+    the guard that failed, ``fail_reason`` why nothing was compiled (the recompile limit...)."""
+
+    compile_id: str
+    trigger: str  # "dynamo" | "lazy_backward" | ...
+    function: str
+    path: str
+    line: int
+    call_path: str
+    call_line: int
+    start_ns: int
+    end_ns: int
+    recompile_reason: str
+    fail_reason: str
+
+
+class GraphBreak(NamedTuple):
+    """One graph break dynamo logged: the user line, the break's type and dynamo's reason text."""
+
+    compile_id: str  # the compile it happened in ("" unknown)
+    path: str
+    line: int
+    kind: str  # dynamo's graph-break type, e.g. "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+    reason: str  # dynamo's whole reason: explanation and hints
+
+
+class DtypeEvent(NamedTuple):
+    """Ops that mix float dtypes, or casts between float dtypes, at one user site (summed).
+
+    ``kind`` "mixed": a top-level op whose floating inputs mix a 16-bit float with float32/64
+    (``dtypes`` like "bfloat16[32, 64] float32[64]"); ``origin_*`` say where the wider operand was
+    made: an allocation inside the recorded steps (its chain and root) or a module's
+    register_buffer / parameter (its path and line).  ``kind`` "cast": copies from one float dtype
+    to another ("bfloat16->float32"), inside the top-level ``op`` (``aten::to`` when the user
+    cast, ``aten::mul`` when a promotion did), with the bytes read and written and their time."""
+
+    step: int
+    chain: int
+    root: int
+    kind: str  # "mixed" | "cast"
+    op: str
+    dtypes: str
+    count: int
+    bytes: int
+    ns: int
+    origin_chain: int  # -1: unknown
+    origin_root: int
+    origin_path: str  # "": unknown
+    origin_line: int
+    origin_name: str  # the buffer's or parameter's name when a module registered it, else ""
+
+
 class Collective(NamedTuple):
     """One collective range on a thread other than the stepping one (gloo's workers), e.g. ``gloo:all_reduce``."""
 
@@ -201,8 +263,8 @@ class DeviceFacts(NamedTuple):
     alloc_conf: str
 
 
-Record = TypeVar("Record", Step, Site, Charge, Root, Alloc, Sync, GpuActivity, Sample, OpStat, Collective, ShapeStat, Held, OptimizerInfo,
-                 Gap, DeviceFacts)
+Record = TypeVar("Record", Step, Site, Charge, Root, Alloc, Sync, GpuActivity, Sample, OpStat, Collective, Compile, GraphBreak,
+                 DtypeEvent, ShapeStat, Held, OptimizerInfo, Gap, DeviceFacts)
 
 # agent.json key -> record type
 RECORDS: Dict[str, Type[Any]] = {
@@ -217,6 +279,9 @@ RECORDS: Dict[str, Type[Any]] = {
     "worker_samples": Sample,
     "ops": OpStat,
     "collectives": Collective,
+    "compiles": Compile,
+    "graph_breaks": GraphBreak,
+    "dtype_events": DtypeEvent,
     "shapes": ShapeStat,
     "held": Held,
     "optimizers": OptimizerInfo,

@@ -106,14 +106,3 @@ def device_html(r: dict[str, Any]) -> str:
     """The three sections, each empty when the report has nothing for it."""
     return memory_shape_html(r) + gaps_html(r) + shapes_html(r)
 
-
-def finding_details_html(f: dict[str, Any]) -> str:
-    """A runtime finding's evidence and fixes (TTR6xx/TTR7xx), folded under its message."""
-    evidence, recs = f.get("evidence") or [], f.get("recommendations") or []
-    if not evidence and not recs:
-        return ""
-    items = "".join(f"<li>{escape(e['text'])}</li>" for e in evidence)
-    fixes = "".join(f"<li><strong>{escape(x['action'])}</strong><div class='why'>{escape(x['why'])}</div>"
-                    + (f"<pre>{escape(x['example'])}</pre>" if x["example"] else "") + "</li>" for x in recs)
-    return (f"<details class='finding-details'><summary>evidence and fixes</summary><ul class='evidence'>{items}</ul>"
-            f"<ol class='recs'>{fixes}</ol></details>")

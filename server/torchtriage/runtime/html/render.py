@@ -16,8 +16,9 @@ from typing import Any
 
 from ..model import OK_STATUSES
 from .comparison import comparison_html
+from .compile_section import compile_html, finding_more_html
 from .ranks import ranks_html
-from .device import device_html, finding_details_html
+from .device import device_html
 from .sections import base_dir, files_html, loc, operators_html, where
 from .svg import Bar, bar_chart, color, line_chart, stacked_bar
 
@@ -191,7 +192,7 @@ def _tables(r: dict[str, Any]) -> str:
     if r["runtime_findings"] or here:
         rows = "".join(
             f"<tr><td><span class='code rcode'>{escape(f['code'])}</span></td><td>{loc(f['path'], f['line'])}</td>"
-            f"<td>{f['share'] * 100:.1f}%</td><td>{escape(f['message'])}{finding_details_html(f)}</td></tr>"
+            f"<td>{f['share'] * 100:.1f}%</td><td>{escape(f['message'])}{finding_more_html(f)}</td></tr>"
             for f in r["runtime_findings"]
         )
         rows += "".join(
@@ -239,6 +240,7 @@ def render_html(report: dict[str, Any], run_dir: Path | None = None, comparison:
             _hotlines(report),
             operators_html(report),
             _memory(report),
+            compile_html(report),
             device_html(report),
             _tables(report),
             files_html(report, base),

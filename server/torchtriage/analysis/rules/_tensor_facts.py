@@ -1,0 +1,132 @@
+"""What the tensor oracle (:mod:`._tensors`) knows without inference: the vocabulary of names,
+attributes, methods and namespaces that hold or give tensors or host values, and small
+structural questions about bindings and scopes.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ..context import ModuleContext
+from ..hotloops import HotRegion
+from ._scopes import Binding
+
+TENSOR_NAME = re.compile(
+    r"^(loss|losses|total_loss|\w+_loss|acc|accuracy|logits|\w+_logits|preds?|predictions|"
+    r"outputs?|probs|y_hat|yhat)$"
+)
+# Objects that hold tensors but are not one: branching on them is no sync.
+NEVER_TENSOR_NAME = re.compile(
+    r"^(self|cls|args|opt|opts|cfg|config|hparams|hp|group|param_group|state|module|submodule|m|layer|"
+    r"block|name|key|mode|phase|split|device|dtype|trainer|accelerator|fabric|\w*(model|net|module|"
+    r"config|cfg|args|flag|mode|name|path|dir|type|optimizer|scheduler|scaler|writer|logger))$"
+    r"|^(i|j|k|n|t|it|\w*_?(step|steps|epoch|epochs|episode|iter|iters|iteration|idx|index|count|counter))$",
+    re.I,
+)
+
+# Attributes of a tensor-valued object that are tensors themselves.
+TENSOR_ATTRS = re.compile(
+    r"^(grad|data|T|mT|H|real|imag|loss|\w+_loss|logits|\w+_logits|last_hidden_state|hidden_states|"
+    r"pooler_output|pred|preds|predictions|probs|scores?|output|outputs)$"
+)
+MODEL_CALLEE = re.compile(
+    r"^(model|net|network|ddp_model|raw_model|classifier|generator|discriminator|encoder|decoder|"
+    r"policy|backbone|teacher|student|ema_model|\w+_model|criterion|crit|\w+_criterion|"
+    r"loss_fn|loss_func|lossfn|loss_function|\w+_loss_fn)$",
+    re.I,
+)
+NON_TENSOR_ATTRS = frozenset(
+    {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "grad_fn", "layout", "is_leaf",
+     "is_sparse", "is_quantized", "is_meta", "names", "itemsize", "nbytes", "training"}
+)
+NON_TENSOR_METHODS = frozenset(
+    {"item", "tolist", "numpy", "cpu", "size", "dim", "numel", "nelement", "ndimension",
+     "element_size", "stride", "data_ptr", "is_contiguous", "is_floating_point", "is_complex",
+     "get_device", "keys", "values", "items", "backward", "zero_grad", "step", "state_dict",
+     "parameters", "named_parameters", "named_children", "named_modules", "children", "modules",
+     "append", "extend", "format", "join", "split", "startswith", "endswith", "update", "add_scalar",
+     "log", "write", "get", "pop", "copy", "count", "index", "decode", "batch_decode", "lower", "upper",
+     "strip"}
+)
+# Iterating these gives (name, module) pairs or modules, never batch data.
+STRUCTURE_ITERATORS = frozenset(
+    {"named_children", "named_modules", "children", "modules", "named_parameters", "parameters",
+     "named_buffers", "buffers", "items", "keys", "values", "param_groups"}
+)
+TENSOR_NAMESPACES = frozenset({"torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special"})
+TORCH_NON_TENSOR = re.compile(
+    r"^(is_|get_|set_|use_|no_grad|enable_grad|inference_mode|autocast|compile|device|save|load|"
+    r"manual_seed|seed|typename|numel|equal|allclose|finfo|iinfo|result_type|can_cast|promote_types)"
+)
+BUILTIN_NON_TENSOR = frozenset(
+    {"len", "int", "float", "bool", "str", "repr", "range", "isinstance", "hasattr", "getattr", "print",
+     "sorted", "list", "dict", "tuple", "set", "zip", "enumerate", "type", "id", "hash", "format",
+     "iter", "open", "super", "round"}
+)
+NON_TENSOR_MODULES = ("numpy.", "math.", "time.", "random.", "statistics.", "os.", "json.", "sys.")
+ORDERING = frozenset({"list", "tuple", "reversed", "sorted"})
+HOST_CONSTANTS = (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp,
+                   ast.SetComp, ast.GeneratorExp, ast.Lambda)
+
+
+def registered_tensors(ctx: ModuleContext) -> frozenset[str]:
+    """Attribute names registered as module buffers or parameters (``self.register_buffer("queue", ...)``)."""
+    if "register_" not in ctx.source:
+        return frozenset()
+    return frozenset(
+        node.args[0].value
+        for node in ctx.nodes_of(ast.Call)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("register_buffer", "register_parameter") and node.args
+        and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+    )
+
+
+def assigns_none(binding: Binding) -> bool:
+    statement = binding[0]
+    value = getattr(statement, "value", None)
+    return isinstance(statement, ast.Assign) and isinstance(value, ast.Constant) and value.value is None
+
+
+def own_nodes_of(func: ast.AST) -> list[ast.AST]:
+    """The nodes of a function body, not of functions or classes nested in it."""
+    found: list[ast.AST] = []
+    stack = list(ast.iter_child_nodes(func))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def is_step_parameter(name: str, scope: ast.AST, region: HotRegion | None) -> bool:
+    """A parameter of a per-step function or lambda that its per-step call sites hand step data
+    (``to_np = lambda t: t.cpu().numpy()`` called as ``to_np(out)``): a tensor whatever its name."""
+    if region is None or scope is not region.node or name not in region.batch_names:
+        return False
+    arguments = getattr(scope, "args", None)
+    return isinstance(arguments, ast.arguments) and any(
+        a.arg == name for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    )
+
+
+def iterates_structure(iterable: ast.AST) -> bool:
+    """``self.param_groups``, ``model.named_children()``, ``d.items()``: never batch data."""
+    if isinstance(iterable, ast.Call):
+        iterable = iterable.func
+    return isinstance(iterable, ast.Attribute) and iterable.attr in STRUCTURE_ITERATORS
+
+
+def torch_function_result(qualname: str) -> bool | None:
+    """``torch.isnan`` -> True; ``torch.cuda.is_available`` / ``torch.nn.Linear`` -> not a tensor."""
+    module, _, function = qualname.rpartition(".")
+    if module not in TENSOR_NAMESPACES:
+        return None
+    if TORCH_NON_TENSOR.match(function):
+        return False
+    if function[:1].isupper():
+        return True if function.endswith("Tensor") else None
+    return True

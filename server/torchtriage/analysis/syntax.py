@@ -1,0 +1,61 @@
+"""Small syntax questions shared by the hot-loop finder, the project model and the rules.
+
+Pure functions over ``ast`` nodes: the name a value is bound to, the positional
+arguments whose positions are known, the value a name was last assigned in a scope.
+"""
+
+from __future__ import annotations
+
+import ast
+
+_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def bound_name(node: ast.AST) -> str | None:
+    """The variable or attribute an expression names: ``loader`` -> ``loader``, ``self.dl`` -> ``dl``;
+    None for anything else (a call, a subscript, a literal)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def positional_before_starred(args: list[ast.expr]) -> list[ast.expr]:
+    """Positional arguments up to the first ``*args``: after it, positions are unknown."""
+    for index, arg in enumerate(args):
+        if isinstance(arg, ast.Starred):
+            return args[:index]
+    return args
+
+
+def scope_assignments(scope: ast.AST) -> dict[str, ast.expr]:
+    """Plain name -> the value of its last (by line) assignment directly in a scope (not in
+    nested functions, classes or lambdas)."""
+    best: dict[str, tuple[int, ast.expr]] = {}
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _NESTED_SCOPES):
+            continue
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and node.lineno > best.get(target.id, (-1, None))[0]:
+                    best[target.id] = (node.lineno, node.value)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            if node.lineno > best.get(node.target.id, (-1, None))[0]:
+                best[node.target.id] = (node.lineno, node.value)
+        stack.extend(ast.iter_child_nodes(node))
+    return {name: value for name, (_, value) in best.items()}
+
+
+def assigned_value(
+    scope: ast.AST, name: str, cache: dict[ast.AST, dict[str, ast.expr]] | None = None
+) -> ast.expr | None:
+    """The value last assigned to a plain name directly in a scope (``cache``: scope -> table)."""
+    table = cache.get(scope) if cache is not None else None
+    if table is None:
+        table = scope_assignments(scope)
+        if cache is not None:
+            cache[scope] = table
+    return table.get(name)
