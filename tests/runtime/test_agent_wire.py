@@ -33,6 +33,11 @@ VALUES = {
     "Compile": ("0/1", "dynamo", "forward", "/w/model.py", 14, "/w/train.py", 40, 2_100, 2_200, "tensor 'x' size mismatch", ""),
     "GraphBreak": ("0/0", "/w/model.py", 16, "Unsupported Tensor.item() call", "Explanation: ..."),
     "DtypeEvent": (5, 11, 12, "mixed", "aten::mul", "bfloat16[8] float32[8]", 13, 14, 15, 16, 17, "/w/model.py", 18, "scale"),
+    "ShapeStat": ("aten::mm", "bfloat16", "4096x1000,1000x30522", 11, 12_000, 13_000, 14, 15),
+    "Held": ("optimizer_state", "cuda", 160_000, 16_384),
+    "OptimizerInfo": ("AdamW", 1_048_576, 8_388_608, "foreach"),
+    "Gap": (5, 2_100, 3_100, "/w/model.py", 42, "train_step", True, "aten::_local_scalar_dense", 4, "ampere_bf16_gemm"),
+    "DeviceFacts": ("highest", False, True, 8, 0, 17_179_869_184, 8_589_934_592, 1_073_741_824, 85_899_345_920, "expandable_segments:False"),
 }
 
 

@@ -53,6 +53,10 @@ def register(subparsers: Any) -> None:
         help="run the script N times (default 1): report.json keeps every run's step times and their spread, "
         "the run folder the median run's files; `torchtriage compare` calls differences within the spread no change",
     )
+    parser.add_argument(
+        "--record-shapes", choices=("auto", "on", "off"), default="auto",
+        help="record the operand shapes of matmuls and convolutions (Tensor-Core findings); auto: on CUDA runs only",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no script output")
     parser.add_argument(
         "--progress", choices=("bar", "json"), default="bar",
@@ -103,7 +107,7 @@ def run_profile(args: argparse.Namespace) -> int:
         script=args.script.resolve(), args=script_args, out_dir=run_dir, python=python, run_name=run_dir.name,
         skip_first=args.skip_first, wait=args.wait, warmup=args.warmup, active=args.active, device=args.device,
         full=args.full, timeout_s=args.timeout, no_step_timeout_s=args.no_step_timeout, sample_interval_ms=args.sample_interval_ms,
-        max_events=args.max_events,
+        max_events=args.max_events, record_shapes=args.record_shapes,
     )
     if dist is not None:
         run: Any = _profile_ranks(options, dist, args)

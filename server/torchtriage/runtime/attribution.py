@@ -31,6 +31,10 @@ from .model import (
 from .compile_frames import read_compiles
 from .dtype_findings import read_dtype_lines
 from .sampling import FrameSample, LineResolver, read_samples
+from .device_model import facts_from_wire
+from .idle_gaps import read_gaps
+from .memory_shape import decompose
+from .tensor_cores import shape_costs
 
 TOP_NAMES = 5
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "  # as agent/collect.py strips it from charge names
@@ -329,4 +333,8 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
         compiles=compiles,
         graph_breaks=graph_breaks,
         dtype_lines=read_dtype_lines(raw, attribution),
+        shapes=shape_costs(raw, attribution),
+        device_facts=facts_from_wire(raw),
+        memory_shape=decompose(raw, attribution, device),
+        gpu_gaps=read_gaps(raw, origin, read_samples(raw, "samples")),
     )

@@ -22,6 +22,11 @@ Two directions:
   TTR502   runtime-recompile    a compiled function recompiled (compile_findings)
   TTR503   runtime-dtype-churn  ops mixing float dtypes, casts back (dtype_findings)
   ======== ==================== ============================================
+
+  The device's work (``device_findings``): TTR601 runtime-tensor-core-shape,
+  TTR602 runtime-fp32-matmul-no-tf32, TTR603 runtime-attention-not-sdpa,
+  TTR604 runtime-gpu-idle-gap, TTR701 runtime-memory-shape, TTR702
+  runtime-memory-fragmentation.
 """
 
 from __future__ import annotations
@@ -42,6 +47,12 @@ RUNTIME_CODES = {
     "TTR501": "runtime-graph-break",
     "TTR502": "runtime-recompile",
     "TTR503": "runtime-dtype-churn",
+    "TTR601": "runtime-tensor-core-shape",
+    "TTR602": "runtime-fp32-matmul-no-tf32",
+    "TTR603": "runtime-attention-not-sdpa",
+    "TTR604": "runtime-gpu-idle-gap",
+    "TTR701": "runtime-memory-shape",
+    "TTR702": "runtime-memory-fragmentation",
 }
 # Categories of the static rules known when this was written; the rule
 # registry is asked first, so new rules only need their ``category``.

@@ -50,6 +50,7 @@ from .advice import AdviceContext, advise
 from .crosslink import link_evidence, line_codes, runtime_findings, static_links
 from .compile_findings import compile_findings
 from .dtype_findings import dtype_findings
+from .device_findings import device_findings, with_gap_evidence
 from .model import CATEGORIES, OK_STATUSES, LineCost, ProfileData
 from .stability import holds, loader_pattern, spread, step_range_ms, steps_at_bar
 from .verdicts import Diagnosis, Evidence, Hotspot, MemoryTrend, Recommendation, StaticLink, Verdict, Withheld
@@ -315,6 +316,7 @@ def diagnose(profile: ProfileData, static_findings: Sequence[Finding] = ()) -> D
         time_kind, time_share = choose_kind(shares, MemoryTrend(0, 0.0, 0.0, False))
         if time_kind != "none" and all(v.kind != time_kind for v in secondary):
             secondary.insert(0, verdict(time_kind, time_share))
+    bottleneck, *secondary = with_gap_evidence(profile, spots, [bottleneck, *secondary]) if ok else [bottleneck, *secondary]
     return Diagnosis(
         step_us=profile.mean_step_us,
         steps=profile.steps_profiled,
@@ -325,7 +327,8 @@ def diagnose(profile: ProfileData, static_findings: Sequence[Finding] = ()) -> D
         memory=memory,
         sync_points=syncs,
         static_links=links,
-        runtime_findings=runtime_findings(profile, findings, shares, spots, syncs, memory) + compile_findings(profile) + dtype_findings(profile),
+        runtime_findings=runtime_findings(profile, findings, shares, spots, syncs, memory) + compile_findings(profile) + dtype_findings(profile)
+        + device_findings(profile, findings, links, spots),
         breakdown_spread=spread(per_step),
         withheld=withheld,
     )

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .device_model import DeviceFacts, GpuGap, MemoryShape, ShapeCost
+
 # Where step time can go.  Shares in report.json use these names.
 CATEGORIES = (
     "data_loading",  # waiting for the next batch (loader __next__, Dataset/collate work)
@@ -189,6 +191,12 @@ class ProfileData:
     compiles: list[CompileEvent] = field(default_factory=list)  # torch.compile's compiles in the whole run
     graph_breaks: list[GraphBreakSite] = field(default_factory=list)
     dtype_lines: list[DtypeLine] = field(default_factory=list)
+    # The device's work (device_model.py): matmul / convolution shapes by line, the math settings,
+    # where the peak's memory goes, the largest GPU idle gaps.  Empty in profiles written before them.
+    shapes: list[ShapeCost] = field(default_factory=list)
+    device_facts: DeviceFacts | None = None
+    memory_shape: MemoryShape | None = None
+    gpu_gaps: list[GpuGap] = field(default_factory=list)
 
     @property
     def steps_profiled(self) -> int:
@@ -217,6 +225,10 @@ class ProfileData:
         data["compiles"] = [CompileEvent(**x) for x in data.get("compiles", [])]
         data["graph_breaks"] = [GraphBreakSite(**x) for x in data.get("graph_breaks", [])]
         data["dtype_lines"] = [DtypeLine(**x) for x in data.get("dtype_lines", [])]
+        data["shapes"] = [ShapeCost(**x) for x in data.get("shapes", [])]
+        data["device_facts"] = DeviceFacts.from_json(data["device_facts"]) if data.get("device_facts") else None
+        data["memory_shape"] = MemoryShape.from_json(data["memory_shape"]) if data.get("memory_shape") else None
+        data["gpu_gaps"] = [GpuGap(**x) for x in data.get("gpu_gaps", [])]
         return cls(**data)
 
     @classmethod

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from .. import __version__
 from ..findings import Finding
 from .compile_frames import compile_report
+from .device_report import device_sections
 from .diagnosis import Diagnosis, Verdict, diagnose
 from .finding_extras import finding_extras_json
 from .model import CATEGORIES, ProfileData
@@ -27,6 +28,7 @@ from .source_texts import source_texts
 # 1.1 added operators, breakdown_spread, withheld_verdicts, applies_on_this_device, trace links;
 # 1.2 added created, sources (the files' text, for matching lines across edits) and repeats; and ranks (multi-process runs);
 # and compile (torch.compile), runtime findings' evidence / recommendations / details, TTR501-TTR503
+# device_facts, matmul_shapes, memory_shape, gpu_idle_gaps, TTR601-TTR604, TTR701-TTR702
 SCHEMA_VERSION = "1.2"
 SCHEMA_PATH = Path(__file__).with_name("report_schema.json")
 REPORT_JSON = "report.json"
@@ -252,6 +254,7 @@ def build_report(
         "sources": source_texts(_source_paths(profile, diagnosis)),
         "repeats": repeats,
         "compile": compile_report(profile),
+        **device_sections(profile, src),
     }
 
 

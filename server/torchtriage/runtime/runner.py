@@ -48,6 +48,7 @@ class RunOptions:
     no_step_timeout_s: Optional[float] = 60.0
     sample_interval_ms: float = 1.0
     max_events: int = 300_000  # profiler events per run (fewer recorded steps when steps are heavy); 0: no limit
+    record_shapes: str = "auto"  # operand shapes of matmuls/convolutions: "auto" (CUDA runs only), "on", "off"
 
     def agent_config(self, progress_fd: int) -> dict[str, Any]:
         return {
@@ -61,6 +62,7 @@ class RunOptions:
             "full": self.full,
             "sample_interval_s": self.sample_interval_ms / 1000.0,
             "max_events": self.max_events,
+            "record_shapes": {"on": True, "off": False}.get(self.record_shapes, "auto"),
             "progress_fd": progress_fd,
         }
 

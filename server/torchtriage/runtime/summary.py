@@ -14,6 +14,8 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.table import Table
 from rich.text import Text
 
+from .device_summary import device_lines
+
 KIND_TITLES = MappingProxyType({
     "data_loading": "data loading",
     "host_sync": "host-device syncs",
@@ -244,7 +246,7 @@ def render_summary(report: dict[str, Any], run_dir: Path | str | None = None) ->
     for f in extra[:3]:
         parts.append(Text(f"  {f['code']} {_where(f['path'], f['line'])}: {f['message']}", style="magenta"))
     parts += compile_and_dtype_lines(report)
-    notes = _side_notes(report)
+    notes = device_lines(report) + _side_notes(report)
     if notes:
         parts += [Text("")] + notes
     if run_dir is not None:

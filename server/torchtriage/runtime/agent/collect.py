@@ -36,6 +36,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Union
 import torch
 
 from .comms import CollectiveIntervals, is_collective
+from .shapes import SHAPE_OPS, ShapeTable
 from .dtypes import DtypeRecorder
 from .usercode import UserCode
 from .wire import Alloc, Charge, Collective, GpuActivity, OpStat, Root, Site, Step, Sync
@@ -67,14 +68,15 @@ Item = Tuple[Any, int, int, int, Optional[List[Any]]]  # node, tag (its ``value`
 class _State:
     """What a node passes to its children."""
 
-    __slots__ = ("chain", "scope", "root", "ctx", "backward", "in_op", "open_ops", "main", "frame")
+    __slots__ = ("chain", "scope", "root", "ctx", "backward", "in_op", "open_ops", "main", "frame", "shape")
 
     def __init__(self, chain: Tuple[int, ...], scope: int, root: int, ctx: str, backward: bool, in_op: bool,
-                 open_ops: FrozenSet[str] = frozenset(), main: bool = True, frame: Frame = None) -> None:
+                 open_ops: FrozenSet[str] = frozenset(), main: bool = True, frame: Frame = None, shape: int = -1) -> None:
         self.chain, self.scope, self.root, self.ctx, self.backward, self.in_op = chain, scope, root, ctx, backward, in_op
         self.open_ops = open_ops  # names of the ops enclosing this node (nested same-name ops count once in total time)
         self.main = main  # on the stepping thread (a node's children are on its thread)
         self.frame = frame  # the Python frame calling any Python event below (see ``Frame``)
+        self.shape = shape  # the enclosing matmul / convolution in ``Collector.shapes`` (-1: none)
 
 
 class _OpTable:
@@ -137,8 +139,9 @@ class Collector:
         self.gpu: List[GpuActivity] = []
         self.ops = 0
         self.op_table = _OpTable()
+        self.shapes = ShapeTable()  # matmul / convolution signatures (agent/shapes.py)
         self._anchors: Dict[int, Tuple[Tuple[int, ...], int]] = {}
-        self._launches: Dict[int, Tuple[Tuple[int, ...], int, int]] = {}
+        self._launches: Dict[int, Tuple[Tuple[int, ...], int, int, int]] = {}
         self._orphans: List[Any] = []
         self._window_start = 0
         self.collectives = CollectiveIntervals()
@@ -229,6 +232,7 @@ class Collector:
             "top_level_ops": self.ops,
             "ops": self.op_table.records(),
             "collectives": [Collective(self._step_of(start), name, start, end) for name, start, end in self.collectives.found],
+            "shapes": self.shapes.records(),
         }
 
     # -- steps -------------------------------------------------------------
@@ -339,6 +343,7 @@ class Collector:
         chain, root, ctx, backward, frame = state.chain, state.root, state.ctx, state.backward, state.frame
         scope = -1
         op_name = ""
+        shape = state.shape
         if tag == PY_CALL or tag == PY_C_CALL:
             fields = node.extra_fields
             site = self._caller_site(fields, frame)
@@ -387,6 +392,8 @@ class Collector:
                 name = name[len(BACKWARD_PREFIX):]
             elif seq >= 0 and not backward and seq not in self._anchors:
                 self._anchors[seq] = (chain, root)
+            if name in SHAPE_OPS and shape < 0 and self._step_of(start) >= 0:
+                shape = self.shapes.enter(name, fields, self._chain(chain), root, end - start)
             if name.startswith("enumerate(DataLoader)") and ctx in ("", "optimizer"):
                 ctx = "data_loading"
             elif ctx in ("", "optimizer") and is_collective(name):
@@ -452,7 +459,7 @@ class Collector:
             self._leaves(leaves, chain, root, ctx, frame, main)
         if not kids:
             return None
-        return _State(chain, scope, root, ctx, backward, state.in_op or tag == TORCH_OP, open_ops, main, frame), kids
+        return _State(chain, scope, root, ctx, backward, state.in_op or tag == TORCH_OP, open_ops, main, frame, shape), kids
 
     def _leaves(self, leaves: List[Tuple[Any, int, int]], chain: Tuple[int, ...], root: int, ctx: str, frame: Frame,
                 main: bool) -> None:
@@ -560,7 +567,7 @@ class Collector:
     def _kineto(self, node: Any, start: int, state: _State) -> None:
         name = node.name
         if _is_runtime(name):
-            self._launches[node.correlation_id] = (state.chain, state.root, start)
+            self._launches[node.correlation_id] = (state.chain, state.root, start, state.shape)
             main = node.start_tid == self.main_tid
             step = self._step_of(start)
             sync = CUDA_SYNCS.get(name)
@@ -575,20 +582,23 @@ class Collector:
                 self.op_table.add(name, "cpu", main, ns, ns, (self._chain(state.chain), state.root), ns)
             return
         if state.chain or state.root >= 0:
-            self._gpu_activity(node, (state.chain, state.root))
+            self._gpu_activity(node, (state.chain, state.root), state.shape)
         else:
             self._orphans.append(node)
 
-    def _gpu_activity(self, node: Any, owner: Optional[Tuple[Tuple[int, ...], int]]) -> None:
+    def _gpu_activity(self, node: Any, owner: Optional[Tuple[Tuple[int, ...], int]], shape: int = -1) -> None:
         launch = self._launches.get(node.correlation_id)
         if owner is None:
             owner = (launch[0], launch[1]) if launch else ((), -1)
+        if shape < 0 and launch:
+            shape = launch[3]
         step = self._step_of(launch[2] if launch else node.start_time_ns)
         chain = self._chain(owner[0])
         self.gpu.append(GpuActivity(step, chain, owner[1], node.name, node.start_time_ns, node.duration_time_ns))
         if step >= 0:
             ns = node.duration_time_ns
             self.op_table.add(node.name, "cuda", True, ns, ns, (chain, owner[1]), ns)
+            self.shapes.kernel(shape, ns)
 
 
 def _merged(intervals: Any) -> Tuple[List[int], List[int]]:

@@ -35,7 +35,10 @@ from torch.profiler import ProfilerAction, ProfilerActivity, profile, record_fun
 from .channel import write_json
 from .collect import Collector
 from .describe import device_name, user_traceback
+from .memfacts import OptimizerRegistry
+from .resources import resource_records
 from .sampler import FrameSampler
+from .shapes import wants_shapes
 from .steps import StepDetector, cuda_available
 from .usercode import UserCode
 from .wire import WIRE_VERSION, encode_samples
@@ -64,6 +67,7 @@ class CellProfiler:
         self.device = self._device()
         self.sampler = FrameSampler(threading.get_ident(), self.user.is_user, config.get("sample_interval_s", 0.001))
         self.detector = StepDetector(self._on_step, self._on_mode)
+        self.optimizers = OptimizerRegistry()  # what the training state holds, read when the window ends
         self.prof: Optional[profile] = None
         self.whole: Optional[record_function] = None
         self.phase = "whole"  # whole -> scheduled -> saved
@@ -91,7 +95,7 @@ class CellProfiler:
             sched = schedule(skip_first=max(0, self.config.get("skip_first", 1) - 1), wait=self.config.get("wait", 1),
                              warmup=self.config.get("warmup", 2), active=self.config.get("active", 5), repeat=1)
         return profile(activities=activities, schedule=sched, on_trace_ready=self._on_trace_ready,
-                       record_shapes=False, profile_memory=True, with_stack=True)
+                       record_shapes=wants_shapes(self.config, self.device), profile_memory=True, with_stack=True)
 
     # -- callbacks -----------------------------------------------------------
     def _on_mode(self, mode: str) -> None:
@@ -150,9 +154,11 @@ class CellProfiler:
             self.warnings.append(f"trace export failed: {exc}")
         started = time.perf_counter()
         collector = Collector(self.user, self.ignored_dir)
-        collector.collect(prof.profiler.kineto_results.experimental_event_tree())
+        tree = prof.profiler.kineto_results.experimental_event_tree()
+        collector.collect(tree)
         self.meta["collect_s"] = round(time.perf_counter() - started, 3)
         self.raw = collector.result()
+        self.raw.update(resource_records(tree, collector, self.user, self.optimizers, self.device))
         strings: Dict[str, int] = {}
         self.raw["samples"] = encode_samples(self.sampler.samples, self.user.absolute, strings)
         self.raw["strings"] = list(strings)
@@ -179,6 +185,7 @@ class CellProfiler:
 
     def _run(self, fn: Callable[[], Any]) -> None:
         self.detector.install()
+        self.optimizers.install()
         self.prof = self._profiler(scheduled=False)
         self.prof.start()
         self.sampler.start()
@@ -202,6 +209,7 @@ class CellProfiler:
 
     def _finish(self) -> None:
         self.detector.uninstall()
+        self.optimizers.uninstall()
         if self.phase == "whole":
             self._close_whole()
         prof = self.prof

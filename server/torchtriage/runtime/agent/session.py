@@ -26,10 +26,13 @@ from .channel import Channel, write_json
 from .wire import WIRE_VERSION, encode_samples
 from .collect import Collector
 from .describe import device_name, user_traceback
+from .memfacts import OptimizerRegistry
+from .resources import resource_records
 from .ranks import DdpWatch, rank_identity, tensorboard_name
 from .dtypes import DtypeRecorder
 from .dynamo_watch import DynamoWatch
 from .sampler import FrameSampler
+from .shapes import wants_shapes
 from .steps import StepDetector, cuda_available
 from .tracefile import RAW_NAME, TraceWriter
 from .usercode import UserCode, default_roots
@@ -60,6 +63,7 @@ class Session:
         self.device = self._device()
         self.sampler = FrameSampler(threading.get_ident(), self.user.is_user, config.get("sample_interval_s", 0.001))
         self.detector = StepDetector(self._on_step, self._on_mode)
+        self.optimizers = OptimizerRegistry()  # what the training state holds, read when the window ends
         self.workers = WorkerSampling(self.out_dir, self.user.is_user, self.sampler.interval_s)
         # Under torchrun: who this rank is, and what its DDP models do (None otherwise).
         self.identity = rank_identity() if "rank" in config else None
@@ -96,7 +100,7 @@ class Session:
             activities=activities,
             schedule=self.window,
             on_trace_ready=self._on_trace_ready,
-            record_shapes=False,
+            record_shapes=wants_shapes(self.config, self.device),  # operand sizes of matmuls and convolutions (agent/shapes.py)
             profile_memory=True,
             with_stack=True,
         )
@@ -187,7 +191,8 @@ class Session:
         self._stage("attributing events to lines", 0.0)
         collector = Collector(self.user, self.agent_dir, max_events=int(self.config.get("max_events", MAX_EVENTS)), progress=self._walked,
                               dtypes=self.dtypes if prof.record_shapes else None)  # dtypes need the ops' inputs
-        collector.collect(prof.profiler.kineto_results.experimental_event_tree(), self.step_hints)
+        tree = prof.profiler.kineto_results.experimental_event_tree()
+        collector.collect(tree, self.step_hints)
         timings["collect_s"] = time.perf_counter() - started
         self.meta["events"] = collector.events
         self.meta["record_shapes"] = bool(prof.record_shapes)
@@ -204,6 +209,7 @@ class Session:
             self.meta["steps_dropped"] = collector.steps_recorded - len(collector.steps)
         self.raw = collector.result()
         self.raw["dtype_events"] = self.dtypes.records(len(collector.steps))
+        self.raw.update(resource_records(tree, collector, self.user, self.optimizers, self.device))
         strings: Dict[str, int] = {}
         self.raw["samples"] = encode_samples(self.sampler.samples, self.user.absolute, strings)
         if os.path.isdir(self.workers.folder):
@@ -272,6 +278,7 @@ class Session:
             self.ddp.install()
         self.dtypes.install()  # before the detector: its optimizer hook decides record_shapes before a step starts the warm-up
         self.detector.install()
+        self.optimizers.install()
         self.workers.install()
         self.dynamo.install()
         self.prof.start()
@@ -310,6 +317,7 @@ class Session:
         self.window.stop()
         self.detector.uninstall()
         self.dtypes.uninstall()
+        self.optimizers.uninstall()
         if not self.saved and self.prof is not None:
             recording = self.prof.current_action in RECORDING
             if recording:

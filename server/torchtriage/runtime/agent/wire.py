@@ -16,11 +16,13 @@ Version 3: ``compiles`` and ``graph_breaks`` (torch.compile, from ``dynamo_watch
 them, from ``dtypes``).
 ``collectives`` (``Collective`` records) is a key added without a version bump:
 an older agent's file lacks it, which reads as "no collectives seen".
+Version 4: ``shapes``, ``held``, ``optimizers``, ``gaps`` and ``device_facts`` (Tensor-Core
+shapes, where peak memory goes, GPU idle gaps, the math settings).
 """
 
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Type, TypeVar
 
-WIRE_VERSION = 3
+WIRE_VERSION = 4
 
 
 class Step(NamedTuple):
@@ -192,7 +194,77 @@ class Collective(NamedTuple):
     end_ns: int
 
 
-Record = TypeVar("Record", Step, Site, Charge, Root, Alloc, Sync, GpuActivity, Sample, OpStat, Collective, Compile, GraphBreak, DtypeEvent)
+class ShapeStat(NamedTuple):
+    """One matmul or convolution signature over the recorded steps: the op, its dtype and the
+    sizes of the two operands that define the math (``7x30,30x50``; for a convolution the input
+    and the weight), with calls, host time, and the device time of the kernels it launched.
+    ``chain``/``root`` name the caller with the longest call, as in ``OpStat``."""
+
+    name: str
+    dtype: str
+    dims: str
+    calls: int
+    cpu_ns: int
+    gpu_ns: int
+    chain: int
+    root: int
+
+
+class Held(NamedTuple):
+    """One storage the training state holds when the window ends: ``kind`` "parameter",
+    "gradient" or "optimizer_state"; ``ptr`` is the allocation's address (matches ``Alloc.ptr``)."""
+
+    kind: str
+    device: str
+    ptr: int
+    nbytes: int
+
+
+class OptimizerInfo(NamedTuple):
+    """One optimizer that stepped: its class, the parameters it updates (elements), the bytes of
+    its state, and the implementation it was asked for ("fused" | "foreach" | "for-loop" | "default")."""
+
+    name: str
+    params: int
+    state_bytes: int
+    implementation: str
+
+
+class Gap(NamedTuple):
+    """One of the largest GPU idle gaps: when, how long, and what the main thread was doing in it
+    (the innermost user line; ``exact`` False when only the function is known, ``cpu`` the innermost
+    event, ``probes`` of ``PROBES`` points in the gap that landed there) and the kernel after it."""
+
+    step: int
+    start_ns: int
+    ns: int
+    path: str
+    line: int
+    function: str
+    exact: bool
+    cpu: str
+    probes: int
+    next_kernel: str
+
+
+class DeviceFacts(NamedTuple):
+    """Math settings and allocator figures read when the window ends (``capability`` -1 on CPU;
+    byte figures 0 where the device has no caching allocator)."""
+
+    float32_matmul_precision: str
+    allow_tf32: bool
+    cudnn_allow_tf32: bool
+    capability_major: int
+    capability_minor: int
+    reserved_peak_bytes: int
+    allocated_peak_bytes: int
+    inactive_split_peak_bytes: int
+    total_bytes: int
+    alloc_conf: str
+
+
+Record = TypeVar("Record", Step, Site, Charge, Root, Alloc, Sync, GpuActivity, Sample, OpStat, Collective, Compile, GraphBreak,
+                 DtypeEvent, ShapeStat, Held, OptimizerInfo, Gap, DeviceFacts)
 
 # agent.json key -> record type
 RECORDS: Dict[str, Type[Any]] = {
@@ -210,6 +282,11 @@ RECORDS: Dict[str, Type[Any]] = {
     "compiles": Compile,
     "graph_breaks": GraphBreak,
     "dtype_events": DtypeEvent,
+    "shapes": ShapeStat,
+    "held": Held,
+    "optimizers": OptimizerInfo,
+    "gaps": Gap,
+    "device_facts": DeviceFacts,
 }
 
 

@@ -18,6 +18,7 @@ from ..model import OK_STATUSES
 from .comparison import comparison_html
 from .compile_section import compile_html, finding_more_html
 from .ranks import ranks_html
+from .device import device_html
 from .sections import base_dir, files_html, loc, operators_html, where
 from .svg import Bar, bar_chart, color, line_chart, stacked_bar
 
@@ -240,6 +241,7 @@ def render_html(report: dict[str, Any], run_dir: Path | None = None, comparison:
             operators_html(report),
             _memory(report),
             compile_html(report),
+            device_html(report),
             _tables(report),
             files_html(report, base),
             _footer(report),

@@ -25,6 +25,12 @@ COLORS = MappingProxyType(
         "communication": "#29335c",
         "idle": "#c9c9c9",
         "memory": "#7b2cbf",
+        # memory at the peak (html/device.py)
+        "parameters": "#2e86ab",
+        "gradients": "#669bbc",
+        "optimizer_state": "#8e5572",
+        "activations": "#e4572e",
+        "other": "#c9c9c9",
     }
 )
 FONT = "font-family='system-ui,-apple-system,Segoe UI,sans-serif' font-size='12'"
