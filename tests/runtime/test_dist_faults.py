@@ -57,7 +57,12 @@ def test_ranks_that_ignore_sigterm_are_killed_with_everything_they_started(tmp_p
             timers[0].start()
 
     child = TorchrunChild(options, dist, on_event=on_event, grace_s=3.0)
-    outcome = run_agent(options, child=child)
+    # As the CLI does (cli._interruptible): SIGINT raises here even if this test process inherited it ignored.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        outcome = run_agent(options, child=child)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert outcome.reason == "interrupted"
     assert sorted(child.rank_pids) == [0, 1]
     assert not any(alive(pid) for pid in child.rank_pids.values()) and not alive(outcome.pid)

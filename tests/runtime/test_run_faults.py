@@ -83,15 +83,25 @@ def test_timeout_kills_the_whole_group_and_keeps_the_window(tmp_path: Path) -> N
     assert outcome.agent["meta"]["steps_seen"] >= 1
 
 
-def test_ctrl_c_stops_the_run_keeps_what_was_recorded_and_leaves_nothing(tmp_path: Path) -> None:
-    """SIGINT to the CLI (what Ctrl-C in a terminal sends it) while the script hangs after its window."""
+def _ignore_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("started", ["plainly", "with SIGINT ignored"])
+def test_ctrl_c_stops_the_run_keeps_what_was_recorded_and_leaves_nothing(tmp_path: Path, started: str) -> None:
+    """SIGINT to the CLI (what Ctrl-C in a terminal, or an editor's cancel, sends it) while the script hangs
+    after its window; also when the CLI inherits SIGINT ignored (``nohup``, a background job, an editor or a
+    Jupyter server started that way), as Python then leaves it ignored."""
     import signal
     import subprocess
 
     out = tmp_path / "run"
     command = [sys.executable, "-m", "torchtriage", "profile", "--progress", "json", "--full", "--out", str(out),
                *FAST, str(DATA / "faults.py"), "--", "hang"]
-    cli = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    cli = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                           preexec_fn=_ignore_sigint if started != "plainly" else None)
     watchdog = threading.Timer(120, cli.kill)  # never hang the suite
     watchdog.start()
     assert cli.stdout is not None

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import traceback
 from typing import Sequence
 
@@ -32,8 +34,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interruptible() -> None:
+    """Make SIGINT raise KeyboardInterrupt even when this process inherited it ignored.
+
+    Ctrl-C, and an editor's or the Jupyter server's cancel (SIGINT to the process group),
+    is how a profile or a lab run is stopped with what was recorded kept.  Python leaves
+    an inherited SIG_IGN in place (``nohup``, a background job, a server started that way),
+    so without this a cancel would never reach the run.
+    """
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns its exit code."""
+    _interruptible()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
