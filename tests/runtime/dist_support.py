@@ -54,6 +54,23 @@ def alive(pid: int) -> bool:
         return False
 
 
+def processes_of_run(out: Path) -> list[int]:
+    """Live pids (other than ours) whose environment names the run folder ``out`` (the agent's config
+    carries it), whether or not they lived long enough to write an agent.json."""
+    needle = str(out).encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as environ:
+                if needle in environ.read() and alive(int(entry)):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
 def processes_with(text: str) -> list[int]:
     """Pids (other than ours) whose command line contains ``text``."""
     found = []
