@@ -21,6 +21,7 @@ from . import check, compare, lab, lsp, profile
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
+INTERRUPTIBLE_COMMANDS = ("profile", "lab")  # they run the user's script and stop it on SIGINT
 COMMAND_GROUPS = (check, profile, compare, lab, lsp)
 
 
@@ -40,7 +41,8 @@ def _interruptible() -> None:
     Ctrl-C, and an editor's or the Jupyter server's cancel (SIGINT to the process group),
     is how a profile or a lab run is stopped with what was recorded kept.  Python leaves
     an inherited SIG_IGN in place (``nohup``, a background job, a server started that way),
-    so without this a cancel would never reach the run.
+    so without this a cancel would never reach the run.  Only for the commands that run a
+    script: the others (the language server) keep what their parent chose.
     """
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -48,9 +50,10 @@ def _interruptible() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns its exit code."""
-    _interruptible()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in INTERRUPTIBLE_COMMANDS:
+        _interruptible()
     if not getattr(args, "handler", None):
         parser.print_help()
         return EXIT_ERROR
