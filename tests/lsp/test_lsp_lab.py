@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import DATA, open_text, wait_for
+from lsp_helpers import DATA, alive, open_text, wait_for
 
 pytestmark = [
     pytest.mark.slow,
@@ -100,18 +99,5 @@ async def test_cancelling_the_lab_kills_its_run(client: LanguageClient, tmp_path
     client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
     with pytest.raises(JsonRpcException):
         await asyncio.wait_for(request, timeout=30)
-    await wait_for(lambda: not _alive(pid), timeout=10, what="the script process to die")
+    await wait_for(lambda: not alive(pid), timeout=10, what="the script process to die")
     assert client.progress_reports[token][-1].kind == "end"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie waiting for its parent is dead for our purpose
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] != "Z"
-    except OSError:
-        return False
-    return True

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import DATA, NOTEBOOK, cell_uri, edit, open_notebook, open_text, wait_for
+from lsp_helpers import DATA, NOTEBOOK, alive, cell_uri, edit, open_notebook, open_text, wait_for
 
 pytestmark = [
     pytest.mark.slow,
@@ -134,7 +133,7 @@ async def test_cancel_kills_the_run(client: LanguageClient, tmp_path: Path):
     client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
     with pytest.raises(JsonRpcException):
         await asyncio.wait_for(request, timeout=30)
-    await wait_for(lambda: not _alive(pid), timeout=10, what="the script process to die")
+    await wait_for(lambda: not alive(pid), timeout=10, what="the script process to die")
     assert client.progress_reports[token][-1].kind == "end"
 
 
@@ -154,25 +153,12 @@ async def test_cancel_request_kills_the_run(client: LanguageClient, tmp_path: Pa
     await wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=60, what="the script to start")
     pid = int(pid_file.read_text())
     client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="profile-to-cancel"))
-    await wait_for(lambda: not _alive(pid), timeout=15, what="the script process to die")
+    await wait_for(lambda: not alive(pid), timeout=15, what="the script process to die")
     [token] = list(client.progress_reports)
     await wait_for(lambda: client.progress_reports[token][-1].kind == "end", what="progress end")
     assert client.progress_reports[token][-1].message == "cancelled"
     with pytest.raises(Exception):  # answered with an error (RequestCancelled), or never answered
         await asyncio.wait_for(asyncio.wrap_future(request), timeout=5)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie waiting for its parent is dead for our purpose
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] != "Z"
-    except OSError:
-        return False
-    return True
 
 
 async def test_profile_settings_choose_steps_timeout_and_run_folder(client: LanguageClient, tmp_path: Path):

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from run_support import DATA, FAST
+from run_support import DATA, FAST, alive
 
 SCRIPT = DATA / "ddp_train.py"
 
@@ -43,15 +43,6 @@ def rank_pids(run: Path) -> list[int]:
         if isinstance(pid, int):
             pids.append(pid)
     return pids
-
-
-def alive(pid: int) -> bool:
-    """Running and not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def processes_of_run(out: Path) -> list[int]:

@@ -24,6 +24,27 @@ def profile_cli(tmp_path: Path, script: str, *script_args: str, options: tuple[s
     return proc, out
 
 
+def profile_source(base: Path, name: str, source: str, timeout: float = 300) -> tuple[Path, Path]:
+    """Write ``source`` as ``base/<name>.py`` and run ``torchtriage profile`` on it (the FAST window),
+    failing the test if the run fails; returns the script and its run folder."""
+    script = base / f"{name}.py"
+    script.write_text(source, encoding="utf-8")
+    folder = base / f"run_{name}"
+    command = [sys.executable, "-m", "torchtriage", "profile", "--quiet", "--out", str(folder), *FAST, str(script)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=base)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return script, folder
+
+
+def alive(pid: int) -> bool:
+    """Running and not a zombie (a zombie waiting for its parent is dead for our purpose)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def load_profile(run_dir: Path) -> ProfileData:
     return ProfileData.load(run_dir / "profile.json")
 

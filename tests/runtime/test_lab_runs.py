@@ -14,6 +14,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from run_support import alive
 
 from torchtriage.runtime.lab.report import load_lab_schema
 
@@ -164,18 +165,6 @@ def test_repeats_are_interleaved_and_widen_the_spread(tmp_path: Path) -> None:
     assert ended == sorted(ended)  # fp32, bf16, fp32, bf16
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie waiting for its parent is dead for our purpose
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] != "Z"
-    except OSError:
-        return False
-    return True
-
 
 def test_sigterm_stops_the_run_in_progress_and_nothing_more_runs(tmp_path: Path) -> None:
     script = tmp_path / "never_steps.py"
@@ -191,7 +180,7 @@ def test_sigterm_stops_the_run_in_progress_and_nothing_more_runs(tmp_path: Path)
     lab.send_signal(signal.SIGTERM)
     output, _ = lab.communicate(timeout=60)
     assert lab.returncode == 130, output
-    assert not _alive(pid)
+    assert not alive(pid)
     document = json.loads((out / "lab.json").read_text())
     VALIDATOR.validate(document)
     rows = rows_by_name(document)
@@ -214,4 +203,4 @@ def test_a_script_that_never_steps_is_not_run_again(tmp_path: Path) -> None:
     assert rows["fp32"]["reason"] == "no_steps" and "no optimizer step" in rows["fp32"]["message"]
     assert rows["bf16"]["status"] == "not_run" and rows["bf16"]["reason"] == "no_steps"
     assert "the fp32 run saw no training step" in rows["bf16+compile"]["message"]
-    assert not _alive(int(Path(str(script) + ".pid").read_text()))
+    assert not alive(int(Path(str(script) + ".pid").read_text()))

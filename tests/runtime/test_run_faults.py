@@ -11,21 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
-from run_support import DATA, FAST, load_profile, profile_cli
+from run_support import DATA, FAST, alive, load_profile, profile_cli
 
 from torchtriage.runtime.runner import RunOptions, run_agent
 
 pytestmark = pytest.mark.slow
 PY310 = Path("/root/.pyenv/versions/3.10.13/bin/python")
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as stat:  # a zombie is dead for our purpose
-        return stat.read().split()[2] != "Z"
 
 
 def test_script_that_raises_keeps_partial_window_and_traceback(tmp_path: Path) -> None:
@@ -77,7 +69,7 @@ def test_timeout_kills_the_whole_group_and_keeps_the_window(tmp_path: Path) -> N
     )
     outcome = run_agent(options)
     assert outcome.reason == "timeout" and "--timeout 20" in outcome.message
-    assert not _alive(outcome.pid) and _group_members(outcome.pid) == []
+    assert not alive(outcome.pid) and _group_members(outcome.pid) == []
     # the agent saved what it had on SIGTERM: the full window unless a loaded machine made start-up slower than 20 s
     assert outcome.agent is not None and outcome.agent["status"]["status"] in ("completed", "killed")
     assert outcome.agent["meta"]["steps_seen"] >= 1
@@ -116,7 +108,7 @@ def test_ctrl_c_stops_the_run_keeps_what_was_recorded_and_leaves_nothing(tmp_pat
     cli.communicate(timeout=60)
     watchdog.cancel()
     assert cli.returncode == 1  # the script did not finish: what was recorded is written
-    assert all(not _alive(pid) for pid in script)
+    assert all(not alive(pid) for pid in script)
     profile = load_profile(out)
     assert profile.status.status == "interrupted" and "Ctrl-C" in profile.status.message
     assert len(profile.steps) == 3 and (out / "report.json").exists()

@@ -10,14 +10,13 @@ checked, never times.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import jsonschema
 import pytest
 from rich.console import Console
+from run_support import profile_source
 
 import torchtriage.runtime.agent as agent_package
 from torchtriage.runtime.html import render_html
@@ -140,15 +139,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     out = {}
     for name, body in SCRIPTS.items():
         source = HEADER + textwrap.dedent(body)
-        script = base / f"{name}.py"
-        script.write_text(source, encoding="utf-8")
-        folder = base / f"run_{name}"
-        proc = subprocess.run(
-            [sys.executable, "-m", "torchtriage", "profile", "--quiet", "--out", str(folder), "--skip-first", "1", "--wait", "0",
-             "--warmup", "1", "--active", "3", str(script)],
-            capture_output=True, text=True, timeout=300, cwd=base,
-        )
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+        script, folder = profile_source(base, name, source)
         out[name] = Run(folder, script, source)
     return out
 

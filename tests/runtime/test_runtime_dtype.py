@@ -9,13 +9,12 @@ codes and bytes derived from the shapes are checked, never times.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import jsonschema
 import pytest
+from run_support import profile_source
 
 from torchtriage.runtime.model import ProfileData
 from torchtriage.runtime.report import load_schema
@@ -90,15 +89,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[dict, Prof
     out = {}
     for name, body in SCRIPTS.items():
         source = HEADER + textwrap.dedent(body)
-        script = base / f"{name}.py"
-        script.write_text(source, encoding="utf-8")
-        folder = base / f"run_{name}"
-        proc = subprocess.run(
-            [sys.executable, "-m", "torchtriage", "profile", "--quiet", "--out", str(folder), "--skip-first", "1", "--wait", "0",
-             "--warmup", "1", "--active", "3", str(script)],
-            capture_output=True, text=True, timeout=300, cwd=base,
-        )
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+        script, folder = profile_source(base, name, source)
         out[name] = (json.loads((folder / "report.json").read_text()), ProfileData.load(folder / "profile.json"), script, source)
     return out
 
