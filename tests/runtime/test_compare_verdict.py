@@ -78,6 +78,26 @@ def test_repeats_widen_the_spread_to_the_range_across_runs(tmp_path: Path) -> No
     assert "within the spread of 3.0 ms (range over 3 runs)" in repeated["verdict"]["text"]
 
 
+def test_a_steady_difference_under_five_percent_is_no_measurable_change(tmp_path: Path) -> None:
+    """Each run steady to 0.1 ms, 1.5% apart: as far apart as two runs of one script; 6% apart is slower."""
+    script = tmp_path / "train.py"
+    steady = [20.0, 20.1, 19.9]
+    write_run(tmp_path / "a", script, loader_script(0), steady, LOADER_BOUND, LINES_BEFORE,
+              repeats=repeats_of([19.95, 20.0, 20.05], LOADER_BOUND, kept=2))
+    write_run(tmp_path / "b", script, loader_script(0), [t * 1.015 for t in steady], LOADER_BOUND, LINES_BEFORE,
+              repeats=repeats_of([20.25, 20.3, 20.35], LOADER_BOUND, kept=2))
+    close = _valid(compare_runs(load_run(tmp_path / "a"), load_run(tmp_path / "b")))
+    step = close["step_time"]
+    assert step["after_spread_ms"] == pytest.approx(0.1) and step["threshold_ms"] == pytest.approx(1.0)
+    assert step["change"] == "none" and not step["measurable"]
+    assert close["verdict"]["text"] == (
+        "no measurable change: step 20 \u2192 20 ms (+1.5%), within 5% of the step (1.0 ms), the least a comparison of two runs calls measurable")
+    write_run(tmp_path / "c", script, loader_script(0), [t * 1.06 for t in steady], LOADER_BOUND, LINES_BEFORE,
+              repeats=repeats_of([21.15, 21.2, 21.25], LOADER_BOUND, kept=2))
+    apart = _valid(compare_runs(load_run(tmp_path / "a"), load_run(tmp_path / "c")))
+    assert apart["step_time"]["change"] == "slower" and apart["step_time"]["threshold_ms"] == pytest.approx(1.0)
+
+
 def test_slower_names_the_category_that_grew(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     text = loader_script(2)

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..model import CATEGORIES
 from .matching import LineMatch, Side
-from .spread import Spread, measurable
+from .spread import Spread, measurable, share_threshold, step_threshold
 
 FASTER, SLOWER, NONE = "faster", "slower", "none"
 
@@ -21,10 +21,11 @@ def _r(x: float, digits: int = 4) -> float:
 
 
 def step_time(a: dict[str, Any], b: dict[str, Any], sa: Spread, sb: Spread) -> dict[str, Any]:
-    """Mean step before and after, the change, and whether it exceeds the larger spread."""
+    """Mean step before and after, the change, and whether it exceeds the threshold (spread or floor)."""
     before, after = float(a["step_time_ms"]), float(b["step_time_ms"])
     delta = after - before
-    moved = measurable(delta, sa.step_ms, sb.step_ms) and before > 0 and after > 0
+    threshold = step_threshold(before, sa, sb)
+    moved = measurable(delta, threshold) and before > 0 and after > 0
     return {
         "before_ms": _r(before),
         "after_ms": _r(after),
@@ -33,6 +34,7 @@ def step_time(a: dict[str, Any], b: dict[str, Any], sa: Spread, sb: Spread) -> d
         "speedup": _r(before / after, 3) if after > 0 else 0.0,
         "before_spread_ms": _r(sa.step_ms),
         "after_spread_ms": _r(sb.step_ms),
+        "threshold_ms": _r(threshold),
         "measurable": moved,
         "change": (FASTER if delta < 0 else SLOWER) if moved else NONE,
     }
@@ -44,7 +46,7 @@ def categories(a: dict[str, Any], b: dict[str, Any], sa: Spread, sb: Spread) -> 
     for c in CATEGORIES:
         before, after = float(a["breakdown"].get(c, 0.0)), float(b["breakdown"].get(c, 0.0))
         before_ms, after_ms = float(a["breakdown_ms"].get(c, 0.0)), float(b["breakdown_ms"].get(c, 0.0))
-        spread = max(sa.shares.get(c, 0.0), sb.shares.get(c, 0.0))
+        spread = share_threshold(c, sa, sb)
         moved = measurable(after - before, spread)
         rows.append({
             "category": c,
@@ -78,8 +80,8 @@ def _side(side: Side | None) -> dict[str, Any] | None:
     }
 
 
-def lines(matches: list[LineMatch], sa: Spread, sb: Spread) -> list[dict[str, Any]]:
-    """The matched hot lines with their change in ms per step, largest change first."""
+def lines(matches: list[LineMatch], threshold_ms: float) -> list[dict[str, Any]]:
+    """The matched hot lines with their change in ms per step (measurable beyond the step's threshold), largest first."""
     rows = []
     for m in matches:
         before, after = _side(m.before), _side(m.after)
@@ -91,7 +93,7 @@ def lines(matches: list[LineMatch], sa: Spread, sb: Spread) -> list[dict[str, An
             "before": before,
             "after": after,
             "delta_ms": _r(delta),
-            "measurable": measurable(delta, sa.step_ms, sb.step_ms),
+            "measurable": measurable(delta, threshold_ms),
         })
     rows.sort(key=lambda r: (-abs(r["delta_ms"]), -(r["after"] or r["before"] or {}).get("ms_per_step", 0.0)))
     return rows

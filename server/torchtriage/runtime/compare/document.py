@@ -21,7 +21,7 @@ from .runs import COMPARE_JSON, Run
 from .spread import REPEATS, run_spread
 from .verdict import verdict
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "compare_schema.json"
 SINGLE_RUN_NOTE = (
     "single runs: differences are judged against each run's own per-step spread, which does not see run-to-run "
@@ -107,7 +107,7 @@ def compare_runs(before: Run, after: Run) -> dict[str, Any]:
         },
         "step_time": step,
         "categories": rows,
-        "lines": deltas.lines(match_hot_lines(a, b, matcher), sa, sb),
+        "lines": deltas.lines(match_hot_lines(a, b, matcher), step["threshold_ms"]),
         "counts": deltas.counts(a, b),
         "memory": deltas.memory(a, b),
         "findings": [_fate(f) for f in fates],

@@ -5,8 +5,8 @@ the range (max - min) of the runs' mean step times, and of each category's
 share of their mean steps.  A single run has only its own steps: the
 interquartile range of its step times, and of each category's per-step share
 (report.json ``breakdown_spread``).  A difference between two runs is
-measurable when it exceeds the larger of the two spreads; otherwise it is "no
-measurable change".  A single run's steps do not see what changes from one
+measurable when it exceeds the larger of the two spreads and a floor (5% of
+the step, 2 points of a share); otherwise it is "no measurable change".  A single run's steps do not see what changes from one
 run to the next (other programs, caches, clocks), so without repeats the
 verdict says so.
 """
@@ -21,6 +21,13 @@ from ..model import CATEGORIES, OK_STATUSES
 
 REPEATS = "repeats"
 STEPS = "steps"
+
+# Below these a difference is never called measurable, whatever the spreads say.  Two runs of one
+# script on one machine differ by a few percent even when each run is steady: on a quiet 2-core
+# machine, two `--repeat 3` runs of the same 22 ms step differed by 1.5% while each run's range
+# was 0.1-0.2 ms (other programs, caches and clocks change between runs, not within one).
+MIN_STEP_CHANGE = 0.05  # of the before step
+MIN_SHARE_CHANGE = 0.02  # of a category's share (2 points)
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,21 @@ def run_spread(report: dict[str, Any]) -> Spread:
     per_step = report.get("breakdown_spread") or {}
     shares = {c: float(per_step[c]["q3"]) - float(per_step[c]["q1"]) if c in per_step else 0.0 for c in CATEGORIES}
     return Spread(STEPS, 1, steps, _iqr([float(t) for t in report.get("step_times_ms") or []]), shares)
+
+
+def step_threshold(before_ms: float, sa: Spread, sb: Spread) -> float:
+    """The least step-time difference (ms) that counts: the larger spread, at least 5% of the step."""
+    return max(sa.step_ms, sb.step_ms, MIN_STEP_CHANGE * before_ms)
+
+
+def floor_applies(before_ms: float, sa: Spread, sb: Spread) -> bool:
+    """Whether the 5% floor, not a run's spread, sets the threshold."""
+    return MIN_STEP_CHANGE * before_ms > max(sa.step_ms, sb.step_ms)
+
+
+def share_threshold(category: str, sa: Spread, sb: Spread) -> float:
+    """The least share difference of ``category`` that counts: the larger spread, at least 2 points."""
+    return max(sa.shares.get(category, 0.0), sb.shares.get(category, 0.0), MIN_SHARE_CHANGE)
 
 
 def measurable(delta: float, *spreads: float) -> bool:

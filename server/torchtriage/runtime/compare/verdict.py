@@ -14,7 +14,7 @@ from typing import Any
 
 from .deltas import FASTER, NONE, SLOWER
 from .matching import FindingFate
-from .spread import Spread
+from .spread import MIN_STEP_CHANGE, Spread, floor_applies
 
 ARROW = "\u2192"
 
@@ -63,6 +63,14 @@ def _credited(fates: list[FindingFate], rows: list[dict[str, Any]], change: str)
     return [f for f in fates if f.status == "fixed" and f.category in down]
 
 
+def _within(step: dict[str, Any], spreads: tuple[Spread, Spread]) -> str:
+    """What the step's difference stayed inside: the larger run's spread, or the 5% floor."""
+    if floor_applies(step["before_ms"], *spreads):
+        return f"within {MIN_STEP_CHANGE:.0%} of the step ({ms(step['threshold_ms'])} ms), the least a comparison of two runs calls measurable"
+    widest = spreads[0] if spreads[0].step_ms >= spreads[1].step_ms else spreads[1]
+    return f"within the spread of {ms(widest.step_ms)} ms ({widest.describe()})"
+
+
 def verdict(
     step: dict[str, Any],
     rows: list[dict[str, Any]],
@@ -77,12 +85,10 @@ def verdict(
     moved = f"{title(lead['category'])} {pct(lead['before_share'])} {ARROW} {pct(lead['after_share'])}" if lead else ""
     steps = f"step {ms(step['before_ms'])} {ARROW} {ms(step['after_ms'])} ms"
     if change == NONE:
-        spread = max(spreads[0].step_ms, spreads[1].step_ms)
-        how = spreads[0].describe() if spreads[0].step_ms >= spreads[1].step_ms else spreads[1].describe()
         pct_change = f"{step['delta_pct']:+.1f}".replace("-", "\u2212")
-        text = f"no measurable change: {steps} ({pct_change}%), within the spread of {ms(spread)} ms ({how})"
+        text = f"no measurable change: {steps} ({pct_change}%), {_within(step, spreads)}"
         if moved:
-            text += f"; {moved}, but the step time did not move beyond the spread"
+            text += f"; {moved}, but the step time did not move measurably"
         fixed = [f for f in fates if f.status == "fixed"]
         if fixed:
             text += f"; {_codes(fixed).replace(' fix (', ' fixed (')}, with no measurable effect on the step"
