@@ -151,7 +151,7 @@ class _Finder:
                 loops.append((node, trains, sum(1 for _ in self.ctx.ancestors(node))))
         hooks = [f for name in LIGHTNING_STEP_METHODS | LIGHTNING_BATCH_HOOKS for f in self.functions.get(name, ())]
         for func in sorted(hooks, key=lambda f: (f.lineno, f.col_offset)):
-            if self._is_method(func):
+            if self.ctx.is_method(func):
                 self._maybe_lightning(func)
         # Innermost loops first, so nested step loops (micro-batches) own their nodes.
         loops.sort(key=lambda item: -item[2])
@@ -324,7 +324,7 @@ class _Finder:
         for arg in call.args:
             if isinstance(arg, ast.Name):
                 for func in self.functions.get(arg.id, ()):
-                    if not self._is_method(func):
+                    if not self.ctx.is_method(func):
                         self._add_function(func, "step-function", set(), set(), call, hot_path)
         for candidate in self._callees(call, region):
             if candidate.name in _NOT_FOLLOWED:
@@ -344,26 +344,17 @@ class _Finder:
     def _callees(self, call: ast.Call, region: HotRegion) -> list[FunctionNode]:
         func = call.func
         if isinstance(func, ast.Name):
-            return [f for f in self.functions.get(func.id, []) if not self._is_method(f)]
+            return [f for f in self.functions.get(func.id, []) if not self.ctx.is_method(f)]
         if not isinstance(func, ast.Attribute):
             return []
         receiver = self.ctx.dotted(func.value)
         if receiver == "self":
-            owner = self._owner_class(region.node)
+            owner = self.ctx.enclosing_class(region.node)
         elif receiver in self.instances:
             owner = self.classes.get(self.instances[receiver])
         else:
             return []
         return [f for f in self.functions.get(func.attr, []) if owner is not None and self.ctx.parents.get(f) is owner]
-
-    def _is_method(self, func: FunctionNode) -> bool:
-        return isinstance(self.ctx.parents.get(func), ast.ClassDef)
-
-    def _owner_class(self, node: ast.AST) -> ast.ClassDef | None:
-        for ancestor in self.ctx.ancestors(node):
-            if isinstance(ancestor, ast.ClassDef):
-                return ancestor
-        return None
 
     def _find_epoch_loops(self, step_loops: set[ast.AST]) -> None:
         """Non-step loops that contain a step loop, directly or through a call of this file."""

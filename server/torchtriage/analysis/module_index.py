@@ -153,6 +153,17 @@ class ModuleIndex:
                 return ancestor
         return None
 
+    def enclosing_class(self, node: ast.AST) -> ast.ClassDef | None:
+        """The innermost class whose body holds ``node`` (through its methods), if any."""
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, ast.ClassDef):
+                return ancestor
+        return None
+
+    def is_method(self, func: ast.AST) -> bool:
+        """Whether a function is defined directly in a class body."""
+        return isinstance(self.parents.get(func), ast.ClassDef)
+
     def enclosing_statement(self, node: ast.AST) -> ast.stmt | None:
         current: ast.AST | None = node
         while current is not None and not isinstance(current, ast.stmt):

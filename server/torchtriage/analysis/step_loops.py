@@ -50,9 +50,9 @@ class StepLoopJudge:
 
     def _loop_callees(self, loop: Loop, facts: LoopFacts) -> list[FunctionNode]:
         """Functions of this file a loop's own body calls: by plain name, and ``self.`` methods of its class."""
-        found = [f for name in facts.called_names for f in self.functions.get(name, ()) if not self._is_method(f)]
+        found = [f for name in facts.called_names for f in self.functions.get(name, ()) if not self.ctx.is_method(f)]
         if facts.self_called:
-            owner = self._owner_class(loop)
+            owner = self.ctx.enclosing_class(loop)
             found += [
                 f for name in facts.self_called for f in self.functions.get(name, ())
                 if owner is not None and self.ctx.parents.get(f) is owner
@@ -84,13 +84,13 @@ class StepLoopJudge:
         return self.trains_through_calls(func, 2)
 
     def _function_callees(self, func: FunctionNode) -> list[FunctionNode]:
-        owner = self._owner_class(func)
+        owner = self.ctx.enclosing_class(func)
         found: list[FunctionNode] = []
         for node in ast.walk(func):
             if not isinstance(node, ast.Call):
                 continue
             if isinstance(node.func, ast.Name):
-                found += [f for f in self.functions.get(node.func.id, ()) if not self._is_method(f)]
+                found += [f for f in self.functions.get(node.func.id, ()) if not self.ctx.is_method(f)]
             elif isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == "self":
                 found += [f for f in self.functions.get(node.func.attr, ()) if owner is not None and self.ctx.parents.get(f) is owner]
         return found
@@ -103,15 +103,6 @@ class StepLoopJudge:
             name is None or (name not in self.functions and name not in self.ctx.aliases)
             for name in facts.model_callees
         )
-
-    def _is_method(self, func: FunctionNode) -> bool:
-        return isinstance(self.ctx.parents.get(func), ast.ClassDef)
-
-    def _owner_class(self, node: ast.AST) -> ast.ClassDef | None:
-        for ancestor in self.ctx.ancestors(node):
-            if isinstance(ancestor, ast.ClassDef):
-                return ancestor
-        return None
 
     def _enclosing_name(self, node: ast.AST) -> str | None:
         func = self.ctx.enclosing_function(node)

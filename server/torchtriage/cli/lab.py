@@ -9,13 +9,13 @@ numbers); 2 usage error or the script could not run at all; 130 interrupted
 from __future__ import annotations
 
 import argparse
-import shutil
 import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from .script_target import script_args_and_python
 
 EXIT_OK, EXIT_SOME_FAILED, EXIT_CANNOT_RUN = 0, 1, 2
 EXIT_INTERRUPTED = 130
@@ -55,14 +55,7 @@ def register(subparsers: Any) -> None:
 
 def run_lab_command(args: argparse.Namespace) -> int:
     """Run every configuration, write lab.json and lab.html, print the table and the reading."""
-    script_args = list(args.script_args)
-    if script_args[:1] == ["--"]:
-        script_args = script_args[1:]
-    if not args.script.is_file():
-        raise UsageError(f"no such script: {args.script}")
-    python = shutil.which(args.python) or (args.python if Path(args.python).is_file() else None)
-    if python is None:
-        raise UsageError(f"interpreter not found: {args.python} (set --python to a Python with torch installed)")
+    script_args, python = script_args_and_python(args)
     from ..runtime.lab import LabSettings, run_and_report
     from ..runtime.lab.plan import parse_modes
     from ..runtime.lab.progress import LabProgress

@@ -12,12 +12,12 @@ under torchrun with the agent in every rank (``runtime/distributed``).
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import UsageError
+from .script_target import script_args_and_python
 
 if TYPE_CHECKING:
     from ..runtime.model import ProfileData
@@ -84,14 +84,7 @@ def _register_distributed(parser: Any) -> None:
 
 def run_profile(args: argparse.Namespace) -> int:
     """Run the script under the agent, write the run folder, print the summary."""
-    script_args = list(args.script_args)
-    if script_args[:1] == ["--"]:
-        script_args = script_args[1:]
-    if not args.script.is_file():
-        raise UsageError(f"no such script: {args.script}")
-    python = shutil.which(args.python) or (args.python if Path(args.python).is_file() else None)
-    if python is None:
-        raise UsageError(f"interpreter not found: {args.python} (set --python to a Python with torch installed)")
+    script_args, python = script_args_and_python(args)
     if min(args.active, 1) < 1 or min(args.skip_first, args.wait, args.warmup) < 0:
         raise UsageError("--active must be at least 1 and --skip-first/--wait/--warmup at least 0")
     if args.repeat < 1:

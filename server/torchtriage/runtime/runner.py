@@ -121,7 +121,11 @@ class ChildRun:
                 except ValueError:
                     continue
                 if isinstance(event, dict):
-                    self.events.put(event)
+                    self._received(event)
+
+    def _received(self, event: dict[str, Any]) -> None:
+        """One progress event of the script, queued for the run loop (a subclass notes what it needs first)."""
+        self.events.put(event)
 
     def _read_output(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None

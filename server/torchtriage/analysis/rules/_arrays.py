@@ -211,7 +211,7 @@ class Arrays:
 
     def _self_attribute(self, node: ast.Attribute, depth: int) -> str | None:
         """``self.data``: what the class assigns to it (any method, usually ``__init__``)."""
-        cls = next((a for a in self.ctx.ancestors(node) if isinstance(a, ast.ClassDef)), None)
+        cls = self.ctx.enclosing_class(node)
         if cls is None:
             return None
         kinds = set()

@@ -172,7 +172,7 @@ class _Finder:
                 if value is not None:
                     self._target(value, kind, at, depth + 1)
         elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
-            owner = next((a for a in self.ctx.ancestors(expr) if isinstance(a, ast.ClassDef)), None)
+            owner = self.ctx.enclosing_class(expr)
             for method in _methods(owner, (expr.attr,)) if owner is not None else ():
                 self.add(self._function(method, kind, f"{owner.name}.{expr.attr}"))
         elif isinstance(expr, ast.Call):
@@ -218,7 +218,7 @@ class _Finder:
             frontier = reached
 
     def _callees(self, caller: DataFunction) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
-        owner = next((a for a in self.ctx.ancestors(caller.node) if isinstance(a, ast.ClassDef)), None)
+        owner = self.ctx.enclosing_class(caller.node)
         for call in (n for part in caller.scanned for n in ast.walk(part)):
             if not isinstance(call, ast.Call) or self._export_only(call, caller.node):
                 continue

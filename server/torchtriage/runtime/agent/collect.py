@@ -36,6 +36,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Union
 import torch
 
 from .comms import CollectiveIntervals, is_collective
+from .intervals import uncovered
 from .shapes import SHAPE_OPS, ShapeTable
 from .dtypes import DtypeRecorder
 from .usercode import UserCode
@@ -280,16 +281,8 @@ class Collector:
             i = bisect.bisect_right(self._step_starts, start) - 1
             if i >= 0 and end <= self.steps[i].end_ns:
                 return [(i, end - start)]
-        gaps = []
-        cursor = start
-        for c_start, c_end in children:
-            if c_start > cursor:
-                gaps.append((cursor, min(c_start, end)))
-            cursor = max(cursor, c_end)
-        if cursor < end:
-            gaps.append((cursor, end))
         pieces: Dict[int, int] = {}
-        for g_start, g_end in gaps:
+        for g_start, g_end in uncovered(start, end, children):
             while g_start < g_end:
                 i = bisect.bisect_right(self._step_starts, g_start) - 1
                 if i < 0:  # before the first step

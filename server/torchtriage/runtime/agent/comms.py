@@ -20,6 +20,8 @@ from __future__ import annotations
 import bisect
 from typing import Any, List, Tuple
 
+from .intervals import uncovered
+
 COLLECTIVE_PREFIXES = ("gloo:", "nccl:", "mpi:", "ucc:", "c10d::", "record_param_comms", "ProcessGroup")
 
 
@@ -60,16 +62,8 @@ class CollectiveIntervals:
 
     def inside(self, start: int, end: int, children: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
         """The parts of [start, end) outside ``children`` (sorted intervals) that lie inside a collective."""
-        gaps = []
-        cursor = start
-        for c_start, c_end in children:
-            if c_start > cursor:
-                gaps.append((cursor, min(c_start, end)))
-            cursor = max(cursor, c_end)
-        if cursor < end:
-            gaps.append((cursor, end))
         out = []
-        for g_start, g_end in gaps:
+        for g_start, g_end in uncovered(start, end, children):
             i = bisect.bisect_right(self.highs, g_start)
             while i < len(self.lows) and self.lows[i] < g_end:
                 a, b = max(g_start, self.lows[i]), min(g_end, self.highs[i])

@@ -130,11 +130,7 @@ class LabSession:
         self.finished = True
         self.status.update(status="stopped_after_window", message="stopped once the measured steps were done")
         self._write_agent_json()
-        self.channel.send("done", status=self.status["status"])
-        self.channel.close()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+        self.channel.done_and_exit(self.status["status"])
 
     # -- results -------------------------------------------------------------------
     def _loss_values(self) -> List[Optional[float]]:

@@ -155,11 +155,7 @@ class Session:
         if not self.config.get("full") and not self.finishing:
             self.status.update(status="stopped_after_window", message="stopped once the active window was recorded")
             self._write_agent_json()
-            self.channel.send("done", status=self.status["status"])
-            self.channel.close()
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(0)
+            self.channel.done_and_exit(self.status["status"])
 
     # -- outputs -------------------------------------------------------------
     def _stage(self, stage: str, fraction: Optional[float] = None) -> None:

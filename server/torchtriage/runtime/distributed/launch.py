@@ -147,18 +147,10 @@ class TorchrunChild(ChildRun):
         self._output_thread = threading.Thread(target=self._read_output, daemon=True)
         self._output_thread.start()
 
-    def _read_events(self, fd: int) -> None:
-        with os.fdopen(fd, "rb") as pipe:
-            for raw in pipe:
-                try:
-                    event = json.loads(raw)
-                except ValueError:
-                    continue
-                if not isinstance(event, dict):
-                    continue
-                if event.get("event") == "rank" and isinstance(event.get("rank"), int) and isinstance(event.get("pid"), int):
-                    self.rank_pids[event["rank"]] = event["pid"]
-                self.events.put(event)
+    def _received(self, event: dict[str, Any]) -> None:
+        if event.get("event") == "rank" and isinstance(event.get("rank"), int) and isinstance(event.get("pid"), int):
+            self.rank_pids[event["rank"]] = event["pid"]
+        super()._received(event)
 
     def stop(self, grace_s: float | None = None) -> None:
         super().stop(self.grace_s if grace_s is None else grace_s)
