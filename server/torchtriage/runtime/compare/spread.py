@@ -6,9 +6,9 @@ share of their mean steps.  A single run has only its own steps: the
 interquartile range of its step times, and of each category's per-step share
 (report.json ``breakdown_spread``).  A difference between two runs is
 measurable when it exceeds the larger of the two spreads and a floor (5% of
-the step, 2 points of a share); otherwise it is "no measurable change".  A single run's steps do not see what changes from one
-run to the next (other programs, caches, clocks), so without repeats the
-verdict says so.
+the step, 2 points of a share); otherwise it is "no measurable change".  A
+single run's steps do not see what changes from one run to the next (other
+programs, caches, clocks), so without repeats the verdict says so.
 """
 
 from __future__ import annotations
