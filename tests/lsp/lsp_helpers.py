@@ -233,10 +233,3 @@ def _change_cell(client: LanguageClient, index: int, version: int, change: types
     )
 
 
-def alive(pid: int) -> bool:
-    """Running and not a zombie (a zombie waiting for its parent is dead for our purpose)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False

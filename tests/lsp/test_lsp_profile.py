@@ -13,7 +13,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import DATA, NOTEBOOK, alive, cell_uri, edit, open_notebook, open_text, wait_for
+from lsp_helpers import DATA, NOTEBOOK, cell_uri, edit, open_notebook, open_text, wait_for
+from process_support import alive
 
 pytestmark = [
     pytest.mark.slow,

@@ -8,9 +8,10 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from run_support import DATA, FAST, alive
+from process_support import alive
+from run_support import DATA, FAST
 
 SCRIPT = DATA / "ddp_train.py"
 
@@ -45,36 +46,32 @@ def rank_pids(run: Path) -> list[int]:
     return pids
 
 
+def _pids_whose(name: str, matches: Callable[[bytes], bool]) -> list[int]:
+    """Live pids (other than ours) whose ``/proc/<pid>/<name>`` bytes satisfy ``matches``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/{name}", "rb") as handle:
+                if matches(handle.read()) and alive(int(entry)):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
 def processes_of_run(out: Path) -> list[int]:
     """Live pids (other than ours) whose environment names the run folder ``out`` (the agent's config
     carries it), whether or not they lived long enough to write an agent.json."""
     needle = str(out).encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as environ:
-                if needle in environ.read() and alive(int(entry)):
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
+    return _pids_whose("environ", lambda environ: needle in environ)
 
 
 def processes_with(text: str) -> list[int]:
     """Pids (other than ours) whose command line contains ``text``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if text.encode() in handle.read().replace(b"\0", b" ") and alive(int(entry)):
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
+    needle = text.encode()
+    return _pids_whose("cmdline", lambda cmdline: needle in cmdline.replace(b"\0", b" "))
 
 
 class TbCache:

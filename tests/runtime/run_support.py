@@ -36,15 +36,6 @@ def profile_source(base: Path, name: str, source: str, timeout: float = 300) -> 
     return script, folder
 
 
-def alive(pid: int) -> bool:
-    """Running and not a zombie (a zombie waiting for its parent is dead for our purpose)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 def load_profile(run_dir: Path) -> ProfileData:
     return ProfileData.load(run_dir / "profile.json")
 

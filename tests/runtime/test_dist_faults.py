@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dist_support import SCRIPT, alive, dist_cli, free_port, processes_of_run, processes_with, rank_pids, report
+from dist_support import SCRIPT, dist_cli, free_port, processes_of_run, processes_with, rank_pids, report
+from process_support import alive
 from run_support import FAST
 
 from torchtriage.runtime.distributed.finish import finish_ranks

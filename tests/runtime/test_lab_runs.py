@@ -14,7 +14,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from run_support import alive
+from process_support import alive
 
 from torchtriage.runtime.lab.report import load_lab_schema
 

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from run_support import DATA, FAST, alive, load_profile, profile_cli
+from process_support import alive
+from run_support import DATA, FAST, load_profile, profile_cli
 
 from torchtriage.runtime.runner import RunOptions, run_agent
 
