@@ -91,6 +91,9 @@ class ParsedModule:
     # entry than chunks), so the next version splices in only the chunks an edit changed.
     _by_type: dict[object, tuple[ast.AST, ...]] = field(default_factory=dict, repr=False)
     _offsets: dict[object, list[int]] = field(default_factory=dict, repr=False)
+    # Whole-module results of the previous version that check for themselves whether they still
+    # hold (see :mod:`.hot_reuse`), by name; handed on from version to version by a re-parse.
+    carried: dict[str, object] = field(default_factory=dict, repr=False)
 
     def nodes_of(self, types: type | tuple[type, ...]) -> tuple[ast.AST, ...]:
         """Every node of the given ast types in walk order, from the chunks' own indexes."""
@@ -105,7 +108,8 @@ class ParsedModule:
 
     def carry_type_indexes(self, previous: "ParsedModule", first: int, old_count: int, new_count: int) -> None:
         """Take over ``previous``'s type indexes, re-reading only chunks ``first .. first + new_count``
-        (which replaced ``old_count`` chunks there)."""
+        (which replaced ``old_count`` chunks there); hand on what ``previous`` carried."""
+        self.carried = previous.carried
         for types, nodes in previous._by_type.items():
             offsets = previous._offsets[types]
             start, stop = offsets[first], offsets[first + old_count]

@@ -45,6 +45,7 @@ import ast
 
 from .guards import RUN_ENDERS, calls_modulo_helper, ends_the_run, is_lazy_init, leaves_unless_modulo, modulo_helpers
 from .hot_regions import FunctionNode, HotEntry, HotLoops, HotRegion, Loop
+from .hot_reuse import keep_hot_loops, kept_hot_loops
 from .levels import child_nodes
 from .loop_kinds import loop_facts
 from .memo import subtree_memo
@@ -109,7 +110,6 @@ class _Finder:
         self._visited_functions: set[FunctionNode | ast.Lambda] = set()
         self._function_regions: dict[FunctionNode, HotRegion] = {}
         self.loops: list[Loop] = []
-        self._loop_data: dict[Loop, set[str]] = {}  # batch names found while classifying loops
         self.calls: list[ast.Call] = []
         self._index_module()
         self.judge = StepLoopJudge(ctx, self.loader_vars)
@@ -124,45 +124,82 @@ class _Finder:
         self.modulo_helpers = modulo_helpers(self.ctx)
         for node in self.ctx.nodes_of(ast.Assign):
             assert isinstance(node, ast.Assign)
-            if isinstance(node.value, ast.Lambda) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                self.lambdas.setdefault(node.targets[0].id, []).append(node.value)
-            if not isinstance(node.value, ast.Call):
+            facts = subtree_memo(node, "hot_assign_facts", lambda node=node: self._assign_facts(node))  # type: ignore[misc]
+            if facts is None:
                 continue
-            call = node.value
-            assert isinstance(call, ast.Call)
-            callee = last_name(call.func)
+            lambda_name, callee, keys, loader_names = facts
+            if lambda_name is not None:
+                self.lambdas.setdefault(lambda_name, []).append(node.value)  # type: ignore[arg-type]
             if callee in self.classes:
-                for target in node.targets:
-                    key = self.ctx.dotted(target)
-                    if key:
-                        self.instances[key] = callee
-            if is_loader_like(call, set()):
-                for target in node.targets:
-                    self.loader_vars |= {
-                        last_name(t) for t in ast.walk(target) if isinstance(t, (ast.Name, ast.Attribute))
-                    }
+                for key in keys:
+                    self.instances[key] = callee
+            self.loader_vars |= loader_names
+
+    def _assign_facts(self, node: ast.Assign) -> tuple[str | None, str | None, tuple[str, ...], frozenset[str]] | None:
+        """What an assignment tells the finder, from its own subtree: the name a lambda is bound
+        to, the callee whose result it binds (an instance if a class of the file) and the dotted
+        targets, and the names bound to a loader; None for nothing."""
+        value = node.value
+        if isinstance(value, ast.Lambda) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            return node.targets[0].id, None, (), frozenset()
+        if not isinstance(value, ast.Call):
+            return None
+        keys = tuple(key for key in map(self.ctx.dotted, node.targets) if key)
+        loader_names: frozenset[str] = frozenset()
+        if is_loader_like(value, set()):
+            loader_names = frozenset(
+                last_name(t) for target in node.targets for t in ast.walk(target) if isinstance(t, (ast.Name, ast.Attribute))
+            )
+        return None, last_name(value.func), keys, loader_names
 
     def run(self) -> HotLoops:
         loops: list[tuple[Loop, bool, int]] = []
         for node in self.loops:
             is_step, trains = self.judge.markers(node)
-            self._loop_data[node] = set(loop_facts(node).data_names)
             if is_step:
                 loops.append((node, trains, sum(1 for _ in self.ctx.ancestors(node))))
         hooks = [f for name in LIGHTNING_STEP_METHODS | LIGHTNING_BATCH_HOOKS for f in self.functions.get(name, ())]
-        for func in sorted(hooks, key=lambda f: (f.lineno, f.col_offset)):
-            if self.ctx.is_method(func):
-                self._maybe_lightning(func)
+        hooks = sorted((f for f in hooks if self.ctx.is_method(f)), key=lambda f: (f.lineno, f.col_offset))
+        inputs = self._inputs(loops, hooks)
+        kept = kept_hot_loops(self.ctx, inputs)
+        if kept is not None:  # the edit touched none of it (see :mod:`.hot_reuse`)
+            self.result = kept
+            kept.regions.sort(key=lambda r: (r.node.lineno, r.node.col_offset))
+        else:
+            self._mark_regions(loops, hooks)
+            keep_hot_loops(self.ctx, inputs, self.result)
+        self._find_epoch_loops({loop for loop, _, _ in loops})
+        return self.result
+
+    def _inputs(self, loops: list[tuple[Loop, bool, int]], hooks: list[FunctionNode]) -> tuple[object, ...]:
+        """What marking the regions reads outside their own subtrees (see :mod:`.hot_reuse`)."""
+        return (
+            self.ctx.path,
+            getattr(self.ctx, "path_label", None),
+            tuple(sorted(self.ctx.aliases.items())),
+            self.entries,
+            tuple(loops),
+            tuple(hooks),
+            tuple((name, tuple(nodes)) for name, nodes in self.functions.items()),
+            tuple(self.classes.items()),
+            tuple(sorted(self.instances.items())),
+            tuple((name, tuple(nodes)) for name, nodes in self.lambdas.items()),
+            frozenset(self.loader_vars),
+            self.modulo_helpers,
+            tuple(frozenset(self._batch_params_around(loop)) for loop, _, _ in loops),
+        )
+
+    def _mark_regions(self, loops: list[tuple[Loop, bool, int]], hooks: list[FunctionNode]) -> None:
+        """Mark the per-step code reached from the step loops, the Lightning hooks and the entries."""
+        for func in hooks:
+            self._maybe_lightning(func)
         # Innermost loops first, so nested step loops (micro-batches) own their nodes.
-        loops.sort(key=lambda item: -item[2])
-        for loop, trains, _depth in loops:
+        for loop, trains, _depth in sorted(loops, key=lambda item: -item[2]):
             self._add_loop(loop, trains)
         for entry in self.entries:  # per-step bodies called from other files of the project
             self._add_function(entry.func, "step-function", set(entry.batch), set(), None, entry.hot_path)
         self.result.regions.sort(key=lambda r: (r.node.lineno, r.node.col_offset))
         self._propagate_trains()
-        self._find_epoch_loops({loop for loop, _, _ in loops})
-        return self.result
 
     def _propagate_trains(self) -> None:
         """A step whose helper (``_backward(loss)``) runs backward trains too."""
@@ -189,7 +226,7 @@ class _Finder:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             batch, counters = target_names(loop.target, loop.iter)
         counters = counters or incremented_counters(loop.body)  # while loops: `step += 1`
-        batch = self._loop_data.get(loop) or propagate_batch_names(loop.body, batch)
+        batch = set(loop_facts(loop).data_names) or propagate_batch_names(loop.body, batch)
         if not batch:  # ``for i in range(0, batch.shape[0], micro): x = batch[i : i + micro]``
             batch = propagate_batch_names(loop.body, self._batch_params_around(loop))
         region = HotRegion("step-loop", loop, batch, counters, trains)
@@ -368,7 +405,9 @@ class _Finder:
                     holders.add(ancestor.name)
         if holders:
             for node in self.calls:
-                if last_name(node.func) in holders:
+                func = node.func  # (``last_name``, inlined for the two common shapes: every call of the file)
+                name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else last_name(func)
+                if name in holders:
                     for ancestor in self.ctx.ancestors(node):
                         if isinstance(ancestor, LOOP_NODES) and ancestor not in step_loops:
                             epoch[ancestor] = None
