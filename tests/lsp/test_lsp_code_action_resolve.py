@@ -149,3 +149,26 @@ async def test_a_code_action_racing_a_scheduled_analysis_still_gets_the_fixes(un
         await asyncio.sleep(0.02)  # the change's run has started and waits for it
         action = fix_all_of(await actions_at(undebounced, URI, 0, only=["source.fixAll"]))
         assert action.edit is not None and action.edit.document_changes[0].text_document.version == version
+
+
+async def test_a_change_sent_while_fix_all_is_computed_is_read_at_once(resolving: LanguageClient):
+    """Fix-all re-analyses the whole file per round, on an analysis thread: the event loop
+    reads the change sent right after the resolve request while the fixes are computed, so
+    the resolve fails as content modified instead of holding the change back until it is done."""
+    filler = "".join(f"\n\ndef helper_{i}(x):\n    y = x + {i}\n    return y * 2\n" for i in range(1500))
+    text = EXAMPLE + filler
+    open_text(resolving, URI, text, version=1)
+    lazy = fix_all_of(await actions_at(resolving, URI, 0, only=["source.fixAll"]))
+    assert lazy.data == {"uri": URI, "version": 1}
+    resolving_task = asyncio.ensure_future(resolving.code_action_resolve_async(lazy))
+    await asyncio.sleep(0.1)  # the server has begun the fixes (a fresh analysis of 7,500 lines takes longer)
+    last = len(text.splitlines())
+    edit(resolving, URI, 2, (last, 0), (last, 0), "# typed while the fixes are computed\n")
+    with pytest.raises(JsonRpcException) as raised:
+        await resolving_task
+    assert raised.value.code == -32801  # ContentModified: the text moved on during the computation
+    await wait_for(lambda: 2 in resolving.published_versions.get(URI, []), what="the change's diagnostics")
+    again = fix_all_of(await actions_at(resolving, URI, 0, only=["source.fixAll"]))
+    resolved = await resolving.code_action_resolve_async(again)
+    assert resolved.edit.document_changes[0].text_document.version == 2
+    assert "non_blocking=True" in apply_workspace_edit(text + "# typed while the fixes are computed\n", URI, resolved.edit)

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 
 from ..config import Settings
 from ..findings import Finding
-from .engine import analyze_source
+from .engine import IncrementalAnalyzer
 from .fixes import apply_edits, select_fixes
+from .project_view import ProjectView
 
 MAX_ROUNDS = 10
 
@@ -30,16 +31,22 @@ def fix_source(
     path: str = "<string>",
     settings: Settings | None = None,
     unsafe: bool = False,
+    project: ProjectView | None = None,
 ) -> FixResult:
     """Apply safe (and with ``unsafe``, all) fixes, re-analysing between rounds.
 
     Each round applies non-overlapping fixes only, so every edit is computed
     against the text it applies to; the loop stops when a round changes nothing.
-    A round whose result no longer parses is rolled back.
+    A round whose result no longer parses is rolled back.  Rounds after the first
+    re-parse only what the fixes changed (:class:`.engine.IncrementalAnalyzer`).
+
+    ``project``: what the rest of the file's project tells it (see :mod:`.project_view`),
+    so that the fixes are those of the findings the language server shows.
     """
+    analyzer = IncrementalAnalyzer(path)
     current = source
     applied = 0
-    findings = analyze_source(current, path, settings)
+    findings = analyzer.analyze(current, settings, project=project)
     for _ in range(MAX_ROUNDS):
         fixes = select_fixes(findings, unsafe)
         if not fixes:
@@ -47,7 +54,7 @@ def fix_source(
         candidate = apply_edits(current, [edit for fix in fixes for edit in fix.edits])
         if candidate == current:
             break
-        new_findings = analyze_source(candidate, path, settings)
+        new_findings = analyzer.analyze(candidate, settings, project=project)
         if any(f.code == "TT000" for f in new_findings) and not any(f.code == "TT000" for f in findings):
             break  # never turn a parsing file into a broken one
         current, findings = candidate, new_findings

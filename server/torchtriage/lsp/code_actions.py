@@ -26,7 +26,7 @@ from ..findings import Applicability, Edit, Finding, Span
 from .capabilities import ClientSupport
 from .diagnostics import DiagnosticsEngine, to_diagnostic
 from .documents import DocumentState, DocumentStore, TargetState
-from .edits import text_edits, workspace_edit
+from .edits import text_edits, versioned_edit, workspace_edit
 from .fix_all import FixAll
 from .positions import Positions
 from .texts import EditorTexts
@@ -81,7 +81,7 @@ class CodeActions:
         actions = self._quick_fixes(target, positions, positions.to_span(params.range), only)
         fixable = any(f.fix and f.fix.applicability is Applicability.SAFE for f in target.findings)
         if fixable and (only is not None and _wanted(only, FIX_ALL_KIND) or only is None):
-            fix_all = self._fix_all(state, target, positions)
+            fix_all = await self._fix_all(state, target)
             if fix_all is not None:
                 actions.append(fix_all)
         return actions
@@ -121,21 +121,22 @@ class CodeActions:
                 )
         return actions
 
-    def _fix_all(self, state: DocumentState, target: TargetState, positions: Positions) -> types.CodeAction | None:
+    async def _fix_all(self, state: DocumentState, target: TargetState) -> types.CodeAction | None:
         """Fix-all: without its edit (``data`` says which text) for a client that resolves edits,
         else with it (None when nothing would change)."""
         if self.support.resolves_code_action_edits:
             return types.CodeAction(
                 title=FIX_ALL_TITLE, kind=FIX_ALL_KIND, data={"uri": target.uri, "version": target.version}
             )
-        edit = self.fixer.workspace_edit(state, target, positions)
-        return types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL_KIND, edit=edit) if edit is not None else None
+        fixed = await self.fixer.compute(state, target)
+        return types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL_KIND, edit=fixed.edit) if fixed.edit is not None else None
 
     async def resolve(self, action: types.CodeAction) -> types.CodeAction:
         """``codeAction/resolve``: fill in a lazily offered fix-all's edit; other actions come back as they are.
 
         The edit is for the text the action was offered on: if the document has changed
-        since, the request fails with ContentModified (the client asks for actions again).
+        since (or changes while the edit is computed), the request fails with
+        ContentModified (the client asks for actions again).
         """
         data = action.data
         if action.kind != FIX_ALL_KIND or action.edit is not None or not isinstance(data, dict):
@@ -148,6 +149,9 @@ class CodeActions:
         target = state.targets.get(uri)
         if target is None or target.version != version:
             raise JsonRpcContentModified(f"{uri} has changed since this action was offered")
-        edit = self.fixer.workspace_edit(state, target, self.texts.positions(target.text))
-        action.edit = edit if edit is not None else workspace_edit(target, [])
+        fixed = await self.fixer.compute(state, target)
+        now = state.targets.get(uri) if self.store.get(uri) is state else None
+        if now is None or now.version != fixed.version:
+            raise JsonRpcContentModified(f"{uri} changed while its fixes were computed")
+        action.edit = fixed.edit if fixed.edit is not None else versioned_edit(uri, fixed.version, [])
         return action

@@ -364,10 +364,10 @@ class Commands:
         target = state.targets.get(uri)
         if target is None:
             return False
-        edit = self.fixer.workspace_edit(state, target, self.texts.positions(target.text))
-        if edit is None:
+        fixed = await self.fixer.compute(state, target)
+        if fixed.edit is None:
             return False
-        return await self.client.apply_edit(edit, label="torchtriage: fix all")
+        return await self.client.apply_edit(fixed.edit, label="torchtriage: fix all")  # (refused if the text moved on)
 
 
 @dataclass

@@ -18,5 +18,10 @@ def text_edits(edits: Iterable[Edit], positions: Positions) -> list[types.TextEd
 
 def workspace_edit(target: TargetState, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
     """One ``TextDocumentEdit`` on the target, with the version its findings were computed on."""
-    document = types.OptionalVersionedTextDocumentIdentifier(uri=target.uri, version=target.version)
+    return versioned_edit(target.uri, target.version, edits)
+
+
+def versioned_edit(uri: str, version: int | None, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
+    """One ``TextDocumentEdit`` on ``uri`` at ``version`` (a client applies it to that version only)."""
+    document = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
     return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=document, edits=edits)])

@@ -3,20 +3,32 @@
 Shared by the ``source.fixAll.torchtriage`` code action (eager, or lazily in
 ``codeAction/resolve``) and the ``torchtriage.fixAll`` command, so both give
 the same edit for the same text.
+
+Fixing a file re-analyses it once per round (270-380 ms on timm's 1,534-line
+``train.py``), so it runs on the analysis threads, never on the event loop: edits
+the user types meanwhile are read and analysed at once.  The edit is for the
+text it was computed on; the caller learns whether the document moved on.
 """
 
 from __future__ import annotations
 
+import asyncio
 import difflib
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Callable
 
 from lsprotocol import types
 
 from ..analysis import fix_source
 from ..analysis.fixes import select_fixes
+from ..analysis.project_view import ProjectView
 from ..analysis.text import split_lines
-from ..findings import Edit, Span
+from ..config import Settings
+from ..findings import Edit, Finding, Span
+from .background import collector_pause
 from .documents import DocumentState, TargetState
-from .edits import text_edits, workspace_edit
+from .edits import text_edits, versioned_edit
 from .positions import Positions
 from .settings import SettingsManager
 
@@ -31,23 +43,45 @@ def minimal_edits(old: str, new: str) -> list[Edit]:
     return edits
 
 
+@dataclass(frozen=True)
+class FixAllEdit:
+    """A fix-all computed for one version of a target: ``edit`` is None when nothing would change."""
+
+    uri: str
+    version: int | None
+    edit: types.WorkspaceEdit | None
+
+
+def _fixed_edits(
+    text: str, path: str, settings: Settings, notebook: bool, findings: list[Finding], project: ProjectView | None
+) -> list[Edit]:
+    """Safe fixes for the whole text (worker thread): ``fix_source`` for files, one round per cell."""
+    if notebook:
+        fixes = select_fixes([f for f in findings if f.fix], unsafe=False)
+        return [edit for fix in fixes for edit in fix.edits]
+    with collector_pause.during_analysis():
+        result = fix_source(text, path, settings, project=project)
+    return minimal_edits(text, result.source) if result.changed else []
+
+
 class FixAll:
-    """Computes the fix-all edits of a target with the document's effective settings."""
+    """Computes the fix-all edits of a target with the document's effective settings and project view."""
 
-    def __init__(self, settings: SettingsManager) -> None:
+    def __init__(self, settings: SettingsManager, executor: Executor, positions: Callable[[str], Positions]) -> None:
         self._settings = settings
+        self._executor = executor
+        self._positions = positions
 
-    def edits(self, state: DocumentState, target: TargetState) -> list[Edit]:
-        """Safe fixes for the whole text: ``fix_source`` for files, one round per cell."""
-        if state.notebook:
-            fixes = select_fixes([f for f in target.findings if f.fix], unsafe=False)
-            return [edit for fix in fixes for edit in fix.edits]
+    async def compute(self, state: DocumentState, target: TargetState) -> FixAllEdit:
+        """The fix-all of the target's current text, computed on an analysis thread.  The
+        document may change meanwhile: compare :attr:`FixAllEdit.version` with the target's."""
+        uri, version, text = target.uri, target.version, target.text
         settings = self._settings.for_path(state.path)
         path = str(state.path) if state.path else state.uri
-        result = fix_source(target.text, path, settings)
-        return minimal_edits(target.text, result.source) if result.changed else []
+        edits = await asyncio.get_running_loop().run_in_executor(
+            self._executor, _fixed_edits, text, path, settings, state.notebook, list(target.findings), state.project_view
+        )
+        if not edits:
+            return FixAllEdit(uri, version, None)
+        return FixAllEdit(uri, version, versioned_edit(uri, version, text_edits(edits, self._positions(text))))
 
-    def workspace_edit(self, state: DocumentState, target: TargetState, positions: Positions) -> types.WorkspaceEdit | None:
-        """The versioned edit on the target, or None when there is nothing to fix."""
-        edits = self.edits(state, target)
-        return workspace_edit(target, text_edits(edits, positions)) if edits else None

@@ -109,7 +109,7 @@ class TorchTriageServer(LanguageServer):
         )
         self.index = WorkspaceIndex(self.store, self.config, self.executor, self.background.spawn)
         self.index.engine = self.engine
-        self.fix_all = FixAll(self.config)
+        self.fix_all = FixAll(self.config, self.executor, self.texts.positions)
         self.actions = CodeActions(self.store, self.engine, self.texts, self.support, self.fix_all)
         self.hovers = Hover(self.store, self.texts)
         self.lenses = CodeLenses(self.store, self.engine, self.texts, self.executor)

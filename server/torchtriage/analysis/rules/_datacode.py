@@ -34,6 +34,7 @@ _TRANSFORM_KEYWORDS = frozenset({"transform", "target_transform", "transforms", 
 _TRANSFORM_SETTERS = frozenset({"set_transform", "with_transform"})
 _LISTS_OF_TRANSFORMS = frozenset({"Compose", "RandomApply", "RandomChoice", "RandomOrder"})
 _WRAPPERS = frozenset({"Lambda", "partial"})
+_NAMED_CALLS = _LISTS_OF_TRANSFORMS | _TRANSFORM_SETTERS  # the calls ``usages`` looks into by name
 _HELPER_DEPTH = 2
 # Tests that hold only while a model is traced or exported (``torchvision._is_tracing()`` too).
 _EXPORT_CHECKS = frozenset({"is_tracing", "_is_tracing", "is_in_onnx_export", "is_scripting", "is_exporting"})
@@ -143,7 +144,11 @@ class _Finder:
                     self.add(DataFunction(function, "collate", where, batch=_first_param(function)))
         for call in self.ctx.nodes_of(ast.Call):
             assert isinstance(call, ast.Call)
-            short = (self.ctx.qualname(call.func) or "").rsplit(".", 1)[-1]
+            func = call.func
+            if type(func) is ast.Attribute and func.attr not in _NAMED_CALLS:
+                short = ""  # (a method's qualname ends in its own name: no need to resolve it)
+            else:
+                short = (self.ctx.qualname(func) or "").rsplit(".", 1)[-1]
             if short in _LISTS_OF_TRANSFORMS and call.args and isinstance(call.args[0], (ast.List, ast.Tuple)):
                 for element in call.args[0].elts:
                     self._target(element, "transform", call, 0)
