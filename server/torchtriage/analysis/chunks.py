@@ -29,7 +29,6 @@ class Chunk:
     nodes: list[ast.AST]  # the statements, then their descendants, breadth first
     _by_type: dict[object, list[ast.AST]] = field(default_factory=dict, repr=False)
     _buckets: dict[type, list[ast.AST]] | None = field(default=None, repr=False)
-    _order: dict[int, int] | None = field(default=None, repr=False)  # id(node) -> walk position
 
     @property
     def end(self) -> int:
@@ -46,12 +45,11 @@ class Chunk:
         """Forget the type indexes: ``nodes`` changed (an edit inside one of the statements)."""
         self._by_type = {}
         self._buckets = None
-        self._order = None
 
     def _select(self, types: type | tuple[type, ...]) -> list[ast.AST]:
         """For a long chunk (a 740-line function, re-indexed after every edit inside it), one pass
         sorts the nodes into per-type buckets (each in walk order) and a request for several
-        types merges their buckets back into walk order; a short one is simply filtered."""
+        types picks the nodes of their buckets' types in one pass; a short one is simply filtered."""
         if len(self.nodes) < _BUCKETED:
             return [node for node in self.nodes if isinstance(node, types)]
         if self._buckets is None:
@@ -64,15 +62,13 @@ class Chunk:
                 else:
                     bucket.append(node)
             self._buckets = buckets
-        matching = [bucket for kind, bucket in self._buckets.items() if issubclass(kind, types)]
-        if not matching:
+        kinds = [kind for kind in self._buckets if issubclass(kind, types)]
+        if not kinds:
             return []
-        if len(matching) == 1:
-            return matching[0]
-        if self._order is None:
-            self._order = {id(node): index for index, node in enumerate(self.nodes)}
-        order = self._order
-        return sorted(chain.from_iterable(matching), key=lambda node: order[id(node)])
+        if len(kinds) == 1:
+            return self._buckets[kinds[0]]
+        wanted = frozenset(kinds)  # (one pass: cheaper than merging the buckets back into walk order)
+        return [node for node in self.nodes if type(node) in wanted]
 
 
 @dataclass(eq=False)

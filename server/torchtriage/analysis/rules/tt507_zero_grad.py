@@ -17,6 +17,12 @@ from .base import Invalid, Report, Rule, Valid
 _STATIC_GRADS = re.compile(r"torch\.cuda\.graph\b|CUDAGraph|make_graphed_callables|capturable\s*=\s*True")
 
 
+def _static_grads(ctx: ModuleContext) -> bool:
+    """Whether gradients must keep their memory (CUDA graphs, capturable optimizers): searched
+    only once a candidate is found (a scan of the whole text on every edit otherwise)."""
+    return bool(_STATIC_GRADS.search(ctx.source))
+
+
 def _set_to_none_false(call: ast.Call) -> ast.expr | None:
     """The ``False`` that keeps gradients allocated, if the call passes one."""
     value = keyword_value(call, "set_to_none")
@@ -181,14 +187,14 @@ class ZeroGradKeepsTensors(Rule):
     )
 
     def check(self, ctx: ModuleContext) -> Iterator[Report]:
-        if _STATIC_GRADS.search(ctx.source):
-            return
         for call, _region in ctx.hot.nodes(ast.Call):
             if method_name(call) != "zero_grad":
                 continue
             false = _set_to_none_false(call)
             if false is None or _touches_grad(ctx, call):
                 continue
+            if _static_grads(ctx):
+                return
             yield Report(
                 call,
                 "`zero_grad(set_to_none=False)` zero-fills every gradient each step: "
