@@ -76,7 +76,7 @@ def scope_entries(node: ast.AST, key: Hashable, skip: tuple[type, ...], entries:
 
 
 def _add_entries(node: ast.AST, key: Hashable, skip: tuple[type, ...], entries: Entries[T], found: list[T]) -> None:
-    if isinstance(node, CONTAINERS):
+    if isinstance(node, ast.stmt):  # (every statement: a 740-line function has ~100 simple ones)
         own = entries(node)
         if own:
             found.extend(own)
@@ -92,7 +92,7 @@ def _add_entries(node: ast.AST, key: Hashable, skip: tuple[type, ...], entries: 
 
 
 def _kept_entries(node: ast.AST, key: Hashable, skip: tuple[type, ...], entries: Entries[T]) -> list[T]:
-    """The entries below a container, kept on it (see :func:`_kept_walk`).  Read-only."""
+    """The entries below a statement, kept on it (see :func:`_kept_walk`).  Read-only."""
 
     def below() -> list[T]:
         found: list[T] = []

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 
 from ..context import ModuleContext
+from ..memo import keyed_memo
 from ..walks import scope_entries
 
 Position = tuple[int, int]
@@ -24,11 +25,19 @@ def end_of(node: ast.AST) -> Position:
 
 
 def scope_bindings(scope: ast.AST) -> dict[str, list[Binding]]:
-    """name -> [(binding, target, position)] in source order, nested scopes excluded.
+    """name -> [(binding, target, position)] in source order, nested scopes excluded (read-only).
 
     A loop / with target binds before its body runs; an assignment after its value.
-    (What each statement binds is kept on it, see :mod:`..walks`; positions are read now.)
+    A function's table is kept on it while it starts on the same line (an edit inside it
+    forgets it, one above it moves it; see :mod:`..memo`); the module's is built each time
+    from what each statement binds, kept on the statement (see :mod:`..walks`).
     """
+    if isinstance(scope, ast.Module):
+        return _scope_bindings(scope)
+    return keyed_memo(scope, "scope_bindings", getattr(scope, "lineno", None), lambda: _scope_bindings(scope))
+
+
+def _scope_bindings(scope: ast.AST) -> dict[str, list[Binding]]:
     found: dict[str, list[Binding]] = {}
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         arguments = scope.args
