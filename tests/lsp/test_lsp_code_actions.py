@@ -92,3 +92,18 @@ async def test_quickfix_only_excludes_fix_all(client: LanguageClient):
     await opened(client)
     kinds = {a.kind for a in await actions_at(client, 9, only=[types.CodeActionKind.QuickFix])}
     assert kinds == {types.CodeActionKind.QuickFix}
+
+
+async def test_an_edit_right_after_opening_gets_its_own_fixes(client: LanguageClient):
+    """The first fix build imports libcst outside the document's slot: an edit sent right after
+    the open is analysed meanwhile, the open's findings get no fixes, and the edit's do."""
+    open_text(client, URI, EXAMPLE, version=7)
+    await wait_for(lambda: 7 in client.published_versions.get(URI, []), what="the open's diagnostics")
+    replace_all(client, URI, "# a first line\n" + EXAMPLE, version=8)
+    await wait_for(lambda: 8 in client.published_versions.get(URI, []), what="the edit's diagnostics")
+    actions = await actions_at(client, 10, only=[types.CodeActionKind.QuickFix])
+    fixes = [a for a in actions if a.title.startswith("Add non_blocking=True")]
+    assert len(fixes) == 2 and all(a.edit.document_changes[0].text_document.version == 8 for a in fixes)
+    fixed = apply_workspace_edit("# a first line\n" + EXAMPLE, URI, fixes[0].edit)
+    assert "    x, y = x.to(device, non_blocking=True), y.to(device)\n" in fixed
+    assert all(d.data["fixable"] for d in client.diagnostics[URI] if d.code == "TT301")

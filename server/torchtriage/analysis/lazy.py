@@ -18,9 +18,19 @@ class LazyModule:
         self._name = name
         self._module: ModuleType | None = None
 
-    def __getattr__(self, attribute: str) -> Any:
+    @property
+    def loaded(self) -> bool:
+        return self._module is not None
+
+    def load(self) -> None:
+        """Import the module now (the language server does it off its event loop, see
+        :meth:`..lsp.diagnostics.DiagnosticsEngine`)."""
         if self._module is None:
             self._module = importlib.import_module(self._name)
+
+    def __getattr__(self, attribute: str) -> Any:
+        if self._module is None:
+            self.load()
         return getattr(self._module, attribute)
 
 

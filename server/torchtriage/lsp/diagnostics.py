@@ -34,6 +34,7 @@ from typing import Callable
 from lsprotocol import types
 
 from ..analysis.engine import IncrementalAnalyzer
+from ..analysis.lazy import libcst
 from ..analysis.notebooks import NotebookAnalyzer, analyze_cells
 from ..analysis.text import split_lines
 from ..analysis.project_view import ProjectView
@@ -248,8 +249,22 @@ class DiagnosticsEngine:
         self, state: DocumentState, analyzer: IncrementalAnalyzer, generation: int, findings: list[Finding], offered: set[int]
     ) -> None:
         """Add the fixes of a deferred analysis to the published findings (worker thread); if a fix
-        could not be built after all, publish again so ``data.fixable`` says so."""
+        could not be built after all, publish again so ``data.fixable`` says so.
+
+        The first build imports libcst (~0.3 s): that happens first, outside the document's
+        slot, so an edit typed meanwhile is analysed at once instead of waiting for it (and
+        these findings, stale by then, get no fixes: the edit's analysis builds its own)."""
         loop = asyncio.get_running_loop()
+        if not libcst.loaded:
+            fixable = self._fixable.get(state.uri)
+            try:
+                await loop.run_in_executor(self.executor, libcst.load)
+            except ImportError:
+                pass  # the builders below fail too (no fix offered) and release the waiters
+            if generation != state.generation:
+                if self._fixable.get(state.uri) is fixable:
+                    self._fixable.pop(state.uri, None)
+                return
         future = loop.run_in_executor(self.executor, _build_fixes, analyzer, findings)
         self._running[state.uri] = future
         try:
