@@ -8,7 +8,7 @@ in the same or an enclosing block), dropout and dtype casts, to a torch
 (``masked_fill`` / ``+ mask``), scale (``* s`` / ``/ s``), names again, to the
 scores matmul ``q @ k.transpose(-2, -1)`` (``.mT``, ``torch.transpose``,
 ``permute`` swapping the last two dims, ``bmm`` with ``transpose(1, 2)``, or an
-einsum contracting the last dims).  Anything else on the way ends the walk: a
+einsum contracting the feature dims, last or, channels first, before the positions).  Anything else on the way ends the walk: a
 classification softmax never reaches a matmul, an MLP's matmul chain never
 passes a softmax.
 
@@ -48,6 +48,10 @@ class Attention:
     mask: str | None = None  # the SDPA ``attn_mask=`` source
     dropout: str | None = None  # the SDPA ``dropout_p=`` source
     unsafe: list[str] = field(default_factory=list)  # what a rewrite would change
+    # What the einsums' layout needs before SDPA can take it: "channels" (q, k or v laid out
+    # (…, E, L), SDPA wants (…, L, E)), "shared" (one key/value head for every query head).
+    layout: frozenset[str] = frozenset()
+    conditional: ast.If | None = None  # an ``if`` that updates the scores on some calls (a mask), looked past
     blocked: str = ""  # why no rewrite is offered
 
     @property
@@ -65,7 +69,9 @@ class NameWalk:
     def definition(self, name: ast.Name) -> ast.Assign | None:
         """The plain ``name = value`` that the load ``name`` reads: the nearest statement before it
         (in its block, then the enclosing blocks) that binds the name; None when that binding is not
-        a single-target assignment."""
+        a single-target assignment.  An ``if`` without ``else`` that only updates the name from
+        itself (``if mask is not None: sim = sim.masked_fill(~mask, -inf)``) is looked past, and
+        recorded (:attr:`Attention.conditional`): the attention is the same with or without it."""
         stmt = self.ctx.enclosing_statement(name)
         while stmt is not None:
             block, index = block_of(self.ctx, stmt)
@@ -73,6 +79,10 @@ class NameWalk:
                 if _binds(earlier, name.id):
                     if isinstance(earlier, ast.Assign) and len(earlier.targets) == 1 and _is_name(earlier.targets[0], name.id):
                         return earlier
+                    if _updates_only_from_itself(earlier, name.id):
+                        if self.found is not None and self.found.conditional is None:
+                            self.found.conditional = earlier
+                        continue
                     return None
             parent = self.ctx.parents.get(stmt)
             if parent is None or isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Module)):
@@ -106,8 +116,11 @@ def match_attention(ctx: ModuleIndex, final: ast.expr) -> Attention | None:
     found = Attention(final=final, softmax=softmax, query=final, key=final, value=value)
     walk = NameWalk(ctx, found)
     _find_softmax(ctx, walk, weights)  # again, recording the chain and what sits between
-    if kind == "einsum" and not _einsum_spec_is(final, "output"):
-        return None
+    if kind == "einsum":
+        layout = _einsum_layout(final, "output")
+        if layout is None:
+            return None
+        found.layout |= layout
     if not _read_scores(ctx, walk, found, _softmax_of(ctx, softmax)):  # type: ignore[arg-type]
         return None
     dim = _softmax_dim(ctx, softmax)
@@ -133,7 +146,7 @@ def _matmul_operands(ctx: ModuleIndex, node: ast.expr) -> tuple[ast.expr, ast.ex
         return node.args[0], node.args[1], "bmm" if qual == "torch.bmm" else "matmul"
     if isinstance(node.func, ast.Attribute) and node.func.attr in ("matmul", "bmm") and len(node.args) == 1 and not qual.startswith("torch."):
         return node.func.value, node.args[0], "bmm" if node.func.attr == "bmm" else "matmul"
-    if qual == EINSUM and len(node.args) == 3 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+    if qual == EINSUM and len(node.args) == 3 and einsum_spec(node) is not None:
         return node.args[1], node.args[2], "einsum"
     return None
 
@@ -247,8 +260,10 @@ def _read_core(ctx: ModuleIndex, found: Attention, node: ast.expr) -> bool:
         return False
     query, key_t, kind = operands
     if kind == "einsum":
-        if not _einsum_spec_is(node, "scores"):
+        layout = _einsum_layout(node, "scores")
+        if layout is None:
             return False
+        found.layout |= layout
         found.query, found.key = query, key_t
         return True
     key, exact = _untransposed(ctx, NameWalk(ctx, found).through_names(key_t), bmm=kind == "bmm")
@@ -295,19 +310,57 @@ def _last_two(dims: list[object], bmm: bool) -> bool:
     return pair == [-2, -1] or (bmm and pair == [1, 2])
 
 
-def _einsum_spec_is(call: ast.expr, which: str) -> bool:
-    """Whether an einsum's spec is ``B i d, B j d -> B i j`` (scores) or ``B i j, B j e -> B i e`` (output)."""
-    spec = call.args[0].value.replace(" ", "")  # type: ignore[attr-defined]
-    if spec.count(",") != 1 or "->" not in spec:
-        return False
+def einsum_spec(call: ast.Call) -> str | None:
+    """An einsum's spec without spaces: a string literal, or an f-string with no placeholder
+    (``einsum(f"b h i d, b h j d -> b h i j", q, k)``); None for anything computed."""
+    spec = call.args[0] if call.args else None
+    if isinstance(spec, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in spec.values):
+        text = "".join(str(v.value) for v in spec.values)  # type: ignore[attr-defined]
+    elif isinstance(spec, ast.Constant) and isinstance(spec.value, str):
+        text = spec.value
+    else:
+        return None
+    return text.replace(" ", "").replace("...", "*")  # (an ellipsis: one batch "letter")
+
+
+def _einsum_layout(call: ast.expr, which: str) -> frozenset[str] | None:
+    """How an einsum lays out attention, or None when it is not one: no notes for
+    ``B i d, B j d -> B i j`` (scores) and ``B i j, B j e -> B i e`` (output); ``"channels"``
+    when a feature dimension comes before the positions somewhere (``B d i, B d j -> B i j``, as
+    guided-diffusion's ``bct,bcs->bts``); ``"shared"`` when the key or value has fewer batch
+    dimensions than the query (one key/value head for all heads: ``b h i d, b j d -> b h i j``)."""
+    spec = einsum_spec(call)  # type: ignore[arg-type]
+    if spec is None or spec.count(",") != 1 or spec.count("->") != 1:
+        return None
     inputs, out = spec.split("->")
     a, b = inputs.split(",")
-    if len(a) < 2 or len(b) < 2 or a[:-2] != b[:-2] or out[:-2] != a[:-2] or len(out) != len(a):
-        return False
-    (i, x), (j, y), (o1, o2) = a[-2:], b[-2:], out[-2:]
-    if which == "scores":
-        return x == y and len({i, j, x}) == 3 and (o1, o2) == (i, j)
-    return x == j and len({i, j, y}) == 3 and (o1, o2) == (i, y)
+    if min(len(a), len(b), len(out)) < 2 or len(set(a)) != len(a) or len(set(b)) != len(b):
+        return None
+    batch, other = a[:-2], b[:-2]
+    if out[:-2] != batch or not _subsequence(other, batch):
+        return None
+    notes = {"shared"} if other != batch else set()
+    if which == "scores":  # a holds i and d, b holds j and d, out is (i, j)
+        i, j = out[-2:]
+        d = set(a[-2:]) - {i}
+        if len(d) != 1 or set(b[-2:]) != d | {j} or len({i, j} | d) != 3 or ({i, j} | d) & set(batch):
+            return None
+        if not (a[-2:] == i + min(d) and b[-2:] == j + min(d)):
+            notes.add("channels")
+        return frozenset(notes)
+    i, j = a[-2:]  # a is the weights (i, j); b holds j and e; out holds i and e
+    e = set(b[-2:]) - {j}
+    if len(e) != 1 or set(out[-2:]) != e | {i} or len({i, j} | e) != 3 or ({i, j} | e) & set(batch):
+        return None
+    if not (b[-2:] == j + min(e) and out[-2:] == i + min(e)):
+        notes.add("channels")
+    return frozenset(notes)
+
+
+def _subsequence(short: str, long: str) -> bool:
+    """Whether the letters of ``short`` appear in ``long`` in the same order."""
+    letters = iter(long)
+    return all(letter in letters for letter in short)
 
 
 # --- small helpers ------------------------------------------------------------------------------
@@ -373,6 +426,20 @@ def _on_self(func: ast.Attribute) -> bool:
 
 def _is_name(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
+
+
+def _updates_only_from_itself(stmt: ast.stmt, name: str) -> bool:
+    """``if cond: name = name.masked_fill(...)`` / ``name = name + bias`` (no ``else``): every
+    statement of the body that binds ``name`` rebinds it, whole, from ``name`` itself (the others,
+    ``mask = F.pad(mask, ...)``, prepare the update)."""
+    if not isinstance(stmt, ast.If) or stmt.orelse:
+        return False
+    updates = [inner for inner in stmt.body if _binds(inner, name)]
+    return bool(updates) and all(
+        isinstance(inner, ast.Assign) and len(inner.targets) == 1 and _is_name(inner.targets[0], name)
+        and any(_is_name(n, name) for n in ast.walk(inner.value))
+        for inner in updates
+    )
 
 
 def _binds(stmt: ast.stmt, name: str) -> bool:

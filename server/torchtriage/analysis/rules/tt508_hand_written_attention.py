@@ -51,6 +51,12 @@ def why_not_fixable(ctx: ModuleContext, found: Attention) -> str:
     final_stmt = ctx.enclosing_statement(found.final)
     if final_stmt is None:
         return "it is not inside a statement"
+    if found.conditional is not None:
+        return f"the scores are changed only on some calls (the `if` on line {found.conditional.lineno}): pass that as attn_mask to use SDPA"
+    if "channels" in found.layout:
+        return "its einsums lay the features out before the positions (…, E, L), and SDPA wants (…, L, E): transpose q, k and v to use it"
+    if "shared" in found.layout:
+        return "the keys and values have no head dimension (one for all heads): unsqueeze them to use SDPA"
     statements = list(dict.fromkeys(found.statements))
     block, index = block_of(ctx, final_stmt)
     if statements and block[max(0, index - len(statements)):index] != statements:
@@ -205,8 +211,70 @@ class HandWrittenAttention(Rule):
                 return x
             """
         ),
+        Valid(
+            """
+            # linear attention: softmax over q's features and k's positions, no L x L scores
+            import torch
+            from torch import einsum
+            def linear_attend(q, k, v):
+                q = q.softmax(dim=-2)
+                k = k.softmax(dim=-1)
+                context = einsum("b h d n, b h e n -> b h d e", k, v)
+                return einsum("b h d e, b h d n -> b h e n", context, q)
+            """
+        ),
+        Valid(
+            """
+            # talking heads: the heads are mixed between the scores and the softmax
+            import torch
+            def attend(self, q, k, v):
+                attn = q @ k.transpose(-2, -1)
+                attn = self.proj_l(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+                attn = attn.softmax(dim=-1)
+                attn = self.proj_w(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+                return attn @ v
+            """
+        ),
     )
     INVALID = (
+        Invalid(
+            """
+            # features before positions (b, c, t), as in diffusion U-Nets: found, no automatic fix
+            import torch as th
+            def attend(q, k, v, scale):
+                weight = th.einsum("bct,bcs->bts", q * scale, k * scale)
+                weight = th.softmax(weight.float(), dim=-1).type(weight.dtype)
+                return th.einsum("bts,bcs->bct", weight, v)
+            """,
+            lines=(4,),
+        ),
+        Invalid(
+            """
+            # an f-string spec with an ellipsis, and a mask applied only when given: found, no automatic fix
+            import torch
+            from torch import einsum
+            def attend(q, k, v, mask=None):
+                sim = einsum(f"... i d, ... j d -> ... i j", q, k)
+                if mask is not None:
+                    mask = mask[:, None, None, :]
+                    sim = sim.masked_fill(~mask, -torch.finfo(sim.dtype).max)
+                attn = sim.softmax(dim=-1, dtype=torch.float32)
+                return einsum(f"... i j, ... j d -> ... i d", attn, v)
+            """,
+            lines=(5,),
+        ),
+        Invalid(
+            """
+            # one key/value head shared by every query head: found, no automatic fix
+            import torch
+            from torch import einsum
+            def attend(q, k, v):
+                sim = einsum("b h i d, b j d -> b h i j", q, k)
+                attn = sim.softmax(dim=-1)
+                return einsum("b h i j, b j d -> b h i d", attn, v)
+            """,
+            lines=(5,),
+        ),
         Invalid(
             """
             import torch
