@@ -4,7 +4,8 @@ The matcher starts at a matmul (``a @ v``, ``torch.matmul``, ``torch.bmm``,
 ``a.matmul(v)``, a two-operand ``torch.einsum``) and walks its left operand
 *backwards*: through local names (the nearest plain assignment before the use,
 in the same or an enclosing block), dropout and dtype casts, to a torch
-``softmax`` over the last dimension; then through the softmax's input: mask
+``softmax`` over the last dimension (and ``self.id(x)`` hook points that are an
+``nn.Identity``); then through the softmax's input: mask
 (``masked_fill`` / ``+ mask``), scale (``* s`` / ``/ s``), names again, to the
 scores matmul ``q @ k.transpose(-2, -1)`` (``.mT``, ``torch.transpose``,
 ``permute`` swapping the last two dims, ``bmm`` with ``transpose(1, 2)``, or an
@@ -158,7 +159,7 @@ def _find_softmax(ctx: ModuleIndex, walk: NameWalk, node: ast.expr) -> ast.Call 
             return None
         if _softmax_of(ctx, node) is not None:
             return node
-        inner = _dropout_input(ctx, walk, node) or _cast_input(walk, node)
+        inner = _dropout_input(ctx, walk, node) or _cast_input(walk, node) or _identity_input(ctx, walk, node)
         if inner is None:
             return None
         node = inner
@@ -215,6 +216,28 @@ def _cast_input(walk: NameWalk, call: ast.Call) -> ast.expr | None:
     return None
 
 
+def _identity_input(ctx: ModuleIndex, walk: NameWalk, call: ast.Call) -> ast.expr | None:
+    """The input of ``self.name(x)`` where the class's ``__init__`` sets ``self.name = nn.Identity()``
+    (a hook point for inspecting the weights), else None."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and _is_name(func.value, "self") and len(call.args) == 1 and not call.keywords):
+        return None
+    owner = ctx.enclosing_class(call)
+    for init in owner.body if owner is not None else ():
+        if not (isinstance(init, ast.FunctionDef) and init.name == "__init__"):
+            continue
+        for stmt in ast.walk(init):
+            if (
+                isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute)
+                and _is_name(stmt.targets[0].value, "self") and stmt.targets[0].attr == func.attr
+                and isinstance(stmt.value, ast.Call) and ctx.call_qualname(stmt.value) == "torch.nn.Identity"
+            ):
+                if walk.found is not None:
+                    walk.found.unsafe.append(f"the `self.{func.attr}` hook point (an nn.Identity) goes away")
+                return call.args[0]
+    return None
+
+
 # --- the scores side: softmax <- mask / scale / names <- q @ kᵀ ----------------------------------
 
 
@@ -244,6 +267,9 @@ def _read_scores(ctx: ModuleIndex, walk: NameWalk, found: Attention, node: ast.e
             if ctx.segment(fill).replace(" ", "") not in {s.replace(" ", "") for s in NEG_INF}:
                 found.unsafe.append(f"the fill value {ctx.segment(fill)} is finite: rows with every position masked give NaN in SDPA")
             node = node.func.value
+            continue
+        if isinstance(node, ast.Call) and (inner := _identity_input(ctx, walk, node)) is not None:
+            node = inner
             continue
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("float", "to", "type_as"):
             found.unsafe.append("the scores are upcast before the softmax")

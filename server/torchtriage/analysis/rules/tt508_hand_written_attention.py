@@ -265,6 +265,23 @@ class HandWrittenAttention(Rule):
         ),
         Invalid(
             """
+            # the scores pass an nn.Identity hook point (for inspecting them): found, the fix is unsafe
+            import torch
+            from torch import nn
+            class ClassAttention(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.id = nn.Identity()
+                def forward(self, q, k, v):
+                    attn = q @ k.transpose(-2, -1)
+                    attn = self.id(attn)
+                    attn = attn.softmax(dim=-1)
+                    return attn @ v
+            """,
+            lines=(9,),
+        ),
+        Invalid(
+            """
             # one key/value head shared by every query head: found, no automatic fix
             import torch
             from torch import einsum
