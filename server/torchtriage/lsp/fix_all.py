@@ -48,7 +48,6 @@ def minimal_edits(old: str, new: str) -> list[Edit]:
 class FixAllEdit:
     """A fix-all computed for one version of a target: ``edit`` is None when nothing would change."""
 
-    uri: str
     version: int | None
     edit: types.WorkspaceEdit | None
 
@@ -83,6 +82,6 @@ class FixAll:
             self._executor, _fixed_edits, text, path, settings, state.notebook, list(target.findings), state.project_view
         )
         if not edits:
-            return FixAllEdit(uri, version, None)
-        return FixAllEdit(uri, version, versioned_edit(uri, version, text_edits(edits, self._positions(text))))
+            return FixAllEdit(version, None)
+        return FixAllEdit(version, versioned_edit(uri, version, text_edits(edits, self._positions(text))))
 

@@ -363,24 +363,35 @@ def _einsum_layout(call: ast.expr, which: str) -> frozenset[str] | None:
     if min(len(a), len(b), len(out)) < 2 or len(set(a)) != len(a) or len(set(b)) != len(b):
         return None
     batch, other = a[:-2], b[:-2]
-    if out[:-2] != batch or not _subsequence(other, batch):
+    if out[:-2] != batch or not _subsequence(other, batch) or set(a[-2:] + b[-2:]) & set(batch):
         return None
     notes = {"shared"} if other != batch else set()
-    if which == "scores":  # a holds i and d, b holds j and d, out is (i, j)
-        i, j = out[-2:]
-        d = set(a[-2:]) - {i}
-        if len(d) != 1 or set(b[-2:]) != d | {j} or len({i, j} | d) != 3 or ({i, j} | d) & set(batch):
-            return None
-        if not (a[-2:] == i + min(d) and b[-2:] == j + min(d)):
-            notes.add("channels")
-        return frozenset(notes)
-    i, j = a[-2:]  # a is the weights (i, j); b holds j and e; out holds i and e
-    e = set(b[-2:]) - {j}
-    if len(e) != 1 or set(out[-2:]) != e | {i} or len({i, j} | e) != 3 or ({i, j} | e) & set(batch):
+    contraction = _contraction(a[-2:], b[-2:], out[-2:])
+    if contraction is None:
         return None
-    if not (b[-2:] == j + min(e) and out[-2:] == i + min(e)):
+    free_a, free_b, summed = contraction
+    if which == "scores":  # q (i, d) and k (j, d) summed over d into (i, j)
+        if out[-2:] != free_a + free_b:
+            return None
+        rows = a[-2:] == free_a + summed and b[-2:] == free_b + summed
+    else:  # the weights (i, j) and v (j, e) summed over the key positions j into (i, e)
+        if a[-2:] != free_a + summed:
+            return None
+        rows = b[-2:] == summed + free_b and out[-2:] == free_a + free_b
+    if not rows:
         notes.add("channels")
     return frozenset(notes)
+
+
+def _contraction(x: str, y: str, out: str) -> tuple[str, str, str] | None:
+    """(x's free letter, y's free letter, the letter summed over) when two two-letter operands
+    share exactly one letter and ``out`` holds the two others (in either order)."""
+    shared = set(x) & set(y)
+    if len(shared) != 1 or len(set(x + y)) != 3:
+        return None
+    summed = shared.pop()
+    free_x, free_y = x.replace(summed, ""), y.replace(summed, "")
+    return (free_x, free_y, summed) if set(out) == {free_x, free_y} else None
 
 
 def _subsequence(short: str, long: str) -> bool:
