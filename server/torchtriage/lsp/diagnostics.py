@@ -198,7 +198,9 @@ class DiagnosticsEngine:
     async def _run(self, state: DocumentState, generation: int) -> None:
         # One analysis (or fix build) per document at a time: they share the document's analyzer.
         # Several runs may wait on the same one, so each checks again after waking; from here to
-        # ``self._running[...] = future`` nothing awaits, so the first to wake holds the slot.
+        # ``self._running[...] = slot`` nothing awaits, so the first to wake holds the slot.  The
+        # slot is released only once the results are applied: a run of the same generation that
+        # woke before that would analyse the text again and drop the fixes the first one deferred.
         while (previous := self._running.get(state.uri)) is not None and not previous.done():
             await asyncio.wait([previous])
         if generation != state.generation or state.analysed == generation:
@@ -211,22 +213,25 @@ class DiagnosticsEngine:
         if state.analyzer is None or state.analyzer.path != path:
             state.analyzer = new_analyzer(path, state.notebook)
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(
-            self.executor, analyse_snapshot, snapshot, path, settings, state.notebook, state.analyzer,
-            state.project_view,
-        )
-        self._running[state.uri] = future
+        slot: asyncio.Future[object] = loop.create_future()
+        self._running[state.uri] = slot
         try:
-            results = await future
+            results = await loop.run_in_executor(
+                self.executor, analyse_snapshot, snapshot, path, settings, state.notebook, state.analyzer,
+                state.project_view,
+            )
+            if generation == state.generation:  # (else stale: the text changed while we analysed it)
+                self._apply(state, snapshot, results)
+                state.analysed = generation
         except Exception:
             if generation == state.generation:  # keep the old results, release waiters
                 state.analysed = generation
                 state.done.set()
             raise
+        finally:
+            slot.set_result(None)
         if generation != state.generation:
-            return  # stale: the text changed while we analysed it
-        self._apply(state, snapshot, results)
-        state.analysed = generation
+            return
         analyzer = state.analyzer
         if not isinstance(analyzer, IncrementalAnalyzer) or not analyzer.has_deferred_fixes:
             state.done.set()
