@@ -92,7 +92,7 @@ def parse_rate(files: list[Path], parse: Callable[[str], object], repeats: int) 
 def measure(args: argparse.Namespace) -> dict[str, float | int | str]:
     from torchtriage.analysis import analyze_source
     from torchtriage.analysis.context import ModuleContext
-    from torchtriage.analysis.hotloops import find_hot_loops
+    from torchtriage.analysis.hotloops.finder import find_hot_loops
     from torchtriage.analysis.rules import all_rules
 
     if not args.corpus.is_dir() or not corpus_files(args.corpus):

@@ -80,11 +80,11 @@ def record(base: Path, active: int) -> Path:
 
 def torchtriage_steps(run: Path) -> dict[str, Callable[[], str]]:
     """The post-run stages, each a callable (timed separately)."""
-    from torchtriage.runtime.attribution import build_profile
-    from torchtriage.runtime.diagnosis import diagnose
-    from torchtriage.runtime.html import render_html
-    from torchtriage.runtime.model import ProfileData
-    from torchtriage.runtime.report import build_report
+    from torchtriage.runtime.attribution.lines import build_profile
+    from torchtriage.runtime.diagnosis.bottleneck import diagnose
+    from torchtriage.runtime.report.html import render_html
+    from torchtriage.runtime.results.profile_data import ProfileData
+    from torchtriage.runtime.report.writer import build_report
     from torchtriage.runtime.trace import load_trace
 
     saved = ProfileData.load(run / "profile.json")  # status and extras as the CLI recorded them

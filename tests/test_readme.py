@@ -20,7 +20,7 @@ def test_every_rule_is_in_the_rules_table() -> None:
 
 
 def test_report_schema_doc_is_included_verbatim() -> None:
-    doc = (ROOT / "server/torchtriage/runtime/REPORT_SCHEMA.md").read_text(encoding="utf-8")
+    doc = (ROOT / "server/torchtriage/runtime/report/REPORT_SCHEMA.md").read_text(encoding="utf-8")
     body = doc.split("\n", 1)[1].strip()
     assert body in README, "README's report.json section differs from runtime/REPORT_SCHEMA.md"
 

@@ -177,7 +177,7 @@ def _python_files(root: Path, settings: Settings) -> list[Path]:
 
 
 def _load_project(root: Path, files: list[Path], settings: Settings):  # type: ignore[no-untyped-def]
-    from .analysis.project import Project
+    from .analysis.project.program import Project
 
     entries = []
     for file in files:

@@ -11,7 +11,7 @@ import ast
 import textwrap
 
 from torchtriage.analysis.context import ModuleContext
-from torchtriage.analysis.hotloops import HotLoops, find_hot_loops
+from torchtriage.analysis.hotloops.finder import HotLoops, find_hot_loops
 
 
 def analyse(source: str) -> tuple[str, HotLoops]:

@@ -1,6 +1,6 @@
 """The per-step code kept from the previous version of a file is exactly a fresh pass's.
 
-:mod:`torchtriage.analysis.hot_reuse` keeps the marked regions across edits that did
+:mod:`torchtriage.analysis.hotloops.reuse` keeps the marked regions across edits that did
 not touch them.  Each edit below changes something the marking reads outside the
 regions it marked (a function, class, instance, lambda, loader variable or modulo
 helper of the file, the parameters around the step loop, the imports, the lines
@@ -16,8 +16,8 @@ import random
 
 from torchtriage.analysis.context import ModuleContext
 from torchtriage.analysis.engine import IncrementalAnalyzer
-from torchtriage.analysis.hot_regions import HotEntry, HotLoops
-from torchtriage.analysis.incremental import ParsedModule, parse_module
+from torchtriage.analysis.hotloops.regions import HotEntry, HotLoops
+from torchtriage.analysis.incremental.reparse import ParsedModule, parse_module
 
 SOURCE = '''\
 import torch

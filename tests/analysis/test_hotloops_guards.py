@@ -10,7 +10,7 @@ import ast
 import pytest
 from hotloops_support import analyse, check_marks, region_at
 
-from torchtriage.analysis.step_markers import is_rare_guard, tokens
+from torchtriage.analysis.hotloops.step_markers import is_rare_guard, tokens
 
 
 # --- rare guards ------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 
 from torchtriage.analysis import analyze_source
 from torchtriage.analysis.engine import IncrementalAnalyzer
-from torchtriage.analysis.incremental import ParsedModule, parse_module
+from torchtriage.analysis.incremental.reparse import ParsedModule, parse_module
 from torchtriage.findings import Finding
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ import pytest
 
 from torchtriage.analysis import analyze_source
 from torchtriage.analysis.engine import IncrementalAnalyzer
-from torchtriage.analysis.incremental import ParsedModule, parse_module
+from torchtriage.analysis.incremental.reparse import ParsedModule, parse_module
 from torchtriage.findings import Finding
 
 from test_incremental import _same  # noqa: E402  (the node-for-node comparison)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
-from torchtriage.analysis.project import Project, module_name
+from torchtriage.analysis.project.program import Project, module_name
 from torchtriage.config import Settings
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
-from torchtriage.analysis.project import Project
+from torchtriage.analysis.project.program import Project
 
 
 def project(files: dict[str, str]) -> Project:

@@ -16,7 +16,7 @@ import pytest
 
 from torchtriage.analysis import analyze_source
 from torchtriage.analysis.context import ModuleContext
-from torchtriage.analysis.hotloops import HotLoops, find_hot_loops
+from torchtriage.analysis.hotloops.finder import HotLoops, find_hot_loops
 from torchtriage.analysis.rules import rule_by_code
 from torchtriage.config import Settings
 

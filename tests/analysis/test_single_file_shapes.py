@@ -187,7 +187,7 @@ def test_loader_read_through_a_logging_wrapper_in_the_same_file_is_read_every_ep
 
 def test_a_once_per_epoch_function_named_like_a_model_is_not_a_forward():
     from torchtriage.analysis.context import ModuleContext
-    from torchtriage.analysis.hotloops import find_hot_loops
+    from torchtriage.analysis.hotloops.finder import find_hot_loops
     import ast
 
     source = textwrap.dedent("""

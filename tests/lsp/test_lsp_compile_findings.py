@@ -15,7 +15,7 @@ from lsp_helpers import open_text, wait_for
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        importlib.util.find_spec("torchtriage.runtime.profile_run") is None or importlib.util.find_spec("torch") is None,
+        importlib.util.find_spec("torchtriage.runtime.profiling.finish") is None or importlib.util.find_spec("torch") is None,
         reason="needs the runtime bridge and torch",
     ),
 ]

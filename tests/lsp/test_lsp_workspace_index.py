@@ -113,7 +113,7 @@ def summarise(values):
 
 def _fresh(root: Path, texts: dict[Path, str]) -> dict[Path, list[tuple[object, ...]]]:
     """What a fresh analysis of the whole project finds in each open file, as diagnostics show it."""
-    from torchtriage.analysis.project import Project
+    from torchtriage.analysis.project.program import Project
     from torchtriage.lsp.settings import SettingsManager
 
     manager = SettingsManager(warn=lambda message: None)

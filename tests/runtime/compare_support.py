@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from torchtriage.runtime.model import CATEGORIES, LineCost, MemoryStep, ProfileData, RunStatus, StepTiming
-from torchtriage.runtime.profile_run import write_outputs
+from torchtriage.runtime.results.profile_data import CATEGORIES, LineCost, MemoryStep, ProfileData, RunStatus, StepTiming
+from torchtriage.runtime.profiling.finish import write_outputs
 
 LOADER_SCRIPT = '''\
 import time

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from torchtriage.runtime.model import ProfileData
+from torchtriage.runtime.results.profile_data import ProfileData
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "runtime"
 FAST = ["--skip-first", "1", "--wait", "0", "--warmup", "1", "--active", "3"]

@@ -12,8 +12,8 @@ import pytest
 
 import torchtriage.runtime.agent as agent_package
 from torchtriage.runtime.agent import wire as host_wire
-from torchtriage.runtime.attribution import build_profile
-from torchtriage.runtime.sampling import FrameSample, read_samples
+from torchtriage.runtime.attribution.lines import build_profile
+from torchtriage.runtime.attribution.samples import FrameSample, read_samples
 
 from run_support import agent_json, profile_cli
 

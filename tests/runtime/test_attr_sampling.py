@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from torchtriage.runtime.agent.wire import Root, Site
-from torchtriage.runtime.sampling import FrameSample as Sample, LineResolver
+from torchtriage.runtime.attribution.samples import FrameSample as Sample, LineResolver
 
 PATH, FUNC = "/w/data.py", "__getitem__"
 SLEEP_LINE, LOOP_LINE, DEF_LINE = 27, 33, 25

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from torchtriage.runtime.compare import load_schema
-from torchtriage.runtime.report import load_schema as load_report_schema
+from torchtriage.runtime.report.writer import load_schema as load_report_schema
 
 pytestmark = pytest.mark.slow
 

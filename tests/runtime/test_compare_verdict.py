@@ -10,8 +10,8 @@ import pytest
 from compare_support import line_of, loader_script, repeats_of, write_run
 
 from torchtriage.runtime.compare import CompareError, compare_runs, load_run, load_schema, previous_run, write_comparison
-from torchtriage.runtime.model import RunStatus
-from torchtriage.runtime.report import load_schema as load_report_schema
+from torchtriage.runtime.results.profile_data import RunStatus
+from torchtriage.runtime.report.writer import load_schema as load_report_schema
 
 COMPARE = jsonschema.Draft202012Validator(load_schema())
 REPORT = jsonschema.Draft202012Validator(load_report_schema())
@@ -177,7 +177,7 @@ def _stamp(runs: Path, order: list[str]) -> None:
 
 
 def test_the_schema_doc_names_every_field_and_the_readme_includes_it() -> None:
-    doc = (Path(load_schema.__code__.co_filename).parent.parent / "COMPARE_SCHEMA.md").read_text(encoding="utf-8")
+    doc = (Path(load_schema.__code__.co_filename).parent / "COMPARE_SCHEMA.md").read_text(encoding="utf-8")
     schema = load_schema()
     for name in schema["properties"]:
         assert f"`{name}`" in doc, name

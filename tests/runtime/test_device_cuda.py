@@ -11,12 +11,12 @@ import jsonschema
 import pytest
 from rich.console import Console
 
-from torchtriage.runtime.attribution import build_profile
-from torchtriage.runtime.diagnosis import diagnose
-from torchtriage.runtime.html import render_html
-from torchtriage.runtime.model import ProfileData
-from torchtriage.runtime.report import build_report, load_schema
-from torchtriage.runtime.summary import render_summary
+from torchtriage.runtime.attribution.lines import build_profile
+from torchtriage.runtime.diagnosis.bottleneck import diagnose
+from torchtriage.runtime.report.html import render_html
+from torchtriage.runtime.results.profile_data import ProfileData
+from torchtriage.runtime.report.writer import build_report, load_schema
+from torchtriage.runtime.report.summary import render_summary
 
 import cuda_trace
 from cuda_trace import LOG_BODY

@@ -14,8 +14,8 @@ import jsonschema
 import pytest
 from rich.console import Console
 
-from torchtriage.runtime.report import load_report, load_schema
-from torchtriage.runtime.summary import render_summary
+from torchtriage.runtime.report.writer import load_report, load_schema
+from torchtriage.runtime.report.summary import render_summary
 
 from run_support import agent_json, line_of, profile_cli
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from torchtriage.findings import Finding, Severity, Span
-from torchtriage.runtime.crosslink import RUNTIME_CODES, covers, rule_category
-from torchtriage.runtime.diagnosis import diagnose
-from torchtriage.runtime.model import LineCost, MemoryLine, MemoryStep, ProfileData, StepTiming, SyncPoint
+from torchtriage.runtime.diagnosis.crosslink import RUNTIME_CODES, covers, rule_category
+from torchtriage.runtime.diagnosis.bottleneck import diagnose
+from torchtriage.runtime.results.profile_data import LineCost, MemoryLine, MemoryStep, ProfileData, StepTiming, SyncPoint
 
 STEP_US = 1000.0
 MIB = 2**20

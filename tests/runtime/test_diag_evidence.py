@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchtriage.runtime.crosslink import StaticLink, link_evidence
+from torchtriage.runtime.diagnosis.crosslink import StaticLink, link_evidence
 
 
 def _link(code: str, line: int, share: float, category: str = "data_loading") -> StaticLink:

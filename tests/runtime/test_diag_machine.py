@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from torchtriage.findings import Finding, Severity, Span
-from torchtriage.runtime.diagnosis import diagnose
-from torchtriage.runtime.machine import WorkerPlan, host_physical_cores
-from torchtriage.runtime.model import LineCost, ProfileData, StepTiming
-from torchtriage.runtime.report import build_report, load_schema
-from torchtriage.runtime.summary import render_summary
+from torchtriage.runtime.diagnosis.bottleneck import diagnose
+from torchtriage.runtime.diagnosis.machine import WorkerPlan, host_physical_cores
+from torchtriage.runtime.results.profile_data import LineCost, ProfileData, StepTiming
+from torchtriage.runtime.report.writer import build_report, load_schema
+from torchtriage.runtime.report.summary import render_summary
 
 STEP_US = 10_000.0
 

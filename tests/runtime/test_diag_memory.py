@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from torchtriage.runtime.diagnosis import (
+from torchtriage.runtime.diagnosis.bottleneck import (
     MIN_GROWTH_BYTES_PER_STEP,
     MIN_MEMORY_STEPS,
     diagnose,
     memory_trend,
 )
-from torchtriage.runtime.model import MemoryLine, MemoryStep, ProfileData, StepTiming
+from torchtriage.runtime.results.profile_data import MemoryLine, MemoryStep, ProfileData, StepTiming
 
 MIB = 2**20
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from torchtriage.runtime.report import load_schema
+from torchtriage.runtime.report.writer import load_schema
 
 pytestmark = pytest.mark.slow
 

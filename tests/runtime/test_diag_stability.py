@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torchtriage.runtime.diagnosis import CPU_OP_OVERHEAD_US, category_shares, diagnose, step_shares
-from torchtriage.runtime.model import CATEGORIES, ProfileData, StepTiming
-from torchtriage.runtime.report import build_report, load_schema
-from torchtriage.runtime.stability import loader_pattern, spread
+from torchtriage.runtime.diagnosis.bottleneck import CPU_OP_OVERHEAD_US, category_shares, diagnose, step_shares
+from torchtriage.runtime.results.profile_data import CATEGORIES, ProfileData, StepTiming
+from torchtriage.runtime.report.writer import build_report, load_schema
+from torchtriage.runtime.diagnosis.stability import loader_pattern, spread
 
 VALIDATOR = jsonschema.Draft202012Validator(load_schema())
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from torchtriage.runtime.diagnosis import (
+from torchtriage.runtime.diagnosis.bottleneck import (
     COMPUTE_BAR,
     CPU_OP_OVERHEAD_US,
     CUDA_LAUNCH_US,
@@ -18,7 +18,7 @@ from torchtriage.runtime.diagnosis import (
     diagnose,
     hotspots,
 )
-from torchtriage.runtime.model import CATEGORIES, LineCost, ProfileData, RunStatus, StepTiming
+from torchtriage.runtime.results.profile_data import CATEGORIES, LineCost, ProfileData, RunStatus, StepTiming
 
 STEP_US = 10_000.0
 BARS = dict(VERDICT_BARS)
@@ -125,7 +125,7 @@ def test_optimizer_counts_towards_compute() -> None:
 
 
 def _flat_memory():
-    from torchtriage.runtime.diagnosis import MemoryTrend
+    from torchtriage.runtime.diagnosis.bottleneck import MemoryTrend
 
     return MemoryTrend(0, 0.0, 0.0, False)
 

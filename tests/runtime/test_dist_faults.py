@@ -21,7 +21,7 @@ from run_support import FAST
 from torchtriage.runtime.distributed.finish import finish_ranks
 from torchtriage.runtime.distributed.launch import DistOptions, TorchrunChild
 from torchtriage.runtime.distributed.reap import marked_pids
-from torchtriage.runtime.runner import RunOptions, run_agent
+from torchtriage.runtime.profiling.runner import RunOptions, run_agent
 
 @pytest.mark.slow
 def test_a_rank_that_crashes_is_named_with_its_traceback_and_the_others_are_stopped(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 from dist_support import SCRIPT, free_port, report
 from run_support import FAST
 
-from torchtriage.runtime.report import load_schema
+from torchtriage.runtime.report.writer import load_schema
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from dist_support import SCRIPT, TbCache, dist_cli, report
 
-from torchtriage.runtime.report import SCHEMA_VERSION, load_schema
+from torchtriage.runtime.report.writer import SCHEMA_VERSION, load_schema
 from torchtriage.runtime.trace import load_trace
 
 pytestmark = pytest.mark.slow

@@ -9,10 +9,10 @@ import pytest
 import torch
 from torch import nn
 
-from torchtriage.runtime.agent.lab_backward import BackwardTap
-from torchtriage.runtime.agent.lab_compile import CompileWatch, dynamo_counts
-from torchtriage.runtime.agent.lab_models import TrainedModels, UnsupportedPrecision
-from torchtriage.runtime.agent.lab_session import failure_kind
+from torchtriage.runtime.agent.lab.backward import BackwardTap
+from torchtriage.runtime.agent.lab.compile_stats import CompileWatch, dynamo_counts
+from torchtriage.runtime.agent.lab.trained_models import TrainedModels, UnsupportedPrecision
+from torchtriage.runtime.agent.lab.session import failure_kind
 
 
 class Net(nn.Module):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jsonschema
 
-from torchtriage.runtime.agent.lab_wire import LabResult, read_lab_result
+from torchtriage.runtime.agent.lab.wire import LabResult, read_lab_result
 from torchtriage.runtime.lab.reading import build_reading
 from torchtriage.runtime.lab.report import LAB_SCHEMA_PATH, LAB_SCHEMA_VERSION, load_lab_schema
 

@@ -13,10 +13,10 @@ import jsonschema
 import pytest
 
 from torchtriage.runtime.agent.wire import WIRE_VERSION, Alloc, Charge, DeviceFacts, Held, OptimizerInfo, Site, Step
-from torchtriage.runtime.attribution import build_profile
-from torchtriage.runtime.diagnosis import diagnose
-from torchtriage.runtime.html import render_html
-from torchtriage.runtime.report import build_report, load_schema
+from torchtriage.runtime.attribution.lines import build_profile
+from torchtriage.runtime.diagnosis.bottleneck import diagnose
+from torchtriage.runtime.report.html import render_html
+from torchtriage.runtime.report.writer import build_report, load_schema
 
 GIB = 2**30
 MS = 1_000_000

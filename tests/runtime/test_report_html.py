@@ -13,8 +13,8 @@ from typing import Sequence
 import pytest
 
 from torchtriage.findings import Finding, Severity, Span
-from torchtriage.runtime.model import LineCost, MemoryLine, MemoryStep, ProfileData, StepTiming, SyncPoint
-from torchtriage.runtime.report import write_reports
+from torchtriage.runtime.results.profile_data import LineCost, MemoryLine, MemoryStep, ProfileData, StepTiming, SyncPoint
+from torchtriage.runtime.report.writer import write_reports
 
 MIB = 2**20
 

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from torchtriage.findings import Finding, Severity, Span
-from torchtriage.runtime.diagnosis import diagnose
-from torchtriage.runtime.model import (
+from torchtriage.runtime.diagnosis.bottleneck import diagnose
+from torchtriage.runtime.results.profile_data import (
     CATEGORIES,
     RUN_STATUSES,
     LineCost,
@@ -23,7 +23,7 @@ from torchtriage.runtime.model import (
     StepTiming,
     SyncPoint,
 )
-from torchtriage.runtime.report import SCHEMA_VERSION, build_report, load_report, load_schema, write_reports
+from torchtriage.runtime.report.writer import SCHEMA_VERSION, build_report, load_report, load_schema, write_reports
 
 VALIDATOR = jsonschema.Draft202012Validator(load_schema())
 PATHS = ("/w/train.py", "/w/data.py", "rel/model.py")
@@ -150,8 +150,8 @@ def test_report_can_be_rebuilt_from_saved_profile(tmp_path: Path) -> None:
 
 
 def test_schema_doc_names_every_field_code_and_bar() -> None:
-    from torchtriage.runtime.crosslink import RUNTIME_CODES
-    from torchtriage.runtime.diagnosis import VERDICT_BARS
+    from torchtriage.runtime.diagnosis.crosslink import RUNTIME_CODES
+    from torchtriage.runtime.diagnosis.bottleneck import VERDICT_BARS
 
     doc = (Path(load_schema.__code__.co_filename).parent / "REPORT_SCHEMA.md").read_text(encoding="utf-8")
     for name in load_schema()["properties"]:

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from torchtriage.findings import Finding, Severity, Span
-from torchtriage.runtime.model import LineCost, MemoryLine, MemoryStep, OpCost, ProfileData, StepTiming, SyncPoint
-from torchtriage.runtime.report import write_reports
+from torchtriage.runtime.results.profile_data import LineCost, MemoryLine, MemoryStep, OpCost, ProfileData, StepTiming, SyncPoint
+from torchtriage.runtime.report.writer import write_reports
 
 MIB = 2**20
 LONG_NAME = "a_rather_long_training_script_name_for_the_layout_check.py"

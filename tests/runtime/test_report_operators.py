@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from torchtriage.runtime.agent.collect import USER_SCOPE, Collector, EventType
-from torchtriage.runtime.diagnosis import diagnose
-from torchtriage.runtime.html import render_html
-from torchtriage.runtime.model import MemoryLine, MemoryStep, OpCost, ProfileData, StepTiming
-from torchtriage.runtime.report import build_report, load_schema, write_reports
+from torchtriage.runtime.diagnosis.bottleneck import diagnose
+from torchtriage.runtime.report.html import render_html
+from torchtriage.runtime.results.profile_data import MemoryLine, MemoryStep, OpCost, ProfileData, StepTiming
+from torchtriage.runtime.report.writer import build_report, load_schema, write_reports
 
 from run_support import line_of, profile_cli
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from torchtriage.runtime.diagnosis import diagnose
-from torchtriage.runtime.model import LineCost, ProfileData, RunStatus, StepTiming
-from torchtriage.runtime.report import build_report
-from torchtriage.runtime.summary import TOP_LINES, render_summary
+from torchtriage.runtime.diagnosis.bottleneck import diagnose
+from torchtriage.runtime.results.profile_data import LineCost, ProfileData, RunStatus, StepTiming
+from torchtriage.runtime.report.writer import build_report
+from torchtriage.runtime.report.summary import TOP_LINES, render_summary
 
 
 def text_of(renderable) -> str:

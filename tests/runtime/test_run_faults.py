@@ -14,7 +14,7 @@ import pytest
 from process_support import alive
 from run_support import DATA, FAST, load_profile, profile_cli
 
-from torchtriage.runtime.runner import RunOptions, run_agent
+from torchtriage.runtime.profiling.runner import RunOptions, run_agent
 
 pytestmark = pytest.mark.slow
 PY310 = Path("/root/.pyenv/versions/3.10.13/bin/python")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from run_support import DATA
 
-from torchtriage.runtime.noise import is_profiler_noise
+from torchtriage.runtime.profiling.noise import is_profiler_noise
 
 SCRIPT = DATA / "chatty_train.py"
 

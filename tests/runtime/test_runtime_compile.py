@@ -19,10 +19,10 @@ from rich.console import Console
 from run_support import profile_source
 
 import torchtriage.runtime.agent as agent_package
-from torchtriage.runtime.html import render_html
-from torchtriage.runtime.model import ProfileData
-from torchtriage.runtime.report import load_schema
-from torchtriage.runtime.summary import render_summary
+from torchtriage.runtime.report.html import render_html
+from torchtriage.runtime.results.profile_data import ProfileData
+from torchtriage.runtime.report.writer import load_schema
+from torchtriage.runtime.report.summary import render_summary
 
 pytestmark = pytest.mark.slow
 

@@ -16,8 +16,8 @@ import jsonschema
 import pytest
 from run_support import profile_source
 
-from torchtriage.runtime.model import ProfileData
-from torchtriage.runtime.report import load_schema
+from torchtriage.runtime.results.profile_data import ProfileData
+from torchtriage.runtime.report.writer import load_schema
 
 pytestmark = pytest.mark.slow
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from torchtriage.runtime.compile_findings import guard_kind
-from torchtriage.runtime.source_ops import SourceOps
+from torchtriage.runtime.diagnosis.compile_findings import guard_kind
+from torchtriage.runtime.attribution.source_ops import SourceOps
 
 SOURCE = textwrap.dedent(
     """\

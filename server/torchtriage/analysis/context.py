@@ -16,8 +16,8 @@ from .defaults import Default, file_defaults, unique
 
 if TYPE_CHECKING:
     from .project_view import LoaderRead
-from .hotloops import HotEntry, HotLoops, find_hot_loops
-from .memo import keyed_memo
+from .hotloops.finder import HotEntry, HotLoops, find_hot_loops
+from .incremental.memo import keyed_memo
 from .module_index import ModuleIndex
 
 _CUDA_PATTERNS = re.compile(

@@ -14,7 +14,7 @@ from typing import Iterable
 from ..config import Settings
 from ..findings import INTERNAL_ERROR_CODE, Finding, Severity, Span
 from .context import ModuleContext
-from .incremental import ParsedModule, parse_module, reparse
+from .incremental.reparse import ParsedModule, parse_module, reparse
 from .project_view import ProjectView, apply_view
 from .rules import Rule, all_rules
 from .rules.base import FixBuilder

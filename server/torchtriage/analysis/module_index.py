@@ -14,11 +14,11 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Iterator
 
 from ..findings import Span
-from .incremental import walk_module
+from .incremental.reparse import walk_module
 from .text import line_offsets, split_lines
 
 if TYPE_CHECKING:
-    from .incremental import ParsedModule
+    from .incremental.reparse import ParsedModule
 
 def _import_aliases(nodes: tuple[ast.AST, ...]) -> dict[str, str]:
     """Local name -> dotted qualified name, for every import anywhere in the module."""

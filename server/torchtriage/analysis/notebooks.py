@@ -29,7 +29,7 @@ from .autofix import MAX_ROUNDS
 from .engine import IncrementalAnalyzer, has_file_noqa
 from .parsing import parse_source
 from .fixes import apply_edits, select_fixes
-from .incremental import ParsedModule
+from .incremental.reparse import ParsedModule
 from .ipython_magics import neutralise_cell
 from .text import split_lines
 

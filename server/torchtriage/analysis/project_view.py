@@ -14,7 +14,7 @@ import ast
 from dataclasses import dataclass
 
 from .defaults import Default
-from .hotloops import HotEntry
+from .hotloops.finder import HotEntry
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 

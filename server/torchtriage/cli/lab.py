@@ -59,7 +59,7 @@ def run_lab_command(args: argparse.Namespace) -> int:
     from ..runtime.lab import LabSettings, run_and_report
     from ..runtime.lab.plan import parse_modes
     from ..runtime.lab.progress import LabProgress
-    from ..runtime.profile_run import new_run_dir
+    from ..runtime.profiling.finish import new_run_dir
 
     try:
         configurations = parse_modes(args.modes)

@@ -20,9 +20,9 @@ from ..errors import UsageError
 from .script_target import script_args_and_python
 
 if TYPE_CHECKING:
-    from ..runtime.model import ProfileData
-    from ..runtime.profile_run import ProfiledRun
-    from ..runtime.runner import RunOptions, RunOutcome
+    from ..runtime.results.profile_data import ProfileData
+    from ..runtime.profiling.finish import ProfiledRun
+    from ..runtime.profiling.runner import RunOptions, RunOutcome
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_CANNOT_RUN = 0, 1, 2
 
@@ -90,9 +90,9 @@ def run_profile(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1")
     # The runtime loads only for this command, so `check` starts as fast as before.
-    from ..runtime.profile_run import finish_run, new_run_dir
-    from ..runtime.progress import ProgressDisplay
-    from ..runtime.runner import RunOptions, run_agent
+    from ..runtime.profiling.finish import finish_run, new_run_dir
+    from ..runtime.profiling.progress import ProgressDisplay
+    from ..runtime.profiling.runner import RunOptions, run_agent
 
     dist = _distributed_options(args)
     run_dir = args.out.resolve() if args.out else new_run_dir(args.script.stem)
@@ -128,7 +128,7 @@ def _distributed_options(args: argparse.Namespace) -> Any:
             raise UsageError(f"{flags} only apply to a multi-process run: add --nproc-per-node N")
         return None
     from ..runtime.distributed.launch import DistOptions, check_options
-    from ..runtime.machine import host_physical_cores
+    from ..runtime.diagnosis.machine import host_physical_cores
 
     dist = DistOptions(
         nproc_per_node=args.nproc_per_node, nnodes=str(args.nnodes), node_rank=args.node_rank, master_addr=args.master_addr,
@@ -146,9 +146,9 @@ def _distributed_options(args: argparse.Namespace) -> Any:
 
 def _profile_repeated(options: "RunOptions", args: argparse.Namespace) -> "ProfiledRun":
     """``--repeat N``: N runs under one progress display (restarted for each); the median run is kept."""
-    from ..runtime.progress import ProgressDisplay
-    from ..runtime.repeats import profile_repeated
-    from ..runtime.runner import run_agent
+    from ..runtime.profiling.progress import ProgressDisplay
+    from ..runtime.profiling.repeats import profile_repeated
+    from ..runtime.profiling.runner import run_agent
 
     with ProgressDisplay(args.active, enabled=not args.quiet, json_lines=args.progress == "json") as display:
 
@@ -163,8 +163,8 @@ def _profile_ranks(options: "RunOptions", dist: Any, args: argparse.Namespace) -
     """``--nproc-per-node N``: torchrun with the agent in every rank; the combined run (``DistributedRun``)."""
     from ..runtime.distributed.finish import finish_ranks
     from ..runtime.distributed.launch import TorchrunChild, lead_rank_events
-    from ..runtime.progress import ProgressDisplay
-    from ..runtime.runner import run_agent
+    from ..runtime.profiling.progress import ProgressDisplay
+    from ..runtime.profiling.runner import run_agent
 
     with ProgressDisplay(args.active, enabled=not args.quiet, json_lines=args.progress == "json") as display:
         child = TorchrunChild(options, dist, on_event=lead_rank_events(display.handle), on_output=display.output)
@@ -176,7 +176,7 @@ def _print_result(profile: "ProfileData", report: Optional[dict[str, Any]], run_
     from rich.console import Console
     from rich.markup import escape
 
-    from ..runtime.model import OK_STATUSES
+    from ..runtime.results.profile_data import OK_STATUSES
 
     console = Console(stderr=False, soft_wrap=True)
     status = profile.status
@@ -189,7 +189,7 @@ def _print_result(profile: "ProfileData", report: Optional[dict[str, Any]], run_
         Console(stderr=True).print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     if report is not None and profile.steps:
         try:
-            from ..runtime.summary import render_summary
+            from ..runtime.report.summary import render_summary
 
             console.print(render_summary(report, run_dir))
             if report.get("ranks"):

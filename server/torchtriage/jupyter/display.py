@@ -30,7 +30,7 @@ def text_summary(report: Optional[dict[str, Any]], status: dict[str, Any], run_d
     if report is not None:
         from rich.console import Console
 
-        from ..runtime.summary import render_summary
+        from ..runtime.report.summary import render_summary
 
         buffer = io.StringIO()
         Console(file=buffer, width=110, color_system=None, soft_wrap=True, force_jupyter=False, force_terminal=False).print(render_summary(report, run_dir))

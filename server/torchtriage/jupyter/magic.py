@@ -82,9 +82,9 @@ class TorchtriageMagics(Magics):
     def profile(self, args: argparse.Namespace, cell: str) -> tuple[dict[str, Any], str, str]:
         """Run the cell under the profiler; returns the MIME payload, the HTML and the text."""
         from ..runtime.agent.inkernel import CellProfiler
-        from ..runtime.attribution import build_profile
-        from ..runtime.model import RunStatus
-        from ..runtime.profile_run import write_outputs
+        from ..runtime.attribution.lines import build_profile
+        from ..runtime.results.profile_data import RunStatus
+        from ..runtime.profiling.finish import write_outputs
 
         number = self.cells.current()
         run_dir = _run_dir(args.out, number)
@@ -140,7 +140,7 @@ class TorchtriageMagics(Magics):
 
 
 def _run_dir(out: Optional[Path], number: int) -> Path:
-    from ..runtime.profile_run import new_run_dir
+    from ..runtime.profiling.finish import new_run_dir
 
     path = out.expanduser().resolve() if out is not None else new_run_dir(f"cell{number}")
     path.mkdir(parents=True, exist_ok=True)

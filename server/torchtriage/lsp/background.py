@@ -36,7 +36,7 @@ class CollectorPause:
     """Keeps Python's cycle collector off while analyses run (in any thread).
 
     An analysis allocates tens of thousands of objects and frees them by reference
-    counting (it leaves no reference cycles, see ``analysis/memo.py``), so a collection
+    counting (it leaves no reference cycles, see ``analysis/incremental/memo.py``), so a collection
     triggered in the middle of one only scans the document's syntax trees, 30-130 ms on a
     long file, and delays the diagnostics.  Collections resume when no analysis runs.
     """

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..analysis.incremental import ParsedModule
-from ..analysis.project import Project
+from ..analysis.incremental.reparse import ParsedModule
+from ..analysis.project.program import Project
 from ..analysis.project_view import ProjectView
 from ..config import Settings
 from ..findings import Finding

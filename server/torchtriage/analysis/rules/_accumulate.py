@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass
 
 from ..context import ModuleContext
-from ..hotloops import is_backward_call
+from ..hotloops.finder import is_backward_call
 from ._graph import bound_names
 from ._helpers import method_name
 from ._steps import differentiated_tensor, is_constant, own_walk, target_key

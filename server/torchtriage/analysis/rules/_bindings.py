@@ -12,8 +12,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
-from ..memo import subtree_memo
-from ..walks import scope_entries
+from ..incremental.memo import subtree_memo
+from ..incremental.walks import scope_entries
 
 if TYPE_CHECKING:
     from ..context import ModuleContext

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..step_markers import SCOPE_NODES, unwrap_iterable
+from ..hotloops.step_markers import SCOPE_NODES, unwrap_iterable
 from ..syntax import bound_name
 
 if TYPE_CHECKING:

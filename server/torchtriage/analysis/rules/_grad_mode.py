@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from ..walks import subtree
+from ..incremental.walks import subtree
 from ._bindings import resolve_name
 
 if TYPE_CHECKING:

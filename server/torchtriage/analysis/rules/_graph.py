@@ -14,7 +14,7 @@ import ast
 import re
 
 from ..context import ModuleContext
-from ..hotloops import HotRegion, is_backward_call
+from ..hotloops.finder import HotRegion, is_backward_call
 from ._helpers import method_name, names_in
 from ._steps import differentiated_tensor, lexically_grad_off, own_walk
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ..hotloops import HotRegion
-from ..memo import subtree_memo
+from ..hotloops.finder import HotRegion
+from ..incremental.memo import subtree_memo
 
 
 def method_name(call: ast.AST) -> str | None:

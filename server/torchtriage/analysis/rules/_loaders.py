@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from ...findings import Applicability, Edit, Fix
 from ..fixes import add_keywords_fix, code_for, parse_expression_snippet
-from ..hotloops import HotRegion, unwrap_iterable
+from ..hotloops.finder import HotRegion, unwrap_iterable
 from ._bindings import resolve_dict, resolve_name
 from ..file_kinds import is_test_file
 from ..syntax import bound_name

@@ -8,8 +8,8 @@ from __future__ import annotations
 import ast
 
 from ..context import ModuleContext
-from ..memo import keyed_memo
-from ..walks import scope_entries
+from ..incremental.memo import keyed_memo
+from ..incremental.walks import scope_entries
 
 Position = tuple[int, int]
 Binding = tuple[ast.AST, ast.AST, Position]  # (binding statement or arg, its target, where it binds)

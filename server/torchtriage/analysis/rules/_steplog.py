@@ -8,7 +8,7 @@ import re
 
 from ...findings import Applicability, Edit, Fix, Span
 from ..context import ModuleContext
-from ..hotloops import HotRegion
+from ..hotloops.finder import HotRegion
 from ..text import indentation
 
 CLOCK_CALLS = frozenset(

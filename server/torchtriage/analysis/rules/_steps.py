@@ -11,8 +11,8 @@ import re
 from typing import Iterator
 
 from ..context import ModuleContext
-from ..hotloops import HotRegion
-from ..walks import scope_walk
+from ..hotloops.finder import HotRegion
+from ..incremental.walks import scope_walk
 from ._helpers import method_name, names_in
 
 _GRAD_OFF_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})

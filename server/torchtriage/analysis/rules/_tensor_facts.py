@@ -9,7 +9,7 @@ import ast
 import re
 
 from ..context import ModuleContext
-from ..hotloops import HotRegion
+from ..hotloops.finder import HotRegion
 from ._scopes import Binding
 
 TENSOR_NAME = re.compile(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 
 from ..context import ModuleContext
-from ..hotloops import HotRegion
+from ..hotloops.finder import HotRegion
 from ._scopes import COUNTER, Binding, Position, element_source, scope_bindings
 from ._tensor_facts import (
     BUILTIN_NON_TENSOR,

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..context import ModuleContext
-from ..memo import keyed_memo
-from ..hotloops import is_backward_call, is_optimizer_step
+from ..incremental.memo import keyed_memo
+from ..hotloops.finder import is_backward_call, is_optimizer_step
 from ._helpers import method_name
-from ..walks import scope_any
+from ..incremental.walks import scope_any
 from ._steps import OWN_SCOPES, own_walk
 
 CLOCKS = frozenset(

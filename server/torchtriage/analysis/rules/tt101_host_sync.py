@@ -8,8 +8,8 @@ from typing import Iterator
 from ...findings import Applicability, Fix, Severity
 from ..context import ModuleContext
 from ..fixes import call_method, replace_expression
-from ..guards import ends_the_run
-from ..hotloops import HotRegion
+from ..hotloops.guards import ends_the_run
+from ..hotloops.finder import HotRegion
 from ._helpers import method_name
 from ._steplog import enclosing_log_call, guard_statement_fix, step_counter
 from ._tensors import oracle

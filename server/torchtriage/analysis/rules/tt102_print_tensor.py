@@ -7,7 +7,7 @@ from typing import Iterator
 
 from ...findings import Applicability, Fix, Severity
 from ..context import ModuleContext
-from ..hotloops import HotRegion
+from ..hotloops.finder import HotRegion
 from ._steplog import formatted_values, guard_statement_fix, is_log_call, step_counter
 from ._tensors import TensorOracle, oracle
 from .base import Invalid, Report, Rule, Valid

@@ -7,7 +7,7 @@ from typing import Iterator
 
 from ...findings import Severity
 from ..context import ModuleContext
-from ..hotloops import HotRegion, is_rare_guard
+from ..hotloops.finder import HotRegion, is_rare_guard
 from ._tensors import TensorOracle, oracle
 from .base import Invalid, Report, Rule, Valid
 

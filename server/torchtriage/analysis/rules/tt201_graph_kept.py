@@ -8,7 +8,7 @@ from typing import Iterator
 from ...findings import Applicability, Fix, Severity
 from ..context import ModuleContext
 from ..fixes import method_call_fix
-from ..hotloops import HotRegion
+from ..hotloops.finder import HotRegion
 from ._accumulate import Site, accumulation_site, backpropagated_later, grad_disabled_file
 from ._graph import GraphTracker, carrier, carrying_parts
 from ._steps import rebinds_in_region, runs_without_grad, target_key

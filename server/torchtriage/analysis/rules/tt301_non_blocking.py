@@ -8,9 +8,9 @@ from typing import Iterator
 from ...findings import Applicability, Severity
 from ..context import ModuleContext
 from ..fixes import add_keywords_fix, keyword_value
-from ..hotloops import HotRegion
-from ..memo import subtree_memo
-from ..step_markers import is_model_call
+from ..hotloops.finder import HotRegion
+from ..incremental.memo import subtree_memo
+from ..hotloops.step_markers import is_model_call
 from ._helpers import is_batch_expression, is_device_move, method_name, names_in
 from .base import Invalid, Report, Rule, Valid
 

@@ -7,7 +7,7 @@ from typing import Iterator
 
 from ...findings import Applicability, Severity
 from ..context import ModuleContext
-from ..hotloops import HotRegion
+from ..hotloops.finder import HotRegion
 from ._generators import batch_generators, repeating_generator
 from ._loaders import (
     call_at, dataloader_calls, is_false, is_positive, loader_name, loader_reads_elsewhere, loops_reading, resolution_note,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterator
 from ...findings import Applicability, Fix, Severity
 from ..context import ModuleContext
 from ..fixes import add_keywords_fix, keyword_value, replace_expression, with_keyword
-from ..hotloops import HotRegion
+from ..hotloops.finder import HotRegion
 from ..file_kinds import is_test_file
 from ._helpers import method_name
 from .base import Invalid, Report, Rule, Valid

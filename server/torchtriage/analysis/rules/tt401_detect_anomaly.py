@@ -9,7 +9,7 @@ from typing import Iterator
 from ...findings import Applicability, Severity
 from ..context import ModuleContext
 from ..fixes import keyword_value, replace_expression
-from ..hotloops import LIGHTNING_STEP_METHODS, is_backward_call, is_optimizer_step
+from ..hotloops.finder import LIGHTNING_STEP_METHODS, is_backward_call, is_optimizer_step
 from ._steps import is_constant
 from .base import Invalid, Report, Rule, Valid
 

@@ -8,9 +8,9 @@ from typing import Iterator
 
 from ...findings import Applicability, Fix, Severity
 from ..context import ModuleContext
-from ..hotloops import HotRegion
-from ..step_markers import is_model_call, unwrap_iterable
-from ..walks import subtree
+from ..hotloops.finder import HotRegion
+from ..hotloops.step_markers import is_model_call, unwrap_iterable
+from ..incremental.walks import subtree
 from ..file_kinds import is_test_file
 from ._grad_mode import disables_grad_inside, grad_disabled
 from ._loaders import regions_reached

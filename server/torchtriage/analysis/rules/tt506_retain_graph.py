@@ -8,7 +8,7 @@ from typing import Iterator
 from ...findings import Applicability, Severity
 from ..context import ModuleContext
 from ..fixes import keyword_value
-from ..hotloops import HotRegion, is_backward_call
+from ..hotloops.finder import HotRegion, is_backward_call
 from ._callfix import remove_keyword_fix
 from ._helpers import method_name
 from ._steps import differentiated_tensor, is_constant, own_walk, step_family

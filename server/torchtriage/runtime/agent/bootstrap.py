@@ -77,7 +77,7 @@ def main():
     from _torchtriage_agent.channel import Channel
 
     if config.get("lab"):  # torchtriage lab: one measured configuration instead of a profile
-        from _torchtriage_agent.lab_session import LabSession as Session
+        from _torchtriage_agent.lab.session import LabSession as Session
     else:
         from _torchtriage_agent.session import Session
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import CATEGORIES
+from ..results.profile_data import CATEGORIES
 from .matching import LineMatch, Side
 from .spread import Spread, measurable, share_threshold, step_threshold
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ... import __version__
-from ..html import render_html
-from ..report import REPORT_HTML, REPORT_JSON
+from ..report.html import render_html
+from ..report.writer import REPORT_HTML, REPORT_JSON
 from . import deltas
 from .matching import Matcher, finding_fates, match_hot_lines
 from .runs import COMPARE_JSON, Run
@@ -22,7 +22,7 @@ from .spread import REPEATS, run_spread
 from .verdict import verdict
 
 SCHEMA_VERSION = "1.1"
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "compare_schema.json"
+SCHEMA_PATH = Path(__file__).resolve().parent / "compare_schema.json"
 SINGLE_RUN_NOTE = (
     "single runs: differences are judged against each run's own per-step spread, which does not see run-to-run "
     "noise; profile both with --repeat 3 for that"

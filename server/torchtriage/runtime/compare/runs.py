@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..model import OK_STATUSES
-from ..report import REPORT_JSON
+from ..results.profile_data import OK_STATUSES
+from ..report.writer import REPORT_JSON
 
 COMPARE_JSON = "compare.json"
 

@@ -17,7 +17,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import CATEGORIES, OK_STATUSES
+from ..results.profile_data import CATEGORIES, OK_STATUSES
 
 REPEATS = "repeats"
 STEPS = "steps"

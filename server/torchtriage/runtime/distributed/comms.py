@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..agent.wire import Collective, GpuActivity, Step, read_records
-from ..model import ProfileData
+from ..results.profile_data import ProfileData
 
 NCCL_KERNEL_PREFIXES = ("nccl", "ncclKernel", "ncclDevKernel")
 ALLREDUCE_NAMES = ("allreduce", "all_reduce")

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from ..diagnosis import diagnose
-from ..html import render_html
-from ..model import CANNOT_RUN_STATUSES, OK_STATUSES, ProfileData, RunStatus
-from ..profile_run import StageCallback, finish_run, profile_from_outcome, static_findings
-from ..report import REPORT_HTML, REPORT_JSON, build_report
-from ..runner import AGENT_JSON, RunOptions, RunOutcome
+from ..diagnosis.bottleneck import diagnose
+from ..report.html import render_html
+from ..results.profile_data import CANNOT_RUN_STATUSES, OK_STATUSES, ProfileData, RunStatus
+from ..profiling.finish import StageCallback, finish_run, profile_from_outcome, static_findings
+from ..report.writer import REPORT_HTML, REPORT_JSON, build_report
+from ..profiling.runner import AGENT_JSON, RunOptions, RunOutcome
 from .launch import DistOptions, rank_folders
 from .section import RankResult, ranks_section
 

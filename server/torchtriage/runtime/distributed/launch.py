@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from ..runner import BOOTSTRAP, ChildRun, EventCallback, OutputCallback, RunOptions
+from ..profiling.runner import BOOTSTRAP, ChildRun, EventCallback, OutputCallback, RunOptions
 from .reap import MARKER_ENV, kill_marked, kill_groups
 
 TORCHRUN_OMP_NOTE = "Setting OMP_NUM_THREADS environment variable for each process"

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from ..diagnosis import category_shares
-from ..model import ProfileData, RunStatus
+from ..diagnosis.bottleneck import category_shares
+from ..results.profile_data import ProfileData, RunStatus
 from .comms import RankComms, communication_summary, rank_comms
 from .ddp import ddp_facts, ddp_hints
 from .stragglers import NOISE_MS, NOISE_SHARE, PERSISTENT, RankSteps, find_stragglers

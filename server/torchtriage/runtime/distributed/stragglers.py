@@ -26,7 +26,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from ..model import CATEGORIES, ProfileData
+from ..results.profile_data import CATEGORIES, ProfileData
 
 PERSISTENT = 2 / 3  # share of the matched steps in which a straggler is slower
 NOISE_MS = 1.0  # a busy-time gap below this is noise whatever the step time

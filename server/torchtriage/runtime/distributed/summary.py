@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..model import OK_STATUSES
+from ..results.profile_data import OK_STATUSES
 
 
 def _pct(share: Any) -> str:

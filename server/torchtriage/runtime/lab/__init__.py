@@ -3,7 +3,7 @@
 ``plan`` (configurations, settings) -> ``run`` (one child process per run,
 the lab agent in ``runtime/agent/lab_*.py``) -> ``rows`` and ``measure``
 (statistics, changes beyond the spread) -> ``reading`` -> ``report`` (lab.json,
-validated by ``runtime/lab_schema.json``) and ``html`` (lab.html); ``summary``
+validated by ``runtime/lab/lab_schema.json``) and ``html`` (lab.html); ``summary``
 renders the terminal table.  Hosts call ``run_and_report``.
 """
 

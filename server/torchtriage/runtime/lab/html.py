@@ -13,8 +13,8 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from ..html.render import TEMPLATE_PATH
-from ..html.svg import FONT, fit, nice_ticks, text_width, tick_text
+from ..report.html.render import TEMPLATE_PATH
+from ..report.html.svg import FONT, fit, nice_ticks, text_width, tick_text
 
 COLORS = {"fp32": "#8d99ae", "bf16": "#2e86ab", "fp16": "#f3a712"}
 COMPILED = "#8e5572"

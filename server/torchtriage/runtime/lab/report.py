@@ -20,7 +20,7 @@ from .rows import build_rows
 from .run import LabRuns
 
 LAB_SCHEMA_VERSION = "1.0"
-LAB_SCHEMA_PATH = Path(__file__).resolve().parent.parent / "lab_schema.json"
+LAB_SCHEMA_PATH = Path(__file__).resolve().parent / "lab_schema.json"
 LAB_JSON = "lab.json"
 LAB_HTML = "lab.html"
 

@@ -12,7 +12,7 @@ import math
 import statistics
 from typing import Any, Optional
 
-from ..agent.lab_wire import LabResult
+from ..agent.lab.wire import LabResult
 from .measure import StepStats, change, step_stats
 from .plan import BASELINE, Configuration, LabSettings
 from .run import ConfigRun, LabRuns

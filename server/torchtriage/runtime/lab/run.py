@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..agent.lab_wire import LabResult, read_lab_result
-from ..model import CANNOT_RUN_STATUSES, RunStatus
-from ..profile_run import run_status
-from ..runner import RunOptions, run_agent
+from ..agent.lab.wire import LabResult, read_lab_result
+from ..results.profile_data import CANNOT_RUN_STATUSES, RunStatus
+from ..profiling.finish import run_status
+from ..profiling.runner import RunOptions, run_agent
 from .plan import Configuration, LabSettings, cpu_skip_reason
 
 EventCallback = Callable[[dict[str, Any]], None]

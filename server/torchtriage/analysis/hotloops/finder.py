@@ -1,0 +1,425 @@
+"""Which code runs once per training/eval step.
+
+A *step loop* is a ``for``/``while`` loop whose own body (not counting nested
+loops and definitions) calls ``backward()``, steps an optimizer, iterates a
+DataLoader or loader-like iterable (``tqdm(loader)``, ``enumerate(loader)``,
+``dataloaders[phase]``), or calls the model on the loop's data (including a
+batch fetched in the body: ``x, y = get_batch()``, ``batch = next(it)``); the
+full list is :mod:`.step_loops`'.  Loops that only contain step loops, directly
+or through a call, are *epoch loops* and are not hot; neither are ``range`` loops
+doing list work or loops over files that never call the model.
+
+Per-step code is:
+
+* the body of every step loop (nested step loops, such as nanoGPT's
+  micro-step loop inside ``while True``, are step loops of their own);
+* functions of the same file called from per-step code, transitively:
+  ``train_step(batch)``, ``self.step_fn(batch)``, ``trainer.step(batch)``
+  where ``trainer = Trainer(...)``, and helpers defined inside the loop;
+* lambdas called per step (``to_np = lambda t: t.cpu().numpy()``; ``to_np(out)``)
+  or handed to a per-step call (``map(lambda t: t.item(), (a, b))``);
+* Lightning ``training_step`` / ``validation_step`` / ``test_step`` /
+  ``predict_step`` and the per-batch hooks (``on_train_batch_end`` ...).
+
+A function whose own loop is the step loop (``train_one_epoch``) is hot only
+inside that loop: its set-up and summary code runs once per epoch.  A
+``forward`` method is not followed (it is called through ``nn.Module``).
+
+Statements under a rarely-true guard are not per-step: ``if step % 100 == 0``,
+``if i == len(loader) - 1``, ``if last_batch or i % k == 0``, ``if should_log``,
+``if divisible_by(step, every)`` with a modulo helper of the file; nor are the
+bodies of branches that end the run or initialise lazily (see :mod:`.guards`).
+A modulus of literal 1 is per-step; so are rank guards (``if rank == 0``,
+``if is_main_process``), which hold on every step of the main process.
+
+Gradient accumulation: a guard such as ``if (i + 1) % accum == 0:`` whose body
+steps an optimizer, zeroes grads or runs backward is an *accumulation
+boundary*, not a logging guard.  Its body runs once per optimizer step, which
+is the step that matters for the optimizer, so it is per-step (recorded in
+``HotLoops.accumulation_guards`` for rules that want to tell the two apart).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .guards import RUN_ENDERS, calls_modulo_helper, ends_the_run, is_lazy_init, leaves_unless_modulo, modulo_helpers
+from .regions import FunctionNode, HotEntry, HotLoops, HotRegion, Loop
+from .reuse import keep_hot_loops, kept_hot_loops
+from ..incremental.levels import child_nodes
+from .loop_kinds import loop_facts
+from ..incremental.memo import subtree_memo
+from .step_loops import StepLoopJudge
+from ..file_kinds import is_test_file
+from ..module_index import ModuleIndex
+from ..syntax import positional_before_starred
+from .step_markers import (
+    _MODEL_NAME,
+    LOOP_NODES,
+    SCOPE_NODES,
+    does_optimizer_work,
+    incremented_counters,
+    is_bounded_guard,
+    is_backward_call,
+    is_loader_like,
+    is_optimizer_step,
+    is_rare_guard,
+    is_shape_read,
+    last_name,
+    looks_like_batch_param,
+    names_in,
+    own_nodes,
+    propagate_batch_names,
+    target_names,
+    unwrap_iterable,
+)
+
+
+LIGHTNING_STEP_METHODS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
+LIGHTNING_BATCH_HOOKS = frozenset(
+    {
+        f"on_{stage}_batch_{when}"
+        for stage in ("train", "validation", "test", "predict")
+        for when in ("start", "end")
+    }
+    | {"on_before_backward", "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad",
+       "optimizer_step", "optimizer_zero_grad", "training_step_end", "validation_step_end", "test_step_end"}
+)
+_NOT_FOLLOWED = frozenset({"forward", "__call__"})
+
+__all__ = [
+    "HotEntry", "HotLoops", "HotRegion", "LIGHTNING_STEP_METHODS", "LIGHTNING_BATCH_HOOKS", "find_hot_loops",
+    "is_backward_call", "is_optimizer_step", "is_rare_guard", "unwrap_iterable", "_MODEL_NAME",
+    "RUN_ENDERS", "ends_the_run",
+]
+
+
+# --- the finder -------------------------------------------------------------------
+
+
+class _Finder:
+    def __init__(self, ctx: ModuleIndex, entries: tuple[HotEntry, ...] = ()) -> None:
+        self.ctx = ctx
+        self.entries = entries
+        self.result = HotLoops()
+        self.functions: dict[str, list[FunctionNode]] = {}
+        self.classes: dict[str, ast.ClassDef] = {}
+        self.instances: dict[str, str] = {}  # "trainer" / "self.engine" -> class name
+        self.loader_vars: set[str] = set()
+        self.lambdas: dict[str, list[ast.Lambda]] = {}  # ``to_np = lambda t: ...``
+        self._visited_functions: set[FunctionNode | ast.Lambda] = set()
+        self._function_regions: dict[FunctionNode, HotRegion] = {}
+        self.loops: list[Loop] = []
+        self.calls: list[ast.Call] = []
+        self._index_module()
+        self.judge = StepLoopJudge(ctx, self.loader_vars)
+
+    def _index_module(self) -> None:
+        """Definitions, loops, calls, instance and loader assignments, from the module's node indexes."""
+        self.functions = self.ctx.functions
+        self.calls = list(self.ctx.nodes_of(ast.Call))  # type: ignore[arg-type]
+        self.loops = list(self.ctx.nodes_of(LOOP_NODES))  # type: ignore[arg-type]
+        for node in self.ctx.nodes_of(ast.ClassDef):
+            self.classes[node.name] = node  # type: ignore[attr-defined, assignment]
+        self.modulo_helpers = modulo_helpers(self.ctx)
+        for node in self.ctx.nodes_of(ast.Assign):
+            assert isinstance(node, ast.Assign)
+            facts = subtree_memo(node, "hot_assign_facts", lambda node=node: self._assign_facts(node))  # type: ignore[misc]
+            if facts is None:
+                continue
+            lambda_name, callee, keys, loader_names = facts
+            if lambda_name is not None:
+                self.lambdas.setdefault(lambda_name, []).append(node.value)  # type: ignore[arg-type]
+            if callee in self.classes:
+                for key in keys:
+                    self.instances[key] = callee
+            self.loader_vars |= loader_names
+
+    def _assign_facts(self, node: ast.Assign) -> tuple[str | None, str | None, tuple[str, ...], frozenset[str]] | None:
+        """What an assignment tells the finder, from its own subtree: the name a lambda is bound
+        to, the callee whose result it binds (an instance if a class of the file) and the dotted
+        targets, and the names bound to a loader; None for nothing."""
+        value = node.value
+        if isinstance(value, ast.Lambda) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            return node.targets[0].id, None, (), frozenset()
+        if not isinstance(value, ast.Call):
+            return None
+        keys = tuple(key for key in map(self.ctx.dotted, node.targets) if key)
+        loader_names: frozenset[str] = frozenset()
+        if is_loader_like(value, set()):
+            loader_names = frozenset(
+                last_name(t) for target in node.targets for t in ast.walk(target) if isinstance(t, (ast.Name, ast.Attribute))
+            )
+        return None, last_name(value.func), keys, loader_names
+
+    def run(self) -> HotLoops:
+        loops: list[tuple[Loop, bool, int]] = []
+        for node in self.loops:
+            is_step, trains = self.judge.markers(node)
+            if is_step:
+                loops.append((node, trains, sum(1 for _ in self.ctx.ancestors(node))))
+        hooks = [f for name in LIGHTNING_STEP_METHODS | LIGHTNING_BATCH_HOOKS for f in self.functions.get(name, ())]
+        hooks = sorted((f for f in hooks if self.ctx.is_method(f)), key=lambda f: (f.lineno, f.col_offset))
+        inputs = self._inputs(loops, hooks)
+        kept = kept_hot_loops(self.ctx, inputs)
+        if kept is not None:  # the edit touched none of it (see :mod:`.hot_reuse`)
+            self.result = kept
+            kept.regions.sort(key=lambda r: (r.node.lineno, r.node.col_offset))
+        else:
+            self._mark_regions(loops, hooks)
+            keep_hot_loops(self.ctx, inputs, self.result)
+        self._find_epoch_loops({loop for loop, _, _ in loops})
+        return self.result
+
+    def _inputs(self, loops: list[tuple[Loop, bool, int]], hooks: list[FunctionNode]) -> tuple[object, ...]:
+        """What marking the regions reads outside their own subtrees (see :mod:`.hot_reuse`)."""
+        return (
+            self.ctx.path,
+            getattr(self.ctx, "path_label", None),
+            tuple(sorted(self.ctx.aliases.items())),
+            self.entries,
+            tuple(loops),
+            tuple(hooks),
+            tuple((name, tuple(nodes)) for name, nodes in self.functions.items()),
+            tuple(self.classes.items()),
+            tuple(sorted(self.instances.items())),
+            tuple((name, tuple(nodes)) for name, nodes in self.lambdas.items()),
+            frozenset(self.loader_vars),
+            self.modulo_helpers,
+            tuple(frozenset(self._batch_params_around(loop)) for loop, _, _ in loops),
+        )
+
+    def _mark_regions(self, loops: list[tuple[Loop, bool, int]], hooks: list[FunctionNode]) -> None:
+        """Mark the per-step code reached from the step loops, the Lightning hooks and the entries."""
+        for func in hooks:
+            self._maybe_lightning(func)
+        # Innermost loops first, so nested step loops (micro-batches) own their nodes.
+        for loop, trains, _depth in sorted(loops, key=lambda item: -item[2]):
+            self._add_loop(loop, trains)
+        for entry in self.entries:  # per-step bodies called from other files of the project
+            self._add_function(entry.func, "step-function", set(entry.batch), set(), None, entry.hot_path)
+        self.result.regions.sort(key=lambda r: (r.node.lineno, r.node.col_offset))
+        self._propagate_trains()
+
+    def _propagate_trains(self) -> None:
+        """A step whose helper (``_backward(loss)``) runs backward trains too."""
+        changed = True
+        while changed:
+            changed = False
+            for region in self.result.regions:
+                caller = self.result.per_step.get(region.via) if region.via is not None else None
+                if region.trains and caller is not None and not caller.trains:
+                    caller.trains = changed = True
+
+    def _maybe_lightning(self, func: FunctionNode) -> None:
+        params = [a.arg for a in func.args.args if a.arg != "self"]
+        if func.name in LIGHTNING_STEP_METHODS:
+            self._add_function(func, "lightning-step", set(params[:1]), set(params[1:2]), None)
+        elif func.name in LIGHTNING_BATCH_HOOKS:
+            batch = {p for p in params if looks_like_batch_param(p)}
+            counters = {p for p in params if p.endswith("idx")}
+            self._add_function(func, "lightning-step", batch, counters, None)
+
+    def _add_loop(self, loop: Loop, trains: bool) -> None:
+        batch: set[str] = set()
+        counters: set[str] = set()
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            batch, counters = target_names(loop.target, loop.iter)
+        counters = counters or incremented_counters(loop.body)  # while loops: `step += 1`
+        batch = set(loop_facts(loop).data_names) or propagate_batch_names(loop.body, batch)
+        if not batch:  # ``for i in range(0, batch.shape[0], micro): x = batch[i : i + micro]``
+            batch = propagate_batch_names(loop.body, self._batch_params_around(loop))
+        region = HotRegion("step-loop", loop, batch, counters, trains)
+        self.result.regions.append(region)
+        if isinstance(loop, ast.While):
+            self._mark(loop.test, region)
+        self._walk_body(loop.body, region)
+
+    def _add_function(
+        self,
+        func: FunctionNode,
+        kind: str,
+        batch: set[str],
+        counters: set[str],
+        via: ast.Call | None,
+        hot_path: tuple[str, ...] = (),
+    ) -> None:
+        if func in self._visited_functions:
+            known = self._function_regions.get(func)
+            if known is not None and batch - known.batch_names:  # another per-step caller hands it step data
+                known.batch_names |= propagate_batch_names(func.body, batch)
+            return
+        self._visited_functions.add(func)
+        trains = any(is_backward_call(n) or is_optimizer_step(n) for n in own_nodes(func.body))
+        region = HotRegion(kind, func, propagate_batch_names(func.body, batch), counters, trains, via, hot_path)
+        self._function_regions[func] = region
+        self.result.regions.append(region)
+        self._walk_body(func.body, region)
+
+    def _batch_params_around(self, loop: Loop) -> set[str]:
+        """Parameters of the function holding a loop that look like batch data (``batch``, ``images``)."""
+        func = self.ctx.enclosing_function(loop)
+        if func is None:
+            return set()
+        return {a.arg for a in [*func.args.posonlyargs, *func.args.args] if looks_like_batch_param(a.arg)}
+
+    def _mark(self, node: ast.AST, region: HotRegion) -> None:
+        """Mark an expression subtree (not nested scopes) as per-step."""
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if current in self.result.per_step:
+                continue
+            self.result.per_step[current] = region
+            if isinstance(current, ast.Call):
+                self._follow_call(current, region)
+            for child in child_nodes(current):
+                if not isinstance(child, SCOPE_NODES):
+                    stack.append(child)
+                elif isinstance(child, ast.Lambda) and isinstance(current, ast.Call):
+                    self._inline_lambda(child, current, region)
+
+    def _inline_lambda(self, lam: ast.Lambda, call: ast.Call, region: HotRegion) -> None:
+        """``map(lambda t: t.item(), (a, b))``, ``sorted(xs, key=lambda v: v.sum())``: a lambda handed to
+        a per-step call runs every step; its parameters get step data when the call's other arguments do."""
+        others = [a for a in [*call.args, *(k.value for k in call.keywords)] if a is not lam]
+        carries = any(names_in(a) & region.batch_names for a in others)
+        params = {a.arg for a in lam.args.args} if carries else set()
+        self._add_lambda(lam, params, call, self._extend_path(call, region))
+
+    def _add_lambda(self, lam: ast.Lambda, batch: set[str], via: ast.Call, hot_path: tuple[str, ...]) -> None:
+        if lam in self._visited_functions:
+            return
+        self._visited_functions.add(lam)
+        region = HotRegion("step-function", lam, set(batch), set(), False, via, hot_path)
+        self.result.regions.append(region)
+        self._mark(lam.body, region)
+
+    def _extend_path(self, call: ast.Call, region: HotRegion) -> tuple[str, ...]:
+        if not region.hot_path:
+            return ()
+        return region.hot_path + (f"{getattr(self.ctx, 'path_label', None) or self.ctx.path}:{call.lineno}",)
+
+    def _is_rare(self, stmt: ast.If, region: HotRegion) -> bool:
+        if is_lazy_init(stmt) or ends_the_run(self.ctx, stmt.body, stmt.test):
+            self.result.rare_guards.append(stmt)
+            return True
+        if not (
+            is_rare_guard(stmt.test, region.counter_names) or is_bounded_guard(stmt)
+            or calls_modulo_helper(stmt.test, self.modulo_helpers)
+        ):
+            return False
+        if subtree_memo(stmt, "does_optimizer_work", lambda: does_optimizer_work(stmt.body)):
+            self.result.accumulation_guards.append(stmt)
+            return False
+        self.result.rare_guards.append(stmt)
+        return True
+
+    def _walk_body(self, body: list[ast.stmt], region: HotRegion) -> None:
+        for index, stmt in enumerate(body):
+            if isinstance(stmt, SCOPE_NODES):
+                continue
+            if stmt in self.result.per_step and stmt is not region.node:
+                continue
+            if isinstance(stmt, ast.If) and self._is_rare(stmt, region):
+                self.result.per_step[stmt] = region
+                self._mark(stmt.test, region)
+                self._walk_body(stmt.orelse, region)
+                continue
+            self.result.per_step[stmt] = region
+            for value in ast.iter_fields(stmt):
+                self._walk_field(value[1], region)
+            if isinstance(stmt, ast.If) and leaves_unless_modulo(stmt) and not does_optimizer_work(body[index + 1 :]):
+                self.result.rare_guards.append(stmt)
+                return  # ``if total % every: return``: what follows runs every N steps
+
+    def _walk_field(self, value: object, region: HotRegion) -> None:
+        if isinstance(value, list):
+            if value and isinstance(value[0], ast.stmt):
+                self._walk_body(value, region)
+                return
+            for item in value:
+                if isinstance(item, ast.ExceptHandler):
+                    self.result.per_step.setdefault(item, region)
+                    self._walk_body(item.body, region)
+                elif isinstance(item, ast.match_case):
+                    self._walk_body(item.body, region)
+                elif isinstance(item, ast.AST):
+                    self._mark(item, region)
+        elif isinstance(value, ast.AST):
+            self._mark(value, region)
+
+    def _follow_call(self, call: ast.Call, region: HotRegion) -> None:
+        """A per-step call to a function of this file makes that function per-step; so does
+        passing one (``optimizer.step(closure)``)."""
+        hot_path = self._extend_path(call, region)
+        if isinstance(call.func, ast.Name) and call.func.id in self.lambdas and call.func.id not in self.functions:
+            for lam in self.lambdas[call.func.id]:  # ``to_np = lambda t: t.cpu().numpy()``; ``to_np(out)``
+                params = [a.arg for a in lam.args.args]
+                batch = {p for p, arg in zip(params, positional_before_starred(call.args)) if names_in(arg) & region.batch_names}
+                self._add_lambda(lam, batch, call, hot_path)
+        for arg in call.args:
+            if isinstance(arg, ast.Name):
+                for func in self.functions.get(arg.id, ()):
+                    if not self.ctx.is_method(func):
+                        self._add_function(func, "step-function", set(), set(), call, hot_path)
+        for candidate in self._callees(call, region):
+            if candidate.name in _NOT_FOLLOWED:
+                continue
+            params = [a.arg for a in candidate.args.args if a.arg not in ("self", "cls")]
+            batch = {
+                param for param, arg in zip(params, positional_before_starred(call.args))
+                if names_in(arg) & region.batch_names and not is_shape_read(arg)
+            }
+            for keyword in call.keywords:
+                if keyword.arg and names_in(keyword.value) & region.batch_names and not is_shape_read(keyword.value):
+                    batch.add(keyword.arg)
+            if not batch:
+                batch = {p for p in params if looks_like_batch_param(p)}
+            self._add_function(candidate, "step-function", batch, set(), call, hot_path)
+
+    def _callees(self, call: ast.Call, region: HotRegion) -> list[FunctionNode]:
+        func = call.func
+        if isinstance(func, ast.Name):
+            return [f for f in self.functions.get(func.id, []) if not self.ctx.is_method(f)]
+        if not isinstance(func, ast.Attribute):
+            return []
+        receiver = self.ctx.dotted(func.value)
+        if receiver == "self":
+            owner = self.ctx.enclosing_class(region.node)
+        elif receiver in self.instances:
+            owner = self.classes.get(self.instances[receiver])
+        else:
+            return []
+        return [f for f in self.functions.get(func.attr, []) if owner is not None and self.ctx.parents.get(f) is owner]
+
+    def _find_epoch_loops(self, step_loops: set[ast.AST]) -> None:
+        """Non-step loops that contain a step loop, directly or through a call of this file."""
+        epoch: dict[ast.AST, None] = {}
+        holders: set[str] = set()
+        for loop in step_loops:
+            for ancestor in self.ctx.ancestors(loop):
+                if isinstance(ancestor, LOOP_NODES) and ancestor not in step_loops:
+                    epoch[ancestor] = None
+                elif isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    holders.add(ancestor.name)
+        if holders:
+            for node in self.calls:
+                func = node.func  # (``last_name``, inlined for the two common shapes: every call of the file)
+                name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else last_name(func)
+                if name in holders:
+                    for ancestor in self.ctx.ancestors(node):
+                        if isinstance(ancestor, LOOP_NODES) and ancestor not in step_loops:
+                            epoch[ancestor] = None
+        self.result.epoch_loops = sorted(epoch, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[arg-type]
+
+
+def find_hot_loops(ctx: ModuleIndex, entries: tuple[HotEntry, ...] = ()) -> HotLoops:
+    """Compute the per-step code of a module (none in test modules: their loops check
+    behaviour, not speed, and an ``assert`` on a tensor is what a test is for).
+
+    ``entries`` are functions of this module that other files of the project call once per
+    step (see :mod:`.project`); they are per-step like a same-file ``train_step``."""
+    if is_test_file(ctx.path):
+        return HotLoops()
+    return _Finder(ctx, entries).run()

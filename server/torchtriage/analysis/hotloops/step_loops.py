@@ -1,0 +1,109 @@
+"""Whether a loop is a step loop: the judgement :mod:`.hotloops` starts from.
+
+A loop is a step loop when its own body trains (``backward()``, an optimizer
+step), iterates a DataLoader or loader-like iterable, calls the model on its data,
+calls a step function of this file (``train_step(batch)``, ``self.run_step(batch)``),
+fetches a batch (``next(it)``) and hands it to a function of this file that trains,
+or walks a tensor in strided chunks with torch ops (``for i in range(0, n, chunk):
+torch.mm(feats[i : i + chunk], bank)``).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .regions import FunctionNode, Loop
+from .loop_kinds import LoopFacts, is_step_function, loop_facts, trains_anywhere
+from ..module_index import ModuleIndex
+from .step_markers import is_loader_like, own_nodes
+
+_NOT_FOLLOWED = frozenset({"forward", "__call__"})
+
+
+class StepLoopJudge:
+    """Classifies the loops of one module (caching what it learns about its functions)."""
+
+    def __init__(self, ctx: ModuleIndex, loader_vars: set[str]) -> None:
+        self.ctx = ctx
+        self.functions = ctx.functions
+        self.loader_vars = loader_vars
+        self._trains_through: dict[FunctionNode, bool] = {}
+
+    def markers(self, loop: Loop) -> tuple[bool, bool]:
+        """(is a step loop, trains) from the loop's own body."""
+        facts = loop_facts(loop)
+        if facts.trains:
+            return True, True
+        step = isinstance(loop, (ast.For, ast.AsyncFor)) and is_loader_like(loop.iter, self.loader_vars)
+        if not step and self._calls_model(facts) and self._enclosing_name(loop) not in _NOT_FOLLOWED:
+            step = True
+        callees = self._loop_callees(loop, facts)
+        if not step:
+            step = any(is_step_function(f) for f in callees)
+        if not step and facts.fetches_batch:  # ``batch = next(self.data); self.run_step(batch)``
+            step = any(self.trains_through_calls(f, 3) for f in callees)
+        if not step and facts.slices_by_stride:  # ``for i in range(0, n, chunk): torch.mm(x[i:i+chunk], ...)``
+            step = any(
+                (self.ctx.call_qualname(n) or "").startswith("torch.") for n in own_nodes(loop.body) if isinstance(n, ast.Call)
+            )
+        return step, False
+
+    def _loop_callees(self, loop: Loop, facts: LoopFacts) -> list[FunctionNode]:
+        """Functions of this file a loop's own body calls: by plain name, and ``self.`` methods of its class."""
+        found = [f for name in facts.called_names for f in self.functions.get(name, ()) if not self.ctx.is_method(f)]
+        if facts.self_called:
+            owner = self.ctx.enclosing_class(loop)
+            found += [
+                f for name in facts.self_called for f in self.functions.get(name, ())
+                if owner is not None and self.ctx.parents.get(f) is owner
+            ]
+        return found
+
+    def trains_through_calls(self, func: FunctionNode, depth: int) -> bool:
+        """Whether a function trains, itself or through the functions and ``self.`` methods of this
+        file it calls (``run_step`` -> ``self.forward_backward`` -> ``loss.backward()``)."""
+        known = self._trains_through.get(func)
+        if known is not None:
+            return known
+        self._trains_through[func] = False  # (recursion guard)
+        result = trains_anywhere(func) or depth > 0 and any(
+            self.trains_through_calls(callee, depth - 1) for callee in self._function_callees(func)
+        )
+        self._trains_through[func] = result
+        return result
+
+    def is_single_step(self, func: FunctionNode) -> bool:
+        """A function one call of which is one training step, with no step loop of its own
+        (``trainer.train_step()``: ``self.update()`` steps the optimizer); not ``train_one_epoch``."""
+        for node in ast.walk(func):
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                facts = loop_facts(node)
+                iterates_loader = isinstance(node, (ast.For, ast.AsyncFor)) and is_loader_like(node.iter, self.loader_vars)
+                if facts.trains or iterates_loader or facts.fetches_batch:
+                    return False
+        return self.trains_through_calls(func, 2)
+
+    def _function_callees(self, func: FunctionNode) -> list[FunctionNode]:
+        owner = self.ctx.enclosing_class(func)
+        found: list[FunctionNode] = []
+        for node in ast.walk(func):
+            if not isinstance(node, ast.Call):
+                continue
+            if isinstance(node.func, ast.Name):
+                found += [f for f in self.functions.get(node.func.id, ()) if not self.ctx.is_method(f)]
+            elif isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == "self":
+                found += [f for f in self.functions.get(node.func.attr, ()) if owner is not None and self.ctx.parents.get(f) is owner]
+        return found
+
+    def _calls_model(self, facts: LoopFacts) -> bool:
+        """A model call among the loop's own calls; ``validate_network(loader, model)`` or
+        ``render_with_model(model, noise)`` is a function of this file or an imported one, not a
+        module's forward (whether it does per-step work is :func:`.loop_kinds.is_step_function`'s question)."""
+        return any(
+            name is None or (name not in self.functions and name not in self.ctx.aliases)
+            for name in facts.model_callees
+        )
+
+    def _enclosing_name(self, node: ast.AST) -> str | None:
+        func = self.ctx.enclosing_function(node)
+        return func.name if func is not None else None

@@ -1,0 +1,310 @@
+"""Syntactic markers of a training/eval step, and of rarely-true guards.
+
+Pure predicates over ``ast`` nodes, no module context: what a backward call,
+an optimizer step, a loader-like iterable, a model call on batch data, a
+counter and a logging flag look like.  :mod:`.hotloops` combines them.
+
+Names are judged by their *tokens* (``is_last_batch`` -> is, last, batch;
+``optimizerD`` -> optimizer, d), so ``interval`` is not read as ``val`` and
+``logits`` is not read as ``log``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterable, Iterator
+
+from ..incremental.levels import child_nodes
+
+SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
+
+_MODEL_NAME = re.compile(
+    r"^(?!(create|build|get|load|make|init|save|setup|prepare|wrap|unwrap|copy|export|register|import|"
+    r"update|freeze|convert|resume)_)"
+    r"((\w+_)?(model|net|network|classifier|generator|discriminator|encoder|decoder|policy|backbone|"
+    r"teacher|student|unet|vae|gpt|transformer|critic|actor)|(model|net)_\w+|module|net_?[a-z0-9]|\w+(net|model))$",
+    re.I,
+)
+MODEL_NAME = _MODEL_NAME
+_LOADER_NAME = re.compile(
+    r"(loader|(^|_)dl$|^dl_|batches$|batch_iter|data_iter|(^|_)iterator$|dataloaders?$)", re.I
+)
+_OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser|scaler)(s|_?[a-z0-9]+)?$|^optimizer", re.I)
+_TOKEN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_WRAPPERS = frozenset(
+    {"enumerate", "tqdm", "iter", "zip", "islice", "track", "progress", "cycle", "chain", "prefetch", "auto"}
+)
+COUNTER_TOKENS = frozenset(
+    {"step", "steps", "iter", "iters", "iteration", "idx", "index", "epoch", "count", "counter",
+     "update", "updates"}
+)
+_COUNTER_WHOLE_NAMES = frozenset({"i", "j", "k", "n", "it", "t", "batch_i", "bi"})
+FLAG_TOKENS = frozenset(
+    {"last", "first", "final", "log", "logging", "print", "display", "verbose", "debug", "save",
+     "checkpoint", "ckpt", "report", "vis", "visualize", "plot", "sample", "eval", "evaluate", "val",
+     "validate", "validation", "should", "dry", "dump", "snapshot", "show", "summary", "tensorboard", "wandb"}
+)
+_BATCH_TOKENS = frozenset(
+    {"batch", "inputs", "input", "x", "y", "xb", "yb", "images", "image", "imgs", "img", "targets",
+     "target", "labels", "label", "data", "sample", "samples", "tokens", "ids", "src", "tgt", "features"}
+)
+_OPTIMIZER_WORK = frozenset({"step", "zero_grad", "backward", "update"})
+
+
+def tokens(name: str) -> set[str]:
+    """Lower-case words of an identifier: ``is_lastBatch`` -> {is, last, batch}."""
+    return {t.lower() for part in name.split("_") for t in _TOKEN.findall(part)}
+
+
+def last_name(node: ast.AST) -> str:
+    """``a.b.c`` -> ``c``; ``f(x)`` -> ``f``; ``d[k]`` -> ``d``."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Call):
+        return last_name(node.func)
+    if isinstance(node, ast.Subscript):
+        return last_name(node.value)
+    return ""
+
+
+def names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def own_nodes(body: Iterable[ast.AST]) -> Iterator[ast.AST]:
+    """Nodes of a body, not descending into nested definitions, nor into nested loops'
+    bodies (a nested ``for``'s iterable is evaluated once per outer iteration, so it is kept)."""
+    stack: list[ast.AST] = [n for n in reversed(list(body)) if not isinstance(n, SCOPE_NODES)]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            stack.append(node.iter)
+            continue
+        if isinstance(node, ast.While):
+            continue
+        for child in child_nodes(node):
+            if not isinstance(child, SCOPE_NODES):
+                stack.append(child)
+
+
+# --- what a step does -----------------------------------------------------------
+
+
+def is_backward_call(node: ast.AST) -> bool:
+    """``loss.backward()``, ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward"
+
+
+def is_optimizer_name(name: str) -> bool:
+    return bool(_OPTIMIZER_NAME.search(name)) and "sched" not in name.lower()
+
+
+def is_optimizer_step(node: ast.AST) -> bool:
+    """``optimizer.step()``, ``opt_g.step()``, ``scaler.step(optimizer)``; not schedulers."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step"):
+        return False
+    receiver = last_name(node.func.value)
+    if "sched" in receiver.lower():
+        return False
+    return is_optimizer_name(receiver) or any(is_optimizer_name(last_name(arg)) for arg in node.args)
+
+
+def does_optimizer_work(body: Iterable[ast.AST]) -> bool:
+    """Whether code steps an optimizer, zeroes grads or runs backward (an accumulation boundary)."""
+    for node in own_nodes(body):
+        if is_backward_call(node) or is_optimizer_step(node):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _OPTIMIZER_WORK and is_optimizer_name(last_name(node.func.value)):
+                return True
+    return False
+
+
+def unwrap_iterable(node: ast.AST) -> ast.AST:
+    """``enumerate(tqdm(loader))`` -> ``loader``."""
+    while isinstance(node, ast.Call) and node.args and last_name(node.func) in _WRAPPERS:
+        node = node.args[0]
+    return node
+
+
+def is_loader_like(node: ast.AST, loader_vars: set[str]) -> bool:
+    """An iterable of batches: a DataLoader call, a loader variable, ``dataloaders[phase]``."""
+    inner = unwrap_iterable(node)
+    name = last_name(inner)
+    if isinstance(inner, ast.Call):
+        return "dataloader" in name.lower() or bool(_LOADER_NAME.search(name))
+    if isinstance(inner, (ast.Name, ast.Attribute, ast.Subscript)):
+        return name in loader_vars or bool(_LOADER_NAME.search(name))
+    return False
+
+
+def is_model_call(node: ast.AST, data_names: set[str]) -> bool:
+    """``model(x)``, ``self.net(**batch)``, ``model.forward(x)`` on the loop's data.
+
+    With no data names known (``while`` loops, ``range`` loops) any call with
+    arguments counts.
+    """
+    if not isinstance(node, ast.Call) or isinstance(node.func, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in ("forward", "generate"):
+        func = func.value
+    name = last_name(func)
+    if not _MODEL_NAME.match(name) or name[:1].isupper():  # `Generator(...)` builds, it does not run
+        return False
+    args = [*node.args, *(k.value for k in node.keywords)]
+    return any(names_in(arg) & data_names for arg in args) if data_names else bool(args)
+
+
+def is_batch_fetch(value: ast.AST) -> bool:
+    """``next(it)``, ``get_batch('train')``, ``loader.next_batch()``: a fresh batch each call."""
+    if not isinstance(value, ast.Call):
+        return False
+    name = last_name(value.func)
+    return name in ("next", "__next__") or "batch" in tokens(name)
+
+
+def looks_like_batch_param(name: str) -> bool:
+    """``batch``, ``images``, ``input_ids``, ``xb``; not ``batch_size`` or ``batch_idx``."""
+    words = [t.lower() for part in name.split("_") for t in _TOKEN.findall(part)]
+    return bool(words) and words[-1] in _BATCH_TOKENS
+
+
+# --- names bound by a loop or a step function ---------------------------------------
+
+
+def target_names(target: ast.AST, iterable: ast.AST) -> tuple[set[str], set[str]]:
+    """(batch names, counter names) bound by a for-loop target."""
+    counters: set[str] = set()
+    if (
+        isinstance(iterable, ast.Call)
+        and last_name(iterable.func) == "enumerate"
+        and isinstance(target, ast.Tuple)
+        and target.elts
+    ):
+        counters |= names_in(target.elts[0])
+        target = ast.Tuple(elts=target.elts[1:], ctx=ast.Store())
+    names = names_in(target)
+    inner = unwrap_iterable(iterable)
+    if isinstance(inner, ast.Call) and last_name(inner.func) in ("range", "trange", "count"):
+        return set(), counters | names
+    return names, counters
+
+
+def propagate_batch_names(body: list[ast.stmt], names: set[str], own: Iterable[ast.AST] | None = None) -> set[str]:
+    """Names assigned from batch names (``x, y = batch``, ``x = x.to(d)``) or fetched batches
+    (``own``: ``own_nodes(body)``, when the caller has it already)."""
+    result = set(names)
+    nodes = own_nodes(body) if own is None else own
+    assigns = [n for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
+    for _ in range(2):
+        for node in assigns:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if is_shape_read(node.value):  # ``B, C, w, h = x.shape``: Python ints, not batch data
+                continue
+            if is_batch_fetch(node.value) or names_in(node.value) & result:  # type: ignore[arg-type]
+                for target in targets:
+                    result |= names_in(target)
+    return result
+
+
+def is_shape_read(value: ast.AST | None) -> bool:
+    """``x.shape``, ``x.shape[-1]``, ``x.size()``, ``x.size(0)``, ``x.dim()``, ``x.ndim``, ``len(x)``."""
+    if isinstance(value, ast.Subscript):
+        value = value.value
+    if isinstance(value, ast.Attribute):
+        return value.attr in ("shape", "ndim")
+    if isinstance(value, ast.Call):
+        if isinstance(value.func, ast.Attribute):
+            return value.func.attr in ("size", "dim", "numel")
+        return isinstance(value.func, ast.Name) and value.func.id == "len"
+    return False
+
+
+def incremented_counters(body: list[ast.stmt]) -> set[str]:
+    """``step += 1`` / ``self.global_step += 1`` in a loop body: names that count steps."""
+    found: set[str] = set()
+    for node in own_nodes(body):
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+            if isinstance(node.value, ast.Constant) and node.value.value == 1:
+                name = last_name(node.target)
+                if name:
+                    found.add(name)
+    return found
+
+
+# --- rarely-true guards ------------------------------------------------------------
+
+
+def _is_modulo(node: ast.AST) -> bool:
+    """``step % every`` with a modulus other than a literal 1 (and not string formatting)."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod)):
+        return False
+    if isinstance(node.left, ast.Constant) and isinstance(node.left.value, (str, bytes)):
+        return False
+    return not (isinstance(node.right, ast.Constant) and node.right.value == 1)
+
+
+def _is_counter_expr(node: ast.AST, counters: set[str]) -> bool:
+    names = names_in(node)
+    if names & counters:
+        return True
+    attrs = {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+    return any(n in _COUNTER_WHOLE_NAMES or tokens(n) & COUNTER_TOKENS for n in names | attrs)
+
+
+def _is_rare_compare(test: ast.Compare, counters: set[str]) -> bool:
+    if len(test.ops) != 1 or not isinstance(test.ops[0], (ast.Eq, ast.In)):
+        return False
+    operands = [test.left, *test.comparators]
+    if any(isinstance(o, ast.Constant) and (o.value is None or isinstance(o.value, str)) for o in operands):
+        return False
+    modulos = [o for o in operands if isinstance(o, ast.BinOp) and isinstance(o.op, ast.Mod)]
+    if modulos:
+        return any(_is_modulo(o) for o in modulos)  # `step % 1 == 0` holds every step
+    return any(_is_counter_expr(o, counters) for o in operands)
+
+
+def is_flag_name(name: str) -> bool:
+    return bool(tokens(name) & FLAG_TOKENS)
+
+
+def is_rare_guard(test: ast.AST, counters: set[str]) -> bool:
+    """Whether an ``if`` test is true only on some steps (logging, last batch, eval every N).
+
+    ``a and b`` is rare when either part is; ``a or b`` only when both are.
+    ``step % 1 == 0``, ``step % n != 0`` and rank checks (``rank == 0``,
+    ``is_main_process``) are true on (almost) every step of the process.
+    """
+    if isinstance(test, ast.BoolOp):
+        parts = [is_rare_guard(value, counters) for value in test.values]
+        return any(parts) if isinstance(test.op, ast.And) else all(parts)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _is_modulo(test.operand)  # `not step % 10`
+    if isinstance(test, ast.Compare):
+        return _is_rare_compare(test, counters)
+    if isinstance(test, (ast.Name, ast.Attribute)):
+        return is_flag_name(last_name(test))
+    if isinstance(test, ast.Call) and isinstance(test.func, (ast.Name, ast.Attribute)):
+        return is_flag_name(last_name(test.func))
+    return False
+
+
+def is_bounded_guard(stmt: ast.If) -> bool:
+    """``if shown < 5: ...; shown += 1``: a guard that holds a fixed number of times, then never.
+
+    The test (or one ``and`` operand of it) is ``name < N`` / ``name <= N`` and the
+    guarded body increments ``name``.
+    """
+    tests = stmt.test.values if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And) else [stmt.test]
+    bounded = {
+        last_name(t.left)
+        for t in tests
+        if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.Lt, ast.LtE))
+    }
+    return bool(bounded - {""}) and bool(bounded & incremented_counters(stmt.body))

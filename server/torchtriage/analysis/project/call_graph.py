@@ -1,0 +1,233 @@
+"""Which functions of other project files a call runs, for the training-code shape.
+
+* ``f(...)`` / ``mod.f(...)`` where ``f`` is a function of another project file;
+* ``criterion(out, y)`` / ``self.matcher(out, y)`` / ``model(x)`` where the callee is
+  an instance of a project class (found from ``x = Cls(...)`` in the same function,
+  ``self.x = Cls(...)``, a factory returning ``Cls(...)``, or, failing that, the one
+  project class ever constructed under that name): its ``forward`` (or ``__call__``);
+* ``obj.method(...)`` on such an instance: that method;
+* a project function passed as an argument of the call (``optimizer.step(closure)``).
+
+Test files are never callees.  Nothing is imported or executed.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..context import ModuleContext
+from ..file_kinds import is_test_file
+from .modules import FunctionNode, ModuleTable, ProjectModule
+from ..syntax import assigned_value
+
+ClassRef = tuple[ProjectModule, ast.ClassDef]
+FunctionRef = tuple[ProjectModule, FunctionNode]
+_CALLABLE_METHODS = ("forward", "__call__")
+# nn.Module methods that return the module itself.
+_SELF_RETURNING = frozenset({"cuda", "to", "train", "eval", "half", "float", "double", "bfloat16", "cpu", "requires_grad_"})
+
+
+class CallGraph:
+    """Resolves calls to project functions; caches what it learns about factories and scopes."""
+
+    def __init__(self, table: ModuleTable) -> None:
+        self.table = table
+        self._constructed: dict[str, set[ClassRef]] | None = None
+        self._factories: dict[ast.AST, ClassRef | None] = {}
+        self._assignments: dict[ast.AST, dict[str, ast.expr]] = {}  # scope -> name -> last value
+        self._methods: dict[str, list[FunctionRef]] | None = None  # method name -> project methods
+
+    def assigned(self, module: ProjectModule, name: str, at: ast.AST) -> ast.expr | None:
+        """The value last assigned to ``name`` in the function holding ``at`` (or the module)."""
+        assert module.ctx is not None
+        scope = module.ctx.enclosing_function(at) or module.ctx.tree
+        return assigned_value(scope, name, self._assignments)
+
+    def class_of_value(self, module: ProjectModule, value: ast.AST, depth: int = 0) -> ClassRef | None:
+        """The project class an expression constructs: ``Cls(...)``, or a project factory whose
+        ``return`` constructs one (``build_matcher(args)``)."""
+        while (
+            isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and value.func.attr in _SELF_RETURNING and isinstance(value.func.value, ast.Call)
+        ):
+            value = value.func.value  # ``Net(...).cuda()``, ``Net(...).to(device).train()``
+        if not isinstance(value, ast.Call) or depth > 2:
+            return None
+        target = self.table.resolve_dotted(module, value.func)
+        if not isinstance(target, tuple):
+            return None
+        owner, node = target
+        if isinstance(node, ast.ClassDef):
+            return owner, node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and owner.ctx is not None:
+            if node in self._factories:
+                return self._factories[node]
+            self._factories[node] = None  # (recursion guard)
+            found: set[ClassRef] = set()
+            for ret in ast.walk(node):
+                if isinstance(ret, ast.Return) and ret.value is not None:
+                    expr = ret.value
+                    if isinstance(expr, ast.Name):
+                        expr = assigned_value(node, expr.id, self._assignments) or expr
+                    cls = self.class_of_value(owner, expr, depth + 1)
+                    if cls is not None:
+                        found.add(cls)
+            result = next(iter(found)) if len(found) == 1 else None
+            self._factories[node] = result
+            return result
+        return None
+
+    @property
+    def constructed(self) -> dict[str, set[ClassRef]]:
+        """Variable or attribute name -> project classes ever constructed into it."""
+        if self._constructed is None:
+            table: dict[str, set[ClassRef]] = {}
+            for module in self.table.by_path.values():
+                if module.ctx is None or is_test_file(module.path):
+                    continue
+                for node in module.ctx.nodes_of((ast.Assign, ast.AnnAssign)):
+                    value = getattr(node, "value", None)
+                    if not isinstance(value, ast.Call):
+                        continue
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
+                    names = [t.id if isinstance(t, ast.Name) else t.attr for t in targets if isinstance(t, (ast.Name, ast.Attribute))]
+                    if not names:
+                        continue
+                    cls = self.class_of_value(module, value)
+                    if cls is not None:
+                        for name in names:
+                            table.setdefault(name, set()).add(cls)
+            self._constructed = table
+        return self._constructed
+
+    def instance_class(self, module: ProjectModule, name: str, at: ast.AST) -> ClassRef | None:
+        """The project class of the instance a name holds at ``at``."""
+        assert module.ctx is not None
+        value = self.assigned(module, name, at)
+        if value is None and module.ctx.enclosing_function(at) is not None:
+            value = assigned_value(module.ctx.tree, name, self._assignments)
+        if value is not None:
+            found = self.class_of_value(module, value)
+            if found is not None or not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
+                return found
+            # ``model = model.cuda()``, ``model = DDP(model, ...)``: still the instance built before
+        return self.by_name(name)
+
+    def by_name(self, name: str) -> ClassRef | None:
+        """The one project class ever constructed into a variable or attribute of this name."""
+        classes = self.constructed.get(name, set())
+        return next(iter(classes)) if len(classes) == 1 else None
+
+    def self_attribute_class(self, module: ProjectModule, cls: ast.ClassDef, attr: str) -> ClassRef | None:
+        """The class of ``self.attr``: from ``self.attr = Cls(...)`` in the class, or an ``__init__``
+        parameter stored there whose name was constructed somewhere in the project."""
+        for node in ast.walk(cls):
+            if not isinstance(node, ast.Assign):
+                continue
+            for target in node.targets:
+                if (
+                    isinstance(target, ast.Attribute) and target.attr == attr
+                    and isinstance(target.value, ast.Name) and target.value.id == "self"
+                ):
+                    if isinstance(node.value, ast.Call):
+                        return self.class_of_value(module, node.value)
+                    if isinstance(node.value, ast.Name):
+                        return self.by_name(node.value.id) or self.by_name(attr)
+        return None
+
+    def callees(self, module: ProjectModule, call: ast.Call) -> list[FunctionRef]:
+        """The functions of *other* project files a call runs."""
+        assert module.ctx is not None
+        found: list[FunctionRef] = []
+        func = call.func
+        target = self.table.resolve_dotted(module, func)
+        if isinstance(target, tuple) and isinstance(target[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append((target[0], target[1]))
+        elif target is None and isinstance(func, ast.Name) and func.id not in module.ctx.functions:
+            cls = self.instance_class(module, func.id, call)
+            if cls is not None:
+                found.extend(callable_methods(*cls))
+        elif target is None and isinstance(func, ast.Attribute):
+            found.extend(self._method_callees(module, call, func))
+        for arg in call.args:  # a project function handed on to be called (``optimizer.step(closure)``)
+            passed = self.table.resolve_function(module, arg)
+            if passed is not None:
+                found.append(passed)
+        return [(m, f) for m, f in found if m is not module and m.ctx is not None and not is_test_file(m.path)]
+
+    def _method_callees(self, module: ProjectModule, call: ast.Call, func: ast.Attribute) -> list[FunctionRef]:
+        """``self.matcher(...)``, ``criterion.loss_labels(...)``, ``self.mp_trainer.optimize(...)``."""
+        assert module.ctx is not None
+        receiver = func.value
+        cls = None
+        if isinstance(receiver, ast.Name) and receiver.id == "self":
+            owner = owner_class(module.ctx, call)
+            if owner is not None and module.method(owner, func.attr) is None:
+                held = self.self_attribute_class(module, owner, func.attr)
+                if held is not None:
+                    return callable_methods(*held)
+            return []
+        if isinstance(receiver, ast.Name):
+            cls = self.instance_class(module, receiver.id, call)
+        elif isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == "self":
+            owner = owner_class(module.ctx, call)
+            if owner is not None:
+                cls = self.self_attribute_class(module, owner, receiver.attr)
+        if cls is not None:
+            method = cls[0].method(cls[1], func.attr)
+            if method is not None:
+                return [(cls[0], method)]
+        return self._distinctive_method(func.attr)
+
+    def _distinctive_method(self, name: str) -> list[FunctionRef]:
+        """A method whose name only one project class defines, and that no library object is
+        likely to share (``update_with_local_losses``; not ``update`` or ``zero_grad``): the
+        receiver, whose class could not be followed (``self.sampler = sampler or Uniform(...)``),
+        is an instance of that class or a subclass."""
+        if self._methods is None:
+            table: dict[str, list[FunctionRef]] = {}
+            for module in self.table.by_path.values():
+                if module.ctx is None or is_test_file(module.path):
+                    continue
+                for cls in module.classes.values():
+                    for node in cls.body:
+                        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                            table.setdefault(node.name, []).append((module, node))
+            self._methods = table
+        found = self._methods.get(name, [])
+        if len(found) != 1 or not _distinctive(name):
+            return []
+        return found
+
+
+# Method names library objects (modules, optimizers, tensors, loggers, samplers) define too.
+_COMMON_METHODS = frozenset(
+    {"zero_grad", "state_dict", "load_state_dict", "named_parameters", "named_modules", "named_buffers",
+     "named_children", "add_module", "register_buffer", "register_forward_hook", "set_epoch", "add_scalar",
+     "add_scalars", "add_image", "log_dict", "log_metrics", "get_lr", "get_last_lr", "add_param_group",
+     "clip_grad_norm_", "extra_repr", "reset_parameters", "init_weights", "no_sync", "set_description",
+     "set_postfix", "to_dict", "from_pretrained", "save_pretrained", "is_available"}
+)
+
+
+def _distinctive(name: str) -> bool:
+    """A multi-word method name (``update_with_local_losses``), not a dunder or a library API name."""
+    core = name.strip("_")
+    return core.count("_") >= 2 and not name.startswith("__") and name not in _COMMON_METHODS
+
+
+def callable_methods(module: ProjectModule, cls: ast.ClassDef) -> list[FunctionRef]:
+    """What calling an instance runs: its ``forward`` (an ``nn.Module``) or ``__call__``."""
+    for name in _CALLABLE_METHODS:
+        method = module.method(cls, name)
+        if method is not None:
+            return [(module, method)]
+    return []
+
+
+def owner_class(ctx: ModuleContext, node: ast.AST) -> ast.ClassDef | None:
+    """The class whose body (or a method of it) holds ``node``."""
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, ast.ClassDef):
+            return ancestor
+    return None

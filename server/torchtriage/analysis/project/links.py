@@ -1,0 +1,177 @@
+"""Facts one project file hands another once the per-step call graph is solved.
+
+* which parameters of a callee receive step data at a per-step call site;
+* CUDA reach: a file imported (directly or through project files) by a file that
+  uses CUDA runs on it;
+* loaders handed to another file's function whose step loop iterates them, and
+  whether a file's training loop lives in another file (``train_one_epoch(...)``).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .call_graph import CallGraph
+from ..file_kinds import is_test_file
+from ..hotloops.finder import HotRegion
+from .modules import FunctionNode, ModuleTable, ProjectModule
+from ..project_view import LoaderRead, mark_device_call
+from ..hotloops.step_markers import is_backward_call, is_optimizer_step, is_shape_read, names_in, unwrap_iterable
+from ..syntax import bound_name, positional_before_starred
+
+_HOST_READS = frozenset({"item", "tolist", "float", "int", "bool"})
+
+
+def _is_host_value(graph: CallGraph, module: ProjectModule, expr: ast.AST, at: ast.AST) -> bool:
+    """A Python number read from the device (``loss.item()``, ``float(acc)``), directly or
+    through a name assigned from one: no step tensor is passed on."""
+    if isinstance(expr, ast.Name):
+        value = graph.assigned(module, expr.id, at)
+        if value is None:
+            return False
+        expr = value
+    if not isinstance(expr, ast.Call):
+        return False
+    name = expr.func.attr if isinstance(expr.func, ast.Attribute) else getattr(expr.func, "id", None)
+    return name in _HOST_READS
+
+
+def step_data_params(graph: CallGraph, module: ProjectModule, call: ast.Call, region: HotRegion, func: FunctionNode) -> set[str]:
+    """The callee's parameters that receive step data (batch-derived values that are not shapes or
+    host numbers) at this call; a ``**kwargs`` parameter when a keyword or ``**dict`` does."""
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args] if a.arg not in ("self", "cls")]
+    keyword_params = set(params) | {a.arg for a in func.args.kwonlyargs}
+    spread = func.args.kwarg.arg if func.args.kwarg is not None else None
+
+    def carries(arg: ast.AST) -> bool:
+        return bool(names_in(arg) & region.batch_names) and not is_shape_read(arg) and not _is_host_value(graph, module, arg, call)
+
+    batch = {p for p, arg in zip(params, positional_before_starred(call.args)) if carries(arg)}
+    for keyword in call.keywords:
+        if not carries(keyword.value):
+            continue
+        if keyword.arg in keyword_params:
+            batch.add(keyword.arg)  # type: ignore[arg-type]
+        elif spread is not None:
+            batch.add(spread)
+    return batch
+
+
+def device_functions(module: ProjectModule) -> dict[str, FunctionNode]:
+    """Top-level functions of a CUDA file that hand out the device (``def dev(): if
+    th.cuda.is_available(): return th.device("cuda") ...``): a call of one is a use of CUDA."""
+    assert module.ctx is not None
+    found = {}
+    for name, func in module.functions.items():
+        returns = [n.value for n in ast.walk(func) if isinstance(n, ast.Return) and n.value is not None]
+        gives_device = any(
+            isinstance(v, ast.Call) and bound_name(v.func) == "device"
+            or isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.startswith("cuda")
+            for v in returns
+        )
+        if gives_device and "cuda" in module.ctx.segment(func):
+            found[name] = func
+    return found
+
+
+def propagate_cuda(table: ModuleTable) -> None:
+    """Mark every file that calls a project device function of a CUDA file (``x.to(dist_util.dev())``)
+    as using CUDA, and every file imported (directly or through project files) by a file that uses
+    CUDA as running on it."""
+    live = [m for m in table.by_path.values() if m.ctx is not None and not is_test_file(m.path)]
+    providers = {m: device_functions(m) for m in live if m.ctx.mentions_cuda}  # type: ignore[union-attr]
+    providers = {m: functions for m, functions in providers.items() if functions}
+    if providers:
+        for module in live:
+            assert module.ctx is not None
+            if module.ctx.mentions_cuda:
+                continue
+            for call in module.ctx.nodes_of(ast.Call):
+                target = table.resolve_function(module, call.func)  # type: ignore[attr-defined]
+                if target is not None and target[1] in providers.get(target[0], {}).values():
+                    mark_device_call(module.ctx, f"{target[0].label}:{target[1].lineno}")
+                    break
+    queue = [m for m in live if m.ctx.mentions_cuda]  # type: ignore[union-attr]
+    origin = {m: m.path for m in queue}
+    while queue:
+        module = queue.pop(0)
+        for target in table.imported(module):
+            if target not in origin:
+                origin[target] = origin[module]
+                queue.append(target)
+    for module, source in origin.items():
+        if module.ctx is not None and not module.ctx.mentions_cuda:
+            module.ctx.cuda_from = source
+            module.ctx.__dict__.pop("uses_cuda", None)
+
+
+def trains(graph: CallGraph, module: ProjectModule, region: HotRegion) -> bool:
+    """Whether a step loop trains: itself, or through a per-step call into another project
+    file that runs backward or steps an optimizer (``loss_scaler(loss, optimizer)``)."""
+    if region.trains:
+        return True
+    assert module.ctx is not None
+    for call, owner in module.ctx.hot.nodes(ast.Call):
+        if owner is not region:
+            continue
+        for _target, func in graph.callees(module, call):
+            if any(is_backward_call(n) or is_optimizer_step(n) for n in ast.walk(func)):
+                return True
+    return False
+
+
+def link_loaders(graph: CallGraph) -> None:
+    """Set, on every file, the loaders it hands to another file's function whose step loop
+    iterates that parameter, and the other file's training loop it calls, if any."""
+    from ..rules._loaders import moves_data_to_device
+
+    for module in graph.table.by_path.values():
+        if module.ctx is None:
+            continue
+        reads: list[LoaderRead] = []
+        trains_via: str | None = None
+        for call in module.ctx.nodes_of(ast.Call):
+            assert isinstance(call, ast.Call)
+            passed = [(i, a.id) for i, a in enumerate(call.args) if isinstance(a, ast.Name)]
+            named = [(k.arg, k.value.id) for k in call.keywords if k.arg and isinstance(k.value, ast.Name)]
+            if not (passed or named) and trains_via is not None:
+                continue
+            target = graph.table.resolve_function(module, call.func)
+            if target is None:
+                continue
+            owner, func = target
+            if owner is module or owner.ctx is None or is_test_file(owner.path):
+                continue
+            params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+            by_param = {params[i]: name for i, name in passed if i < len(params)}
+            by_param.update({k: name for k, name in named})
+            for region in owner.ctx.hot.step_loops:
+                loop = region.node
+                if owner.ctx.enclosing_function(loop) is not func:
+                    continue
+                if trains_via is None and trains(graph, owner, region):
+                    trains_via = f"{owner.label}:{loop.lineno}"
+                if not isinstance(loop, (ast.For, ast.AsyncFor)):
+                    continue
+                iterated = iterated_name(loop.iter, by_param)
+                if iterated is not None:
+                    moves = moves_data_to_device(owner.ctx, [region])
+                    reads.append(LoaderRead(by_param[iterated], call.lineno, call.col_offset, moves, f"{owner.label}:{loop.lineno}"))
+        module.ctx.loader_reads = tuple(reads)
+        module.ctx.trains_via = trains_via
+
+
+def iterated_name(iterable: ast.expr, wanted: dict[str, str]) -> str | None:
+    """The parameter a loop iterates: ``loader``, ``enumerate(tqdm(loader))``, or a wrapper
+    taking it first (``metric_logger.log_every(loader, 10, header)``)."""
+    name = bound_name(unwrap_iterable(iterable))
+    if name in wanted:
+        return name
+    node: ast.expr = iterable
+    for _ in range(4):
+        if not (isinstance(node, ast.Call) and node.args):
+            return None
+        node = node.args[0]
+        if isinstance(node, ast.Name) and node.id in wanted:
+            return node.id
+    return None

@@ -1,0 +1,175 @@
+"""The files of a project and what their names refer to, through the project's own imports.
+
+A :class:`ModuleTable` knows every Python file of the project by dotted module
+name and resolves imports the way Python would from the project root: absolute,
+package-relative, ``from x import y``, module aliases, and a project root that is
+not the import root (a file is also found by the tail of its dotted name).
+Nothing is imported or executed.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from ...findings import Finding
+from ..context import ModuleContext
+from ..incremental.reparse import ParsedModule
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+Symbol = tuple["ProjectModule", ast.AST]  # a function or class of a project file
+
+
+def module_name(relative_path: str) -> str:
+    """``pkg/sub/mod.py`` -> ``pkg.sub.mod``; ``pkg/__init__.py`` -> ``pkg``."""
+    parts = list(PurePosixPath(relative_path.replace("\\", "/")).with_suffix("").parts)
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@dataclass(eq=False)
+class ProjectModule:
+    """One Python file of the project."""
+
+    path: str  # the display path findings carry
+    name: str  # dotted module name from the project root
+    is_package: bool
+    ctx: ModuleContext | None  # None when the file does not parse
+    parsed: ParsedModule | Finding | None = None
+    imports: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # local -> (module, attr)
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # top-level classes
+    functions: dict[str, FunctionNode] = field(default_factory=dict)  # top-level functions
+    label: str = ""  # how call paths name the file
+
+    def method(self, cls: ast.ClassDef, name: str) -> FunctionNode | None:
+        """A method defined in the class body itself."""
+        for node in cls.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+                return node
+        return None
+
+
+class ModuleTable:
+    """Every file of a project by module name and path, and name resolution across them."""
+
+    def __init__(self) -> None:
+        self.modules: dict[str, ProjectModule] = {}  # by dotted name (the first file wins)
+        self.by_path: dict[str, ProjectModule] = {}
+        self._suffixes: dict[str, list[ProjectModule]] = {}
+
+    def add(self, module: ProjectModule) -> None:
+        self.modules.setdefault(module.name, module)
+        self.by_path[module.path] = module
+        parts = module.name.split(".")
+        for start in range(len(parts)):
+            self._suffixes.setdefault(".".join(parts[start:]), []).append(module)
+
+    def index(self, module: ProjectModule) -> None:
+        """Record a parsed file's top-level classes and functions and its imports."""
+        if module.ctx is None:
+            return
+        for node in module.ctx.tree.body:
+            if isinstance(node, ast.ClassDef):
+                module.classes[node.name] = node
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                module.functions[node.name] = node
+        for node in module.ctx.nodes_of((ast.Import, ast.ImportFrom)):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        module.imports[alias.asname] = (alias.name, None)
+                    else:
+                        top = alias.name.split(".")[0]
+                        module.imports.setdefault(top, (top, None))
+            elif isinstance(node, ast.ImportFrom):
+                base = self._absolute(module, node.module, node.level)
+                if base is None:
+                    continue
+                for alias in node.names:
+                    if alias.name != "*":
+                        module.imports[alias.asname or alias.name] = (base, alias.name)
+
+    def _absolute(self, module: ProjectModule, name: str | None, level: int) -> str | None:
+        if level == 0:
+            return name
+        package = module.name.split(".") if module.is_package else module.name.split(".")[:-1]
+        if level - 1 > len(package):
+            return None
+        base = package[: len(package) - (level - 1)]
+        return ".".join([*base, *([name] if name else [])])
+
+    def find_module(self, name: str, near: ProjectModule | None = None) -> ProjectModule | None:
+        """The project file for a dotted module name: exact, else the one file whose dotted path
+        ends with it (the project root need not be the import root), nearest ``near`` first."""
+        exact = self.modules.get(name)
+        if exact is not None:
+            return exact
+        candidates = self._suffixes.get(name, [])
+        if len(candidates) == 1:
+            return candidates[0]
+        if candidates and near is not None:
+            def shared(m: ProjectModule) -> int:
+                a, b = m.name.split("."), near.name.split(".")
+                count = 0
+                while count < min(len(a), len(b)) and a[count] == b[count]:
+                    count += 1
+                return count
+
+            best = max(candidates, key=shared)
+            if sum(1 for c in candidates if shared(c) == shared(best)) == 1:
+                return best
+        return None
+
+    def symbol(self, module: ProjectModule, name: str, depth: int = 0) -> Symbol | ProjectModule | None:
+        """What ``name`` is in ``module``: a (module, function/class) pair, a project module, or None."""
+        if depth > 4:
+            return None
+        if name in module.functions:
+            return module, module.functions[name]
+        if name in module.classes:
+            return module, module.classes[name]
+        target = module.imports.get(name)
+        if target is None:
+            return None
+        source, attr = target
+        if attr is None:
+            return self.find_module(source, module)
+        owner = self.find_module(source, module)
+        if owner is not None and owner is not module:
+            found = self.symbol(owner, attr, depth + 1)
+            if found is not None:
+                return found
+        return self.find_module(f"{source}.{attr}", module)  # ``from pkg import submodule``
+
+    def resolve_dotted(self, module: ProjectModule, node: ast.AST) -> Symbol | ProjectModule | None:
+        """A Name/Attribute chain resolved through the project's imports."""
+        if isinstance(node, ast.Name):
+            return self.symbol(module, node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.resolve_dotted(module, node.value)
+            if isinstance(base, ProjectModule):
+                return self.symbol(base, node.attr) or self.find_module(f"{base.name}.{node.attr}", base)
+        return None
+
+    def resolve_function(self, module: ProjectModule, node: ast.AST) -> tuple[ProjectModule, FunctionNode] | None:
+        """A Name/Attribute chain that names a project function."""
+        target = self.resolve_dotted(module, node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if isinstance(target, tuple) and isinstance(target[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return target[0], target[1]
+        return None
+
+    def imported(self, module: ProjectModule) -> list[ProjectModule]:
+        """The other project files a file imports."""
+        found: dict[ProjectModule, None] = {}
+        for source, attr in module.imports.values():
+            owner = self.find_module(source, module)
+            if attr is not None:
+                sub = self.find_module(f"{source}.{attr}", module) if owner is None or attr not in owner.classes | owner.functions else None
+                if sub is not None:
+                    found[sub] = None
+            if owner is not None:
+                found[owner] = None
+        found.pop(module, None)
+        return list(found)

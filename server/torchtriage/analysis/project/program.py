@@ -1,0 +1,233 @@
+"""The project model: several files analysed as one program, purely statically.
+
+Real training code is not one file: the step loop lives in ``train.py`` or
+``engine.py`` while the work it calls every step (a loss module's ``forward``,
+a matcher, box utilities, a metrics helper) lives elsewhere, and the device is
+decided by the entry script.  A :class:`Project` parses every file once, resolves
+the project's own imports (:mod:`.project_modules`), follows per-step calls across
+files (:mod:`.call_graph`) until nothing new is reached, then hands each file what
+the others tell it (:mod:`.project_links`): CUDA reach, loaders iterated elsewhere,
+knob defaults.
+
+A body reached that way is per-step in its own file (see
+:class:`.hotloops.HotEntry`) and its findings name the call path.  Nothing is
+imported or executed.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import Iterable
+
+from ...config import Settings
+from ...findings import Finding
+from .call_graph import CallGraph
+from ..context import ModuleContext
+from ..defaults import unique
+from ..engine import analyze_context, enabled_rules, has_file_noqa
+from ..file_kinds import is_test_file
+from ..hotloops.finder import HotEntry, HotLoops, find_hot_loops
+from ..incremental.reparse import ParsedModule, parse_module
+from .links import link_loaders, propagate_cuda, step_data_params
+from .modules import FunctionNode, ModuleTable, ProjectModule, module_name
+from ..project_view import ProjectView, view_of
+from ..hotloops.loop_kinds import loop_facts
+from ..hotloops.step_loops import StepLoopJudge
+from ..hotloops.step_markers import LOOP_NODES
+from ..syntax import bound_name
+
+__all__ = ["Project", "ProjectModule", "module_name"]
+
+_MAX_ROUNDS = 10_000  # hot-entry additions per project: a guard, never reached on real code
+
+
+class Project:
+    """A set of files analysed together: cross-file hot entries and CUDA reach, then the rules."""
+
+    def __init__(
+        self,
+        files: Iterable[tuple[str, str, str]],
+        settings: Settings | None = None,
+        relative_labels: bool = False,
+        parse_cache: dict[str, tuple[str, ParsedModule | Finding]] | None = None,
+    ) -> None:
+        """``files``: (display path, path relative to the project root, source text) per Python file.
+
+        Call paths name files by display path, or by relative path with ``relative_labels``.
+        ``parse_cache`` (display path -> (text, parse)) lets a long-lived caller (the language
+        server's index) re-parse only the files whose text changed; it is updated in place."""
+        self.settings = settings or Settings()
+        self.table = ModuleTable()
+        for display, relative, source in files:
+            cached = parse_cache.get(display) if parse_cache is not None else None
+            if cached is not None and cached[0] == source:
+                parsed = cached[1]
+            else:
+                parsed = parse_module(source, display)
+                if parse_cache is not None:
+                    parse_cache[display] = (source, parsed)
+            ctx = None
+            if not isinstance(parsed, Finding):
+                ctx = ModuleContext(source=source, tree=parsed.tree, path=display, settings=self.settings, parsed=parsed)
+            module = ProjectModule(display, module_name(relative), relative.endswith("__init__.py"), ctx, parsed)
+            module.label = relative if relative_labels else display
+            if ctx is not None:
+                ctx.path_label = module.label
+            self.table.add(module)
+        for module in self.table.by_path.values():
+            self.table.index(module)
+        self.graph = CallGraph(self.table)
+        self._share_defaults()
+        self._entries: dict[ProjectModule, dict[FunctionNode, HotEntry]] = {}
+        self._last_hot: dict[ProjectModule, tuple[tuple[HotEntry, ...], HotLoops]] = {}
+        self._solved = False
+
+    @property
+    def modules(self) -> dict[str, ProjectModule]:
+        """Files by dotted module name."""
+        return self.table.modules
+
+    @property
+    def by_path(self) -> dict[str, ProjectModule]:
+        """Files by display path."""
+        return self.table.by_path
+
+    def find_module(self, name: str, near: ProjectModule | None = None) -> ProjectModule | None:
+        return self.table.find_module(name, near)
+
+    def _share_defaults(self) -> None:
+        """Every file sees the argparse/config-class defaults of the whole project, and the
+        constants it imports from project files (see :mod:`.defaults`)."""
+        merged: dict[str, list] = {}
+        for module in self.by_path.values():
+            if module.ctx is not None and not is_test_file(module.path):
+                for key, found in module.ctx.own_defaults[0].items():
+                    merged.setdefault(key, []).extend(found)
+        for module in self.by_path.values():
+            if module.ctx is None:
+                continue
+            module.ctx.project_defaults = merged
+            for local, (source, attr) in module.imports.items():
+                owner = self.find_module(source, module) if attr is not None else None
+                if owner is not None and owner is not module and owner.ctx is not None:
+                    constant = unique(owner.ctx.own_defaults[1].get(attr))  # type: ignore[arg-type]
+                    if constant is not None:
+                        module.ctx.imported_constants[local] = constant
+
+    # --- solving -------------------------------------------------------------------------
+
+    def _hot(self, module: ProjectModule) -> HotLoops:
+        """The module's hot loops with its current entries (kept for the rules when final)."""
+        assert module.ctx is not None
+        entries = tuple(self._entries.get(module, {}).values())
+        hot = find_hot_loops(module.ctx, entries)
+        self._last_hot[module] = (entries, hot)
+        return hot
+
+    def _seed_single_steps(self) -> None:
+        """A function of another file that is one training step (``trainer.train_step()``), called
+        in any loop of a file, runs once per step: the caller's loop is the step loop though
+        nothing in its own file says so."""
+        live = [m for m in self.by_path.values() if m.ctx is not None and not is_test_file(m.path)]
+        in_loops: dict[ProjectModule, list[ast.Call]] = {
+            m: [call for loop in m.ctx.nodes_of(LOOP_NODES) for call in loop_facts(loop).calls]  # type: ignore[union-attr, arg-type]
+            for m in live
+        }
+        called = {bound_name(call.func) for calls in in_loops.values() for call in calls}
+        judges: dict[ProjectModule, StepLoopJudge] = {}
+        candidates: set[str] = set()  # names of single-step functions called in some loop: a cheap first cut
+        for module in live:
+            assert module.ctx is not None
+            if "backward" not in module.ctx.source and ".step(" not in module.ctx.source:
+                continue  # nothing here trains
+            judge = judges[module] = StepLoopJudge(module.ctx, set())
+            for name, functions in module.ctx.functions.items():
+                if name in called and not name.startswith("__") and any(judge.is_single_step(f) for f in functions):
+                    candidates.add(name)
+        for module, calls in in_loops.items() if candidates else ():
+            for call in calls:
+                if bound_name(call.func) not in candidates:
+                    continue
+                for owner, func in self.graph.callees(module, call):
+                    judge = judges.get(owner) or judges.setdefault(owner, StepLoopJudge(owner.ctx, set()))  # type: ignore[arg-type]
+                    if func not in self._entries.get(owner, {}) and judge.is_single_step(func):
+                        self._entries.setdefault(owner, {})[func] = HotEntry(func, frozenset(), (f"{module.label}:{call.lineno}",))
+
+    def solve(self) -> None:
+        """Propagate per-step calls across files until nothing new is reached, then CUDA reach."""
+        if self._solved:
+            return
+        self._solved = True
+        self._seed_single_steps()
+        pending = [m for m in self.by_path.values() if m.ctx is not None]
+        rounds = 0
+        while pending and rounds < _MAX_ROUNDS:
+            module = pending.pop(0)
+            hot = self._hot(module)
+            for call, region in hot.nodes(ast.Call):
+                targets = self.graph.callees(module, call)
+                if not targets:
+                    continue
+                chain = region.hot_path + (f"{module.label}:{call.lineno}",)
+                for target_module, func in targets:
+                    known = self._entries.setdefault(target_module, {})
+                    batch = step_data_params(self.graph, module, call, region, func)
+                    entry = known.get(func)
+                    if entry is not None and batch <= entry.batch:
+                        continue
+                    rounds += 1
+                    if entry is None:
+                        known[func] = HotEntry(func, frozenset(batch), chain)
+                    else:  # another per-step call site hands it step data too: merge
+                        known[func] = HotEntry(func, entry.batch | batch, entry.hot_path)
+                    if target_module not in pending:
+                        pending.append(target_module)
+        for module, entries in self._entries.items():
+            assert module.ctx is not None
+            module.ctx.hot_entries = tuple(entries.values())
+            module.ctx.__dict__.pop("hot", None)
+        for module, (entries_used, hot) in self._last_hot.items():
+            assert module.ctx is not None
+            if entries_used == module.ctx.hot_entries:  # computed with the final entries: reuse
+                module.ctx.__dict__["hot"] = hot
+        self._last_hot.clear()
+        if self.settings.device not in ("cuda", "cpu"):
+            propagate_cuda(self.table)
+        link_loaders(self.graph)
+
+    # --- results ----------------------------------------------------------------------------
+
+    def context(self, path: str) -> ModuleContext | None:
+        """The solved context of one file (its cross-file hot entries and CUDA reach set)."""
+        self.solve()
+        module = self.by_path.get(path)
+        return module.ctx if module is not None else None
+
+    def view(self, path: str) -> ProjectView | None:
+        """The facts the rest of the project contributes to one file, by name (see :mod:`.project_view`)."""
+        ctx = self.context(path)
+        if ctx is None:
+            return None
+        view = view_of(ctx)
+        own = {k: v for k, v in ctx.own_defaults[0].items()}
+        if ctx.project_defaults is not None and ctx.project_defaults == own:
+            view = replace(view, defaults=None)  # nothing from other files: as if alone
+        if not (view.entries or view.cuda_from or view.imported_constants or view.defaults is not None or view.loader_reads
+                or view.trains_via or view.device_call):
+            return None  # the file analysed alone gives the same findings
+        return view
+
+    def analyze(self, path: str, rules=None) -> list[Finding]:  # type: ignore[no-untyped-def]
+        """All findings for one file of the project, as :func:`.engine.analyze_parsed` gives them."""
+        module = self.by_path[path]
+        if module.ctx is None:
+            return [module.parsed] if isinstance(module.parsed, Finding) else []
+        if has_file_noqa(module.ctx.source):
+            return []
+        ctx = self.context(path)
+        assert ctx is not None
+        selected = list(rules) if rules is not None else enabled_rules(self.settings, path)
+        findings = analyze_context(ctx, selected)
+        kept = {(f.code, f.span): f for f in findings}
+        return sorted(kept.values(), key=Finding.sort_key)

@@ -1,0 +1,134 @@
+"""After the child has run: status, ProfileData, and the run folder's outputs.
+
+Host-free orchestration shared by every host (CLI, language server, Jupyter):
+``finish_run(outcome, options)`` turns what the runner saw into a
+``ProfiledRun`` (status, attributed profile, report.json payload) and writes
+profile.json, report.json and report.html.  Hosts decide how to show it.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from ...findings import Finding
+from ..attribution.lines import build_profile
+from ..results.profile_data import CANNOT_RUN_STATUSES, OK_STATUSES, ProfileData, RunStatus
+from ..report.writer import write_reports
+from .runner import EXIT_NO_TORCH, RunOptions, RunOutcome
+
+HOT_FILES = 10  # static findings are looked up in the script and at most this many hot files
+RUNS_DIR = Path(".torchtriage") / "runs"  # where runs go when no folder is named (relative to the cwd)
+
+
+def new_run_dir(name: str, prefix: str = "") -> Path:
+    """A run folder not yet taken, ``.torchtriage/runs/<prefix><time>-<name>`` (then ``-2``, ``-3``...), absolute; not created.
+
+    ``prefix`` tells kinds of folders apart (the lab's are ``lab-``; profile runs have none)."""
+    base = RUNS_DIR / f"{prefix}{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}-{name}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path.resolve()
+
+
+@dataclass(frozen=True)
+class ProfiledRun:
+    """One finished run: what the runner saw, the attributed profile, and report.json (None if it failed)."""
+
+    outcome: RunOutcome
+    profile: ProfileData
+    report: Optional[dict[str, Any]]
+
+    @property
+    def recorded(self) -> bool:
+        """The window was recorded and the run ended as planned."""
+        return self.profile.status.status in OK_STATUSES and bool(self.profile.steps)
+
+    @property
+    def could_not_run(self) -> bool:
+        """The script never started (syntax error, no torch, no interpreter)."""
+        outcome = self.outcome
+        return self.profile.status.status in CANNOT_RUN_STATUSES or (outcome.agent is None and not outcome.reason)
+
+
+def run_status(outcome: RunOutcome) -> RunStatus:
+    """The run's status: the runner's reason when it stopped the child, else the agent's."""
+    agent = (outcome.agent or {}).get("status") or {}
+    status = RunStatus(**{k: agent[k] for k in ("status", "message", "traceback", "exit_code") if k in agent}) if agent else None
+    if outcome.reason:
+        return RunStatus(status=outcome.reason, message=outcome.message, traceback=status.traceback if status else "", exit_code=outcome.returncode)
+    if status is not None:
+        return status
+    code = outcome.returncode
+    if code == EXIT_NO_TORCH:
+        return RunStatus(status="no_torch", message="the interpreter cannot import torch", exit_code=code)
+    if code is not None and code < 0:
+        return RunStatus(status="killed", message=f"the script was killed by signal {-code}", exit_code=code)
+    return RunStatus(status="raised", message=f"the profiling agent ended with exit code {code} before writing results", exit_code=code)
+
+
+def profile_from_outcome(outcome: RunOutcome, options: RunOptions) -> ProfileData:
+    """Attribute what the agent recorded (possibly nothing) to source lines."""
+    status = run_status(outcome)
+    raw = dict(outcome.agent or {})
+    raw.setdefault("meta", {})
+    raw["meta"].setdefault("script", str(options.script))
+    raw["meta"].setdefault("argv", [str(options.script), *options.args])
+    raw["meta"].setdefault("cwd", str(Path.cwd()))
+    extra: dict[str, Any] = {"run_dir": str(options.out_dir), "output_log": str(outcome.log_path) if outcome.log_path else None}
+    for name in ("trace.json.gz", "trace.json"):  # trace.json: runs written before the trace was compressed
+        trace = options.out_dir / name
+        if trace.exists():
+            extra["trace"] = str(trace)
+            extra["tensorboard_logdir"] = str(options.out_dir / "tb")
+            break
+    return build_profile(raw, status=status, extra=extra)
+
+
+def static_findings(profile: ProfileData) -> list[Finding]:
+    """Static findings for the script and the user files among the hot lines."""
+    from ...analysis import analyze_source  # the linter loads only once a run has lines to link
+
+    files = [profile.script] + [line.path for line in profile.lines]
+    findings: list[Finding] = []
+    for path in list(dict.fromkeys(p for p in files if p))[:HOT_FILES]:
+        try:
+            findings += analyze_source(Path(path).read_text(encoding="utf-8"), path)
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            continue
+    return findings
+
+
+StageCallback = Callable[[str], None]
+
+
+def write_outputs(
+    profile: ProfileData, run_dir: Path, on_stage: Optional[StageCallback] = None, repeats: Optional[dict[str, Any]] = None
+) -> Optional[dict[str, Any]]:
+    """profile.json, then report.json and report.html; returns the report (None when the report failed).
+    ``repeats``: report.json's ``repeats`` object when the run is one of a ``--repeat`` series."""
+    stage = on_stage or (lambda _: None)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    profile.save(run_dir / "profile.json")
+    try:
+        stage("checking the hot files for static findings")
+        findings = static_findings(profile)
+        stage("writing report.json and report.html")
+        return write_reports(profile, run_dir, findings, repeats=repeats).report
+    except Exception as exc:  # a report bug must not lose the profile
+        profile.warnings.append(f"report failed: {type(exc).__name__}: {exc}")
+        profile.save(run_dir / "profile.json")
+        return None
+
+
+def finish_run(outcome: RunOutcome, options: RunOptions, on_stage: Optional[StageCallback] = None) -> ProfiledRun:
+    """Attribute, diagnose and write the run folder for one finished child process; ``on_stage``
+    hears the name of each stage as it starts."""
+    if on_stage is not None:
+        on_stage("attributing the recorded time to lines")
+    profile = profile_from_outcome(outcome, options)
+    return ProfiledRun(outcome, profile, write_outputs(profile, options.out_dir, on_stage))
