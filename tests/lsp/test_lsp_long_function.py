@@ -4,7 +4,6 @@ match what the diagnostics said (``data.fixable``)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from lsprotocol import types
@@ -12,11 +11,10 @@ from pytest_lsp import LanguageClient
 
 from lsp_helpers import SELECT, edit, open_text, wait_for
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
-from test_incremental_nested import long_function_file  # noqa: E402  (an ~800-line main())
+from incremental_support import long_function_file  # an ~800-line main()
 
-from torchtriage.analysis import analyze_source  # noqa: E402
-from torchtriage.config import Settings  # noqa: E402
+from torchtriage.analysis import analyze_source
+from torchtriage.config import Settings
 
 
 def _expected(text: str) -> list[tuple[object, ...]]:

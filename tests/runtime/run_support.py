@@ -1,4 +1,4 @@
-"""Shared helpers for the runtime bridge tests (test_run_*, test_attr_*): real CLI runs."""
+"""Shared helpers for the runtime bridge tests (profiling/, attribution/, diagnosis/ ...): real CLI runs."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ unchanged:
 A typing edit in a long ``main()`` that the step loop does not reach leaves all of
 them unchanged: its 700 per-step nodes are not marked again.  A fresh pass over
 the same inputs and subtrees marks the same nodes the same way; the random-edit
-tests (``tests/analysis/test_incremental*.py``) check it against fresh analyses.
+tests (``tests/analysis/incremental/``) check it against fresh analyses.
 """
 
 from __future__ import annotations

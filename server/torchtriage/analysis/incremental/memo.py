@@ -6,7 +6,7 @@ ancestors of the statements it replaced (the function, the loop ... around the e
 stay the same objects too, with a new subtree: the re-parse calls :func:`forget` on
 each of them.  So a result kept on a node is right for the next version of the file
 as long as it obeys this contract (rules that keep results must follow it; the
-random-edit tests in ``tests/analysis/test_incremental*.py`` check the analysis
+random-edit tests in ``tests/analysis/incremental/`` check the analysis
 against a fresh one):
 
 1. **Subtree only.**  ``compute`` reads nothing but ``node`` and its descendants:

@@ -24,7 +24,7 @@ to re-parsing the top-level chunk (:mod:`.incremental`), which gives the true
 syntax error when there is one.  The parser's context-dependent checks
 (``return`` outside a function, ``await`` outside ``async``) are not parser
 errors with ``PyCF_ONLY_AST``, so a region parses alone exactly when it parses
-in place.  ``tests/analysis/test_incremental_nested.py`` compares the result
+in place.  ``tests/analysis/incremental/test_nested.py`` compares the result
 with a full parse after thousands of random edits.
 """
 

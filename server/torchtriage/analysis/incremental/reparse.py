@@ -17,7 +17,7 @@ after the chunks before it (:mod:`.nested` says why the same holds inside a
 block).  When the re-parsed region does not parse on its own (an unclosed
 bracket that the next chunk might close, a decorator without its ``def`` ...)
 the whole module is parsed instead, which also gives the true syntax error.
-``tests/analysis/test_incremental.py`` and ``test_incremental_nested.py`` check
+``tests/analysis/incremental/test_reparse.py`` and ``test_nested.py`` check
 the result against a full parse over thousands of random edits.
 
 The chunks of the previous version are reused *in place*: a version handed to

@@ -5,7 +5,7 @@ static findings for cross-links) and returns a ``Diagnosis``: plain data that
 ``report`` serialises and ``html`` / ``summary`` render.  Nothing here plots.
 
 How the verdict is chosen (documented in REPORT_SCHEMA.md, tested in
-tests/runtime/test_diag_*.py):
+tests/runtime/diagnosis/):
 
 1. Shares: each category's time over the active steps divided by the total
    step time (or by the sum of categories when they overlap, as GPU kernels

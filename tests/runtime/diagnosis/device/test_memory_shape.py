@@ -1,7 +1,7 @@
 """Where the peak's memory goes, from the allocations a profile records and the storages the optimizers hold.
 
 The agent.json here is written by hand (a CUDA run: the allocator's total counts memory allocated before
-the window too); tests/runtime/test_device_real_runs.py has the real CPU run."""
+the window too); test_device_findings_real_runs.py has the real CPU run."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from torchtriage.analysis import analyze_source, fix_source
 from torchtriage.config import Settings
 
 SETTINGS = Settings(select=("TT508",))
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "fixes" / "TT508"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "fixes" / "TT508"
 HEADER = "import math\nimport torch\nimport torch.nn.functional as F\n\n"
 
 

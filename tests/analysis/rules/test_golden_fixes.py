@@ -15,7 +15,7 @@ import pytest
 from torchtriage.analysis import fix_source
 from torchtriage.config import Settings
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "fixes"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "fixes"
 CASES = sorted(FIXTURES.glob("TT*/*.in.py"))
 
 

@@ -20,7 +20,7 @@ from torchtriage.runtime.lab.report import load_lab_schema
 
 pytestmark = pytest.mark.slow
 
-LAB_DATA = Path(__file__).resolve().parent.parent / "data" / "lab"
+LAB_DATA = Path(__file__).resolve().parents[2] / "data" / "lab"
 FAST = ["--steps", "6", "--warmup", "2"]
 VALIDATOR = jsonschema.Draft202012Validator(load_lab_schema())
 

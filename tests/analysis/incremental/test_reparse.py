@@ -8,7 +8,6 @@ position, with a fresh full parse, and the findings with a fresh analysis.
 
 from __future__ import annotations
 
-import ast
 import random
 import sys
 from pathlib import Path
@@ -20,7 +19,9 @@ from torchtriage.analysis.engine import IncrementalAnalyzer
 from torchtriage.analysis.incremental.reparse import ParsedModule, parse_module
 from torchtriage.findings import Finding
 
-ROOT = Path(__file__).resolve().parents[2]
+from incremental_support import _same
+
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "bench"))
 from lsp_bench import training_file  # noqa: E402  (the benchmark's 1,000-line training file)
 
@@ -112,33 +113,6 @@ def _edit(text: str, rng: random.Random) -> str:
         lines[index] = line[4:] if line.startswith("    ") and rng.random() < 0.5 else "    " + line
     return "\n".join(lines)
 
-
-def _shape(parsed: ParsedModule) -> tuple[object, ...]:
-    """Everything that must match a full parse: the tree with positions, walk order and parents."""
-    index = {id(node): i for i, node in enumerate(parsed.nodes)}
-    parents = sorted((index[id(child)], index[id(parent)]) for child, parent in parsed.parents.items())
-    order = [
-        (type(node).__name__, getattr(node, "lineno", None), getattr(node, "col_offset", None),
-         getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None))
-        for node in parsed.nodes
-    ]
-    # The per-type indexes rules read (carried from version to version, see ParsedModule).
-    by_type = [[index[id(node)] for node in parsed.nodes_of(types)] for types in TYPE_KEYS]
-    return ast.dump(parsed.tree, include_attributes=True), order, parents, by_type
-
-
-TYPE_KEYS = (
-    ast.Call, ast.ClassDef, ast.Assign, (ast.FunctionDef, ast.AsyncFunctionDef), (ast.For, ast.AsyncFor, ast.While),
-    (ast.Import, ast.ImportFrom), (ast.Call, ast.Assign), (ast.Call, ast.FunctionDef, ast.AsyncFunctionDef), ast.Name,
-)
-
-
-def _same(incremental: ParsedModule | Finding, full: ParsedModule | Finding) -> None:
-    if isinstance(full, Finding):
-        assert isinstance(incremental, Finding) and incremental == full
-    else:
-        assert isinstance(incremental, ParsedModule)
-        assert _shape(incremental) == _shape(full)
 
 
 @pytest.mark.parametrize("name,text", _corpus(), ids=[name for name, _ in _corpus()])

@@ -11,7 +11,7 @@ from torchtriage.runtime.agent.lab.wire import LabResult, read_lab_result
 from torchtriage.runtime.lab.reading import build_reading
 from torchtriage.runtime.lab.report import LAB_SCHEMA_PATH, LAB_SCHEMA_VERSION, load_lab_schema
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 DOC = (LAB_SCHEMA_PATH.parent / "LAB_SCHEMA.md").read_text(encoding="utf-8")
 
 

@@ -21,74 +21,7 @@ from torchtriage.analysis.engine import IncrementalAnalyzer
 from torchtriage.analysis.incremental.reparse import ParsedModule, parse_module
 from torchtriage.findings import Finding
 
-from test_incremental import _same  # noqa: E402  (the node-for-node comparison)
-
-SECTION = '''\
-    # --- section {i} ---
-    parser.add_argument("--opt{i}", default={i}, type=int)
-    value{i} = args.opt{i} * {i} if {i} % 3 else None
-    if value{i} is not None and value{i} > 2:
-        log(f"value {i}: {{value{i}}}")
-    elif args.verbose:
-        log("small {i}"); count += 1
-    else:
-        pass
-    try:
-        table{i} = load_table(
-            "table_{i}.csv",
-            columns=["a", "b"],
-        )
-    except (OSError, ValueError) as error:
-        table{i} = None
-        log(str(error))
-    finally:
-        count += 1
-    with open("notes_{i}.txt") as handle:
-        notes = handle.read()
-        total = count + \\
-            {i}
-    match args.mode:
-        case "fast":
-            speed = {i}
-        case _:
-            speed = 0
-
-    @register("hook{i}")
-    def hook{i}(x):
-        """Hook {i}: a docstring
-with a line at column 0."""
-        return x + {i}
-'''
-
-TRAIN = '''\
-    device = torch.device("cpu")
-    model = torch.nn.Linear(8, 2).to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    loader = DataLoader(dataset, batch_size=32)
-    for epoch in range(args.epochs):
-        start = time.time()
-        for step, (x, y) in enumerate(loader):
-            x, y = x.to(device), y.to(device)
-            out = model(x)
-            loss = criterion(out, y)
-            loss.backward()
-            if (step + 1) % 4 == 0:
-                optimizer.step()
-                optimizer.zero_grad()
-            total = loss.item()
-        print(epoch, time.time() - start)
-'''
-
-
-def long_function_file(sections: int = 24) -> str:
-    """About 800 lines, almost all in one ``main()``."""
-    body = "".join(SECTION.format(i=i) for i in range(sections))
-    return (
-        "import argparse\nimport time\nimport torch\nfrom torch.utils.data import DataLoader\n\n\n"
-        "def log(message):\n    print(message)\n\n\n"
-        "def main():\n    parser = argparse.ArgumentParser()\n    args = parser.parse_args()\n    count = 0\n"
-        + body + TRAIN + "\n\nif __name__ == '__main__':\n    main()\n"
-    )
+from incremental_support import _same, long_function_file
 
 
 # Lines to put in at the indentation of the line they go next to, or one level deeper/shallower.
