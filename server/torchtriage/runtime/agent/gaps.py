@@ -33,7 +33,7 @@ PROBES = 5  # instants looked up per gap
 MIN_GAP_NS = 20_000  # shorter idle spans are launch latency, not a gap worth naming
 MAX_GAPS = 10
 OVERLAP_SCAN = 8  # siblings looked at before the bisection point
-_BUILTIN = re.compile(r"<built-in (?:method|function) (\w+)")  # as agent/collect.py names C calls
+_BUILTIN = re.compile(r"<built-in (?:method|function) (\w+)")  # as agent/node_visit.py names C calls
 Frame = Tuple[str, int, str, bool, str]  # path, line, function, exact line, innermost event
 
 

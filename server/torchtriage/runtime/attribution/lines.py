@@ -37,7 +37,7 @@ from .memory import decompose
 from .shapes import shape_costs
 
 TOP_NAMES = 5
-BACKWARD_PREFIX = "autograd::engine::evaluate_function: "  # as agent/collect.py strips it from charge names
+BACKWARD_PREFIX = "autograd::engine::evaluate_function: "  # as agent/node_visit.py strips it from charge names
 UNSAMPLED = "line estimated: no frame sample fell in this function outside calls timed exactly"
 WORKER_SAMPLED = "runs in DataLoader workers: time is the main thread's wait, split by where the workers were sampled"
 
