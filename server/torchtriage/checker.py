@@ -7,19 +7,18 @@ checked in parallel worker processes when there are enough files to pay for it.
 from __future__ import annotations
 
 import codecs
-import gc
 import multiprocessing
 import os
 import sys
-from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
 from .analysis import analyze_source, fix_source
 from .config import Settings
 from .findings import Finding
+from .gcpause import collector_pause
 from .sources import iter_source_files, read_source
 
 PARALLEL_THRESHOLD = 16
@@ -88,23 +87,6 @@ def _check_one(args: tuple[Path, Settings, bool, bool, bool]) -> FileReport | No
     return check_file(*args)
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for one batch check.
-
-    The analysis allocates millions of ast objects and keeps them to the end; with the collector
-    on, its passes over them took 35-45 % of a folder check's CPU here (bench/RESULTS.md).  A
-    one-shot check frees no cyclic garbage early enough to matter.  Long-lived hosts (the
-    language server) do not use this."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def check_paths(
     paths: Sequence[Path],
     settings: Settings,
@@ -116,8 +98,8 @@ def check_paths(
 
     Without ``fix``, Python files are analysed within their project (see
     :func:`check_project_paths`); fixing works file by file.  The garbage collector is paused
-    meanwhile (see :func:`collector_paused`)."""
-    with collector_paused():
+    meanwhile (see :mod:`torchtriage.gcpause`)."""
+    with collector_pause.during_analysis():
         return _check_paths(paths, settings, fix, unsafe, jobs)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import signal
 import sys
 import tempfile
@@ -31,6 +30,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
 
 from ..analysis.notebooks import build_virtual_module
+from ..runtime.profiling.groups import signal_group
 from .annotations import annotations_from_report, summary_from_report
 from .capabilities import ClientSupport
 from .client import ClientChannel
@@ -100,7 +100,8 @@ def _up_to_cell(snapshot: list[tuple[str, int, str]], cell: str | int) -> list[t
 
 
 def _progress_text(line: str) -> tuple[str | None, int | None]:
-    """A message and percentage from one output line (JSON event or plain text)."""
+    """A message and percentage from one output line (a ``--progress json`` line, see
+    ``runtime/profiling/progress_json.py``, or plain text)."""
     line = line.strip()
     if not line:
         return None, None
@@ -111,7 +112,7 @@ def _progress_text(line: str) -> tuple[str | None, int | None]:
     if not isinstance(event, dict):
         return line[:200], None
     message = event.get("message") or event.get("stage") or event.get("event")
-    percentage = event.get("percentage", event.get("percent"))
+    percentage = event.get("percentage")
     if percentage is None and isinstance(event.get("fraction"), (int, float)):
         percentage = event["fraction"] * 100
     return (str(message) if message else None), (int(percentage) if isinstance(percentage, (int, float)) else None)
@@ -427,18 +428,12 @@ def _kill_group(process: asyncio.subprocess.Process) -> None:
     """SIGINT to the CLI's process group: the runtime then stops the script's own
     session (SIGTERM, then SIGKILL) and exits; ``_reap`` SIGKILLs whatever is left."""
     if process.returncode is None:
-        try:
-            os.killpg(process.pid, signal.SIGINT)
-        except (ProcessLookupError, PermissionError):
-            pass
+        signal_group(process.pid, signal.SIGINT)
 
 
 async def _reap(process: asyncio.subprocess.Process) -> None:
     try:
         await asyncio.wait_for(process.wait(), KILL_GRACE_S)
     except asyncio.TimeoutError:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        signal_group(process.pid, signal.SIGKILL)
         await process.wait()

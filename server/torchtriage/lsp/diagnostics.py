@@ -40,7 +40,8 @@ from ..analysis.text import split_lines
 from ..analysis.project_view import ProjectView
 from ..config import Settings
 from ..findings import SYNTAX_ERROR_CODE, Finding, Severity
-from .background import Spawn, collector_pause
+from ..gcpause import collector_pause
+from .background import Spawn
 from .capabilities import ClientSupport
 from .client import ClientChannel
 from .documents import Annotation, DocumentState, DocumentStore
@@ -76,7 +77,7 @@ def analyse_snapshot(
     analyzer: Analyzer | None = None,
     project: ProjectView | None = None,
 ) -> dict[str, list[Finding]]:
-    """:func:`analyse` with the cycle collector paused (see :class:`.background.CollectorPause`)."""
+    """:func:`analyse` with the cycle collector paused (see :class:`torchtriage.gcpause.CollectorPause`)."""
     with collector_pause.during_analysis():
         return analyse(snapshot, path, settings, notebook, analyzer, project)
 

@@ -27,7 +27,7 @@ from ..analysis.project_view import ProjectView
 from ..analysis.text import split_lines
 from ..config import Settings
 from ..findings import Edit, Finding, Span
-from .background import collector_pause
+from ..gcpause import collector_pause
 from .documents import DocumentState, TargetState
 from .edits import text_edits, versioned_edit
 from .positions import Positions

@@ -20,8 +20,6 @@ import os
 import sys
 
 PACKAGE = "_torchtriage_agent"
-EXIT_NO_TORCH = 97
-EXIT_AGENT_ERROR = 98
 
 
 def _load_package(folder):
@@ -61,6 +59,9 @@ def _rank_setup(config):
 
 def main():
     folder = os.path.dirname(os.path.abspath(__file__))
+    _load_package(folder)  # imports nothing that needs torch: the exit codes are read before torch is
+    from _torchtriage_agent.wire import EXIT_AGENT_ERROR, EXIT_NO_TORCH
+
     config = json.loads(os.environ.pop("TORCHTRIAGE_AGENT", "{}"))
     _rank_setup(config)
     script = sys.argv[1]
@@ -73,7 +74,6 @@ def main():
     except ImportError as exc:
         _write_status(config["out_dir"], "no_torch", f"{sys.executable} cannot import torch ({exc})", EXIT_NO_TORCH)
         sys.exit(EXIT_NO_TORCH)
-    _load_package(folder)
     from _torchtriage_agent.channel import Channel
 
     if config.get("lab"):  # torchtriage lab: one measured configuration instead of a profile

@@ -1,4 +1,5 @@
-"""agent.json's records: the one definition both ends use (stdlib only, Python 3.8 syntax).
+"""agent.json's records and the agent's exit codes: the one definition both ends use (stdlib only,
+Python 3.8 syntax; ``bootstrap.py`` reads the exit codes before it imports torch).
 
 The agent writes each record as a JSON array (a ``NamedTuple`` serialises as
 one: compact, and field order is fixed here); the host reads an array back
@@ -23,6 +24,10 @@ shapes, where peak memory goes, GPU idle gaps, the math settings).
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Type, TypeVar
 
 WIRE_VERSION = 4
+
+# How ``bootstrap.py`` ends when the agent never ran the script (agent.json then says why too):
+EXIT_NO_TORCH = 97  # the interpreter cannot import torch ("no_torch")
+EXIT_AGENT_ERROR = 98  # the agent's session could not start ("raised")
 
 
 class Step(NamedTuple):

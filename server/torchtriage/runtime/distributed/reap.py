@@ -16,6 +16,8 @@ import signal
 import time
 from typing import Iterable
 
+from ..profiling.groups import signal_group
+
 MARKER_ENV = "TORCHTRIAGE_RUN"
 ROUNDS = 5  # scans after a kill: processes forked while we scanned are caught by the next one
 
@@ -68,10 +70,7 @@ def kill_groups(leaders: Iterable[int], marker: str) -> None:
     for pid in leaders:
         if os.path.exists(f"/proc/{pid}") and not _carries(pid, needle) and _alive(pid):
             continue
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        signal_group(pid, signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:

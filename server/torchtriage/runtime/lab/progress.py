@@ -1,18 +1,18 @@
 """Lab progress: which configuration runs and how far its steps are, as a bar or JSON lines.
 
 JSON lines (``--progress json``, for editors) follow the profile command's
-contract: ``{"event": "progress", "message": str, "percentage": int}`` on
-stdout, the percentage covering the whole lab (every planned run).
+contract (``profiling/progress_json.py``): ``{"event": "progress", "message": str,
+"percentage": int}`` on stdout, the percentage covering the whole lab (every planned run).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any, Optional
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
+from ..profiling.progress_json import progress_line
 from .plan import Configuration
 
 
@@ -46,7 +46,7 @@ class LabProgress:
         if self.task is not None:
             self.progress.update(self.task, description=message, completed=percentage)
         if self.json_lines:
-            print(json.dumps({"event": "progress", "message": message, "percentage": percentage}), flush=True)
+            print(progress_line(message, percentage), flush=True)
 
     def start(self, configuration: Configuration, repeat: int, index: int, runs: int) -> None:
         """Run ``index`` of ``runs`` begins."""

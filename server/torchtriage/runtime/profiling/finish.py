@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ...findings import Finding
+from ..agent.wire import EXIT_NO_TORCH
 from ..attribution.lines import build_profile
 from ..results.profile_data import CANNOT_RUN_STATUSES, OK_STATUSES, ProfileData, RunStatus
 from ..report.writer import write_reports
-from .runner import EXIT_NO_TORCH, RunOptions, RunOutcome
+from .runner import RunOptions, RunOutcome
 
 HOT_FILES = 10  # static findings are looked up in the script and at most this many hot files
 RUNS_DIR = Path(".torchtriage") / "runs"  # where runs go when no folder is named (relative to the cwd)

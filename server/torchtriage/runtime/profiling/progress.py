@@ -5,18 +5,20 @@ events with a ``stage`` and, while it walks the event tree, a ``fraction``)
 and the host adds its own (``stage``); the bar then follows the stage.  In
 ``--progress json`` mode such lines carry ``stage`` and, when known,
 ``stage_percentage`` beside the contract's ``message`` and ``percentage``
-(which stays at the recording's percentage).
+(which stays at the recording's percentage); the lines are built by
+``progress_json.progress_line``.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 from typing import Any, Optional
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+
+from .progress_json import progress_line
 
 
 class ProgressDisplay:
@@ -28,8 +30,8 @@ class ProgressDisplay:
         self.active_steps = max(1, active_steps)
         self.console = console or Console(stderr=True)
         self.enabled = enabled
-        # Machine-readable progress for editors: one JSON object per line on stdout,
-        # {"event": "progress", "message": str, "percentage": int}, instead of the bar.
+        # Machine-readable progress for editors: one JSON object per line on stdout
+        # (``progress_json``), instead of the bar.
         self.json_lines = json_lines
         self.recorded = 0
         self.progress = Progress(
@@ -62,12 +64,8 @@ class ProgressDisplay:
                 self.progress.update(self.task, description=text, total=100, completed=int(100 * (fraction or 0.0)))
         if self.json_lines:
             percentage = int(100 * min(self.recorded, self.active_steps) / self.active_steps)
-            payload: dict[str, Any] = {"event": "progress", "message": text, "percentage": percentage}
-            if stage is not None:
-                payload["stage"] = stage
-                if fraction is not None:
-                    payload["stage_percentage"] = int(100 * min(1.0, max(0.0, fraction)))
-            self._write_line(json.dumps(payload))
+            stage_percentage = None if fraction is None else int(100 * min(1.0, max(0.0, fraction)))
+            self._write_line(progress_line(text, percentage, stage, stage_percentage))
 
     def stage(self, stage: str, fraction: Optional[float] = None) -> None:
         """A stage of the work after the window (the agent's or the host's)."""

@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from .groups import signal_group
 from .noise import is_profiler_noise
 
 AGENT_DIR = Path(__file__).resolve().parent.parent / "agent"
 BOOTSTRAP = AGENT_DIR / "bootstrap.py"
 AGENT_JSON = "agent.json"
 OUTPUT_LOG = "output.log"
-EXIT_NO_TORCH = 97
 GRACE_S = 5.0
 
 
@@ -157,10 +157,7 @@ class ChildRun:
         proc = self.proc
         if proc is None:
             return
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the group id is the child's pid (new session)
-        except (ProcessLookupError, PermissionError):
-            pass
+        signal_group(proc.pid, signal.SIGKILL)  # the group id is the child's pid (new session)
         proc.wait()
         self._output_thread.join(timeout=2.0)
 
