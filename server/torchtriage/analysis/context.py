@@ -1,24 +1,28 @@
 """Everything a rule may ask about one module: its syntax index, the settings, the device, the hot loops.
 
-Built once per analysed source by the engine.
+Built once per analysed source, with what the rest of its project tells it, and not
+changed afterwards: by the engine (from a :class:`.project_view.ProjectView`, see
+:meth:`ModuleContext.from_view`) or by the project model once it has solved the
+project (:mod:`.project`).  Rules see it through :class:`.rules.base.RuleContext`.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from ..config import Settings
 from .defaults import Default, file_defaults, unique
-
-if TYPE_CHECKING:
-    from .project_view import LoaderRead
 from .hotloops.finder import HotEntry, HotLoops, find_hot_loops
 from .incremental.memo import keyed_memo
 from .module_index import ModuleIndex
+from .project_view import LoaderRead, ProjectView, context_facts
+
+if TYPE_CHECKING:
+    from .incremental.reparse import ParsedModule
 
 _CUDA_PATTERNS = re.compile(
     r"""\.cuda\s*\(|["']cuda(?::\d+)?["']|torch\.accelerator|cuda\.is_available\s*\(|\.to\s*\(\s*["']cuda"""
@@ -36,19 +40,42 @@ class ModuleContext(ModuleIndex):
     """A module's syntax index plus what rules need beyond syntax: settings, device and hot loops."""
 
     settings: Settings = field(default_factory=Settings)
-    # Set by the project model (see :mod:`.project`): functions other files call once per step,
-    # and the project file whose CUDA use reaches this module through its imports.
+    # What the rest of the project tells this file, given when the context is built (by the
+    # project model, :mod:`.project`, or from a view, :meth:`from_view`) and never set later:
+    # functions other files call once per step, and the project file whose CUDA use reaches
+    # this module through its imports.
     hot_entries: tuple[HotEntry, ...] = field(default=(), repr=False, compare=False)
     cuda_from: str | None = field(default=None, repr=False, compare=False)
     path_label: str | None = field(default=None, repr=False, compare=False)  # how call paths name this file
     # Loaders of this file that step loops of other project files iterate (see :mod:`.project`).
-    loader_reads: tuple["LoaderRead", ...] = field(default=(), repr=False, compare=False)
+    loader_reads: tuple[LoaderRead, ...] = field(default=(), repr=False, compare=False)
     # The training step loop of another project file this file calls (``train_one_epoch(...)``).
     trains_via: str | None = field(default=None, repr=False, compare=False)
     # Attribute defaults (argparse, config classes) of every project file, and the constants
     # this file imports from project files (see :mod:`.defaults`).
     project_defaults: dict[str, list[Default]] | None = field(default=None, repr=False, compare=False)
     imported_constants: dict[str, Default] = field(default_factory=dict, repr=False, compare=False)
+    # "dist_util.py:45": a project device function (``dev()``, returning a CUDA device) this file
+    # calls, so it uses CUDA itself though its text never says "cuda".
+    device_call: str | None = field(default=None, repr=False, compare=False)
+    # The hot loops for ``hot_entries`` when whoever builds the context has them already (the
+    # project model computes them while solving); else :attr:`hot` finds them on first use.
+    hot_loops: InitVar[HotLoops | None] = None
+
+    def __post_init__(self, hot_loops: HotLoops | None) -> None:
+        if hot_loops is not None:
+            self.__dict__["hot"] = hot_loops  # what the cached property would compute
+
+    @classmethod
+    def from_view(
+        cls, parsed: "ParsedModule", path: str, settings: Settings, view: ProjectView | None = None
+    ) -> "ModuleContext":
+        """The context of a parsed module, with what the rest of its project tells it (``view``,
+        by name: see :mod:`.project_view`) found again in this parse."""
+        facts = {}
+        if view is not None:
+            facts = context_facts(view, ModuleIndex(source=parsed.source, tree=parsed.tree, path=path, parsed=parsed))
+        return cls(source=parsed.source, tree=parsed.tree, path=path, settings=settings, parsed=parsed, **facts)
 
     @cached_property
     def own_defaults(self) -> tuple[dict[str, list[Default]], dict[str, list[Default]]]:
@@ -85,8 +112,9 @@ class ModuleContext(ModuleIndex):
 
     @cached_property
     def mentions_cuda(self) -> bool:
-        """Whether the file itself uses CUDA (``.cuda()``, ``"cuda"``, ``torch.accelerator`` ...)."""
-        return bool(_CUDA_PATTERNS.search(self.source))
+        """Whether the file itself uses CUDA (``.cuda()``, ``"cuda"``, ``torch.accelerator`` ...,
+        or a call of a project device function: ``device_call``)."""
+        return self.device_call is not None or bool(_CUDA_PATTERNS.search(self.source))
 
     @cached_property
     def uses_cuda(self) -> bool:

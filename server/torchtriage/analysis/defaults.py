@@ -14,6 +14,8 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .syntax import keyword_value
+
 if TYPE_CHECKING:
     from .module_index import ModuleIndex
 
@@ -66,9 +68,9 @@ def file_defaults(index: "ModuleIndex") -> tuple[dict[str, list[Default]], dict[
             continue
         found = _dest(call)
         dest, option = found if found else (None, "")
-        default = next((k.value for k in call.keywords if k.arg == "default"), None)
+        default = keyword_value(call, "default")
         ok, value = _constant(default)
-        action = next((k.value for k in call.keywords if k.arg == "action"), None)
+        action = keyword_value(call, "action")
         if default is None and isinstance(action, ast.Constant) and action.value in ("store_true", "store_false"):
             ok, value = True, action.value == "store_false"
         if dest and ok:

@@ -15,7 +15,7 @@ from ..config import Settings
 from ..findings import INTERNAL_ERROR_CODE, Finding, Severity, Span
 from .context import ModuleContext
 from .incremental.reparse import ParsedModule, parse_module, reparse
-from .project_view import ProjectView, apply_view
+from .project_view import ProjectView
 from .rules import Rule, all_rules
 from .rules.base import FixBuilder
 
@@ -166,8 +166,7 @@ def analyze_parsed(
     ``project``: what the rest of the project tells this file (see :mod:`.project_view`);
     ``deferred``: see :func:`analyze_context`."""
     settings = settings or Settings()
-    ctx = ModuleContext(source=parsed.source, tree=parsed.tree, path=path, settings=settings, parsed=parsed)
-    apply_view(ctx, project)
+    ctx = ModuleContext.from_view(parsed, path, settings, project)
     selected = list(rules) if rules is not None else enabled_rules(settings, path)
     findings = analyze_context(ctx, selected, deferred)
     # Helpers kept in the memo point back at ctx: let it go without the cycle collector (a

@@ -46,13 +46,6 @@ def replace_expression(
     return Fix(title, applicability, (Edit(span, code_for(transform(expression))),))
 
 
-def keyword_value(call: ast.Call, name: str) -> ast.expr | None:
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    return None
-
-
 def has_star_kwargs(call: ast.Call) -> bool:
     return any(keyword.arg is None for keyword in call.keywords)
 

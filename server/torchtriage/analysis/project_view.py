@@ -4,17 +4,22 @@ The project model (:mod:`.project`) computes, per file, which of its functions o
 files call once per step (and through which call sites), where its CUDA device comes
 from, and the knob defaults it can see.  A :class:`ProjectView` holds those facts by
 *name* (``"SetCriterion.forward"``), not by syntax node, so the language server can
-keep it between edits and hand it to the file's incremental analyzer: applying a view
-to a freshly parsed module gives exactly what a fresh project analysis gives.
+keep it between edits and hand it to the file's incremental analyzer: the context of a
+freshly parsed module built from a view (:meth:`.context.ModuleContext.from_view`,
+through :func:`context_facts`) gives exactly what a fresh project analysis gives.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .defaults import Default
 from .hotloops.finder import HotEntry
+
+if TYPE_CHECKING:
+    from .module_index import ModuleIndex
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -63,7 +68,7 @@ def qualname_of(func: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
 
 
 def view_of(ctx) -> ProjectView:  # type: ignore[no-untyped-def]
-    """The project facts set on a solved :class:`.context.ModuleContext`, by name."""
+    """The project facts of a solved :class:`.context.ModuleContext`, by name."""
     entries = tuple(
         sorted(
             (EntryByName(qualname_of(e.func, ctx.parents), e.batch, e.hot_path) for e in ctx.hot_entries),
@@ -75,40 +80,32 @@ def view_of(ctx) -> ProjectView:  # type: ignore[no-untyped-def]
         defaults = tuple(sorted((k, tuple(v)) for k, v in ctx.project_defaults.items()))
     return ProjectView(
         entries, ctx.cuda_from, defaults, tuple(sorted(ctx.imported_constants.items())), ctx.path_label,
-        tuple(ctx.loader_reads), ctx.trains_via, getattr(ctx, "device_call", None),
+        tuple(ctx.loader_reads), ctx.trains_via, ctx.device_call,
     )
 
 
-def apply_view(ctx, view: ProjectView | None) -> None:  # type: ignore[no-untyped-def]
-    """Set a view's facts on a context before any rule runs."""
-    if view is None:
-        return
+def context_facts(view: ProjectView, index: "ModuleIndex") -> dict[str, Any]:
+    """The :class:`.context.ModuleContext` fields a view gives one parse of its file, by node: its
+    entries are found again among the parse's functions by qualified name (the first of a name)."""
+    hot_entries: tuple[HotEntry, ...] = ()
     if view.entries:
         by_name: dict[str, FunctionNode] = {}
         wanted = {e.qualname for e in view.entries}
-        for funcs in ctx.functions.values():
+        for funcs in index.functions.values():
             for func in funcs:
-                name = qualname_of(func, ctx.parents)
+                name = qualname_of(func, index.parents)
                 if name in wanted:
                     by_name.setdefault(name, func)
-        ctx.hot_entries = tuple(
+        hot_entries = tuple(
             HotEntry(by_name[e.qualname], e.batch, e.hot_path) for e in view.entries if e.qualname in by_name
         )
-    ctx.cuda_from = view.cuda_from
-    ctx.path_label = view.label
-    ctx.loader_reads = view.loader_reads
-    ctx.trains_via = view.trains_via
-    if view.defaults is not None:
-        ctx.project_defaults = {k: list(v) for k, v in view.defaults}
-    ctx.imported_constants = dict(view.imported_constants)
-    for key in ("hot", "uses_cuda"):
-        ctx.__dict__.pop(key, None)
-    if view.device_call is not None:
-        mark_device_call(ctx, view.device_call)
-
-
-def mark_device_call(ctx, where: str) -> None:  # type: ignore[no-untyped-def]
-    """Record that a file uses CUDA through a project device function called at ``where``."""
-    ctx.device_call = where
-    ctx.__dict__["mentions_cuda"] = True  # the call is its own use of CUDA
-    ctx.__dict__.pop("uses_cuda", None)
+    return {
+        "hot_entries": hot_entries,
+        "cuda_from": view.cuda_from,
+        "path_label": view.label,
+        "loader_reads": view.loader_reads,
+        "trains_via": view.trains_via,
+        "project_defaults": {k: list(v) for k, v in view.defaults} if view.defaults is not None else None,
+        "imported_constants": dict(view.imported_constants),
+        "device_call": view.device_call,
+    }

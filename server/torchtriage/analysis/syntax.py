@@ -1,7 +1,8 @@
 """Small syntax questions shared by the hot-loop finder, the project model and the rules.
 
 Pure functions over ``ast`` nodes: the name a value is bound to, the positional
-arguments whose positions are known, the value a name was last assigned in a scope.
+arguments whose positions are known, the value passed for a keyword argument, the
+value a name was last assigned in a scope.
 """
 
 from __future__ import annotations
@@ -27,6 +28,20 @@ def positional_before_starred(args: list[ast.expr]) -> list[ast.expr]:
         if isinstance(arg, ast.Starred):
             return args[:index]
     return args
+
+
+def keyword_value(call: ast.Call, name: str, last: bool = False) -> ast.expr | None:
+    """The value passed for keyword argument ``name`` (``f(x, name=value)``); None when it is not
+    passed by name (a ``**kwargs`` spread is not looked into).  A parsed call may repeat a keyword
+    (``ast.parse`` accepts it; only compiling to bytecode rejects it): the first one counts, or with
+    ``last`` the last one."""
+    found = None
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            if not last:
+                return keyword.value
+            found = keyword.value
+    return found
 
 
 def scope_assignments(scope: ast.AST) -> dict[str, ast.expr]:

@@ -9,7 +9,7 @@ import pytest
 
 from torchtriage.analysis import analyze_source, fix_source
 from torchtriage.analysis.context import ModuleContext
-from torchtriage.analysis.rules._grad_mode import grad_disabled
+from torchtriage.analysis.rules._tt501_grad_mode import grad_disabled
 from torchtriage.analysis.rules._loaders import dataloader_calls, loops_reading, setting
 from torchtriage.config import Settings
 

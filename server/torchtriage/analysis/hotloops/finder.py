@@ -53,8 +53,11 @@ from .step_loops import StepLoopJudge
 from ..file_kinds import is_test_file
 from ..module_index import ModuleIndex
 from ..syntax import positional_before_starred
+from .epochs import epoch_loops
 from .step_markers import (
     _MODEL_NAME,
+    LIGHTNING_BATCH_HOOKS,
+    LIGHTNING_STEP_METHODS,
     LOOP_NODES,
     SCOPE_NODES,
     does_optimizer_work,
@@ -75,16 +78,6 @@ from .step_markers import (
 )
 
 
-LIGHTNING_STEP_METHODS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
-LIGHTNING_BATCH_HOOKS = frozenset(
-    {
-        f"on_{stage}_batch_{when}"
-        for stage in ("train", "validation", "test", "predict")
-        for when in ("start", "end")
-    }
-    | {"on_before_backward", "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad",
-       "optimizer_step", "optimizer_zero_grad", "training_step_end", "validation_step_end", "test_step_end"}
-)
 _NOT_FOLLOWED = frozenset({"forward", "__call__"})
 
 __all__ = [
@@ -168,7 +161,7 @@ class _Finder:
         else:
             self._mark_regions(loops, hooks)
             keep_hot_loops(self.ctx, inputs, self.result)
-        self._find_epoch_loops({loop for loop, _, _ in loops})
+        self.result.epoch_loops = epoch_loops(self.ctx, self.calls, {loop for loop, _, _ in loops})
         return self.result
 
     def _inputs(self, loops: list[tuple[Loop, bool, int]], hooks: list[FunctionNode]) -> tuple[object, ...]:
@@ -392,27 +385,6 @@ class _Finder:
         else:
             return []
         return [f for f in self.functions.get(func.attr, []) if owner is not None and self.ctx.parents.get(f) is owner]
-
-    def _find_epoch_loops(self, step_loops: set[ast.AST]) -> None:
-        """Non-step loops that contain a step loop, directly or through a call of this file."""
-        epoch: dict[ast.AST, None] = {}
-        holders: set[str] = set()
-        for loop in step_loops:
-            for ancestor in self.ctx.ancestors(loop):
-                if isinstance(ancestor, LOOP_NODES) and ancestor not in step_loops:
-                    epoch[ancestor] = None
-                elif isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    holders.add(ancestor.name)
-        if holders:
-            for node in self.calls:
-                func = node.func  # (``last_name``, inlined for the two common shapes: every call of the file)
-                name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else last_name(func)
-                if name in holders:
-                    for ancestor in self.ctx.ancestors(node):
-                        if isinstance(ancestor, LOOP_NODES) and ancestor not in step_loops:
-                            epoch[ancestor] = None
-        self.result.epoch_loops = sorted(epoch, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[arg-type]
-
 
 def find_hot_loops(ctx: ModuleIndex, entries: tuple[HotEntry, ...] = ()) -> HotLoops:
     """Compute the per-step code of a module (none in test modules: their loops check

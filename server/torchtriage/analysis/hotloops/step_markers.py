@@ -19,6 +19,17 @@ from ..incremental.levels import child_nodes
 
 SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
+# Lightning methods that are one step, and the hooks that run once per batch.
+LIGHTNING_STEP_METHODS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
+LIGHTNING_BATCH_HOOKS = frozenset(
+    {
+        f"on_{stage}_batch_{when}"
+        for stage in ("train", "validation", "test", "predict")
+        for when in ("start", "end")
+    }
+    | {"on_before_backward", "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad",
+       "optimizer_step", "optimizer_zero_grad", "training_step_end", "validation_step_end", "test_step_end"}
+)
 
 _MODEL_NAME = re.compile(
     r"^(?!(create|build|get|load|make|init|save|setup|prepare|wrap|unwrap|copy|export|register|import|"

@@ -1,5 +1,8 @@
 """Facts one project file hands another once the per-step call graph is solved.
 
+Each is computed from the files' first, syntax-only contexts and returned; the project
+model gives them to the contexts it builds for the rules (:mod:`.program`).
+
 * which parameters of a callee receive step data at a per-step call site;
 * CUDA reach: a file imported (directly or through project files) by a file that
   uses CUDA runs on it;
@@ -10,12 +13,13 @@
 from __future__ import annotations
 
 import ast
+from typing import Callable
 
 from .call_graph import CallGraph
 from ..file_kinds import is_test_file
-from ..hotloops.finder import HotRegion
+from ..hotloops.finder import HotLoops, HotRegion
 from .modules import FunctionNode, ModuleTable, ProjectModule
-from ..project_view import LoaderRead, mark_device_call
+from ..project_view import LoaderRead
 from ..hotloops.step_markers import is_backward_call, is_optimizer_step, is_shape_read, names_in, unwrap_iterable
 from ..syntax import bound_name, positional_before_starred
 
@@ -74,13 +78,15 @@ def device_functions(module: ProjectModule) -> dict[str, FunctionNode]:
     return found
 
 
-def propagate_cuda(table: ModuleTable) -> None:
-    """Mark every file that calls a project device function of a CUDA file (``x.to(dist_util.dev())``)
-    as using CUDA, and every file imported (directly or through project files) by a file that uses
-    CUDA as running on it."""
+def cuda_reach(table: ModuleTable) -> tuple[dict[ProjectModule, str], dict[ProjectModule, str]]:
+    """(device calls, CUDA reach): the files that call a project device function of a CUDA file
+    (``x.to(dist_util.dev())``), so use CUDA themselves, with that call's target
+    (``"dist_util.py:45"``); and every other file imported (directly or through project files)
+    by a file that uses CUDA, so running on it, with that file's path."""
     live = [m for m in table.by_path.values() if m.ctx is not None and not is_test_file(m.path)]
     providers = {m: device_functions(m) for m in live if m.ctx.mentions_cuda}  # type: ignore[union-attr]
     providers = {m: functions for m, functions in providers.items() if functions}
+    device_calls: dict[ProjectModule, str] = {}
     if providers:
         for module in live:
             assert module.ctx is not None
@@ -89,9 +95,13 @@ def propagate_cuda(table: ModuleTable) -> None:
             for call in module.ctx.nodes_of(ast.Call):
                 target = table.resolve_function(module, call.func)  # type: ignore[attr-defined]
                 if target is not None and target[1] in providers.get(target[0], {}).values():
-                    mark_device_call(module.ctx, f"{target[0].label}:{target[1].lineno}")
+                    device_calls[module] = f"{target[0].label}:{target[1].lineno}"
                     break
-    queue = [m for m in live if m.ctx.mentions_cuda]  # type: ignore[union-attr]
+
+    def uses_cuda(module: ProjectModule) -> bool:
+        return module.ctx.mentions_cuda or module in device_calls  # type: ignore[union-attr]
+
+    queue = [m for m in live if uses_cuda(m)]
     origin = {m: m.path for m in queue}
     while queue:
         module = queue.pop(0)
@@ -99,19 +109,17 @@ def propagate_cuda(table: ModuleTable) -> None:
             if target not in origin:
                 origin[target] = origin[module]
                 queue.append(target)
-    for module, source in origin.items():
-        if module.ctx is not None and not module.ctx.mentions_cuda:
-            module.ctx.cuda_from = source
-            module.ctx.__dict__.pop("uses_cuda", None)
+    reach = {module: source for module, source in origin.items() if module.ctx is not None and not uses_cuda(module)}
+    return device_calls, reach
 
 
-def trains(graph: CallGraph, module: ProjectModule, region: HotRegion) -> bool:
+def trains(graph: CallGraph, module: ProjectModule, region: HotRegion, hot: HotLoops) -> bool:
     """Whether a step loop trains: itself, or through a per-step call into another project
-    file that runs backward or steps an optimizer (``loss_scaler(loss, optimizer)``)."""
+    file that runs backward or steps an optimizer (``loss_scaler(loss, optimizer)``); ``hot``:
+    the module's hot loops."""
     if region.trains:
         return True
-    assert module.ctx is not None
-    for call, owner in module.ctx.hot.nodes(ast.Call):
+    for call, owner in hot.nodes(ast.Call):
         if owner is not region:
             continue
         for _target, func in graph.callees(module, call):
@@ -120,11 +128,15 @@ def trains(graph: CallGraph, module: ProjectModule, region: HotRegion) -> bool:
     return False
 
 
-def link_loaders(graph: CallGraph) -> None:
-    """Set, on every file, the loaders it hands to another file's function whose step loop
-    iterates that parameter, and the other file's training loop it calls, if any."""
+def link_loaders(
+    graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops]
+) -> dict[ProjectModule, tuple[tuple[LoaderRead, ...], str | None]]:
+    """Per file: the loaders it hands to another file's function whose step loop iterates that
+    parameter, and the other file's training loop it calls, if any (``hot_of``: a file's solved
+    hot loops)."""
     from ..rules._loaders import moves_data_to_device
 
+    links: dict[ProjectModule, tuple[tuple[LoaderRead, ...], str | None]] = {}
     for module in graph.table.by_path.values():
         if module.ctx is None:
             continue
@@ -145,20 +157,21 @@ def link_loaders(graph: CallGraph) -> None:
             params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
             by_param = {params[i]: name for i, name in passed if i < len(params)}
             by_param.update({k: name for k, name in named})
-            for region in owner.ctx.hot.step_loops:
+            hot = hot_of(owner)
+            for region in hot.step_loops:
                 loop = region.node
                 if owner.ctx.enclosing_function(loop) is not func:
                     continue
-                if trains_via is None and trains(graph, owner, region):
+                if trains_via is None and trains(graph, owner, region, hot):
                     trains_via = f"{owner.label}:{loop.lineno}"
                 if not isinstance(loop, (ast.For, ast.AsyncFor)):
                     continue
                 iterated = iterated_name(loop.iter, by_param)
                 if iterated is not None:
-                    moves = moves_data_to_device(owner.ctx, [region])
+                    moves = moves_data_to_device(owner.ctx, [region], hot)
                     reads.append(LoaderRead(by_param[iterated], call.lineno, call.col_offset, moves, f"{owner.label}:{loop.lineno}"))
-        module.ctx.loader_reads = tuple(reads)
-        module.ctx.trains_via = trains_via
+        links[module] = (tuple(reads), trains_via)
+    return links
 
 
 def iterated_name(iterable: ast.expr, wanted: dict[str, str]) -> str | None:

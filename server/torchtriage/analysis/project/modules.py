@@ -36,7 +36,9 @@ class ProjectModule:
     path: str  # the display path findings carry
     name: str  # dotted module name from the project root
     is_package: bool
-    ctx: ModuleContext | None  # None when the file does not parse
+    # None when the file does not parse; syntax-only while the project is solved, then the
+    # context the rules get (see :meth:`.program.Project.solve`)
+    ctx: ModuleContext | None
     parsed: ParsedModule | Finding | None = None
     imports: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # local -> (module, attr)
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # top-level classes

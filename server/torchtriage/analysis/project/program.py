@@ -5,9 +5,10 @@ Real training code is not one file: the step loop lives in ``train.py`` or
 a matcher, box utilities, a metrics helper) lives elsewhere, and the device is
 decided by the entry script.  A :class:`Project` parses every file once, resolves
 the project's own imports (:mod:`.project_modules`), follows per-step calls across
-files (:mod:`.call_graph`) until nothing new is reached, then hands each file what
-the others tell it (:mod:`.project_links`): CUDA reach, loaders iterated elsewhere,
-knob defaults.
+files (:mod:`.call_graph`) until nothing new is reached, then works out what the
+others tell each file (:mod:`.links`): CUDA reach, loaders iterated elsewhere, knob
+defaults.  Solving reads each file's first, syntax-only context; the context the
+rules get is built afterwards, once, with all of that in it.
 
 A body reached that way is per-step in its own file (see
 :class:`.hotloops.HotEntry`) and its findings name the call path.  Nothing is
@@ -24,12 +25,12 @@ from ...config import Settings
 from ...findings import Finding
 from .call_graph import CallGraph
 from ..context import ModuleContext
-from ..defaults import unique
+from ..defaults import Default, unique
 from ..engine import analyze_context, enabled_rules, has_file_noqa
 from ..file_kinds import is_test_file
 from ..hotloops.finder import HotEntry, HotLoops, find_hot_loops
 from ..incremental.reparse import ParsedModule, parse_module
-from .links import link_loaders, propagate_cuda, step_data_params
+from .links import cuda_reach, link_loaders, step_data_params
 from .modules import FunctionNode, ModuleTable, ProjectModule, module_name
 from ..project_view import ProjectView, view_of
 from ..hotloops.loop_kinds import loop_facts
@@ -67,20 +68,24 @@ class Project:
                 parsed = parse_module(source, display)
                 if parse_cache is not None:
                     parse_cache[display] = (source, parsed)
+            label = relative if relative_labels else display
             ctx = None
             if not isinstance(parsed, Finding):
-                ctx = ModuleContext(source=source, tree=parsed.tree, path=display, settings=self.settings, parsed=parsed)
+                ctx = ModuleContext(
+                    source=source, tree=parsed.tree, path=display, settings=self.settings, parsed=parsed, path_label=label
+                )
             module = ProjectModule(display, module_name(relative), relative.endswith("__init__.py"), ctx, parsed)
-            module.label = relative if relative_labels else display
-            if ctx is not None:
-                ctx.path_label = module.label
+            module.label = label
             self.table.add(module)
         for module in self.table.by_path.values():
             self.table.index(module)
         self.graph = CallGraph(self.table)
+        # Per file: the attribute defaults of the whole project and the constants it imports.
+        self._defaults: dict[ProjectModule, tuple[dict[str, list[Default]], dict[str, Default]]] = {}
         self._share_defaults()
         self._entries: dict[ProjectModule, dict[FunctionNode, HotEntry]] = {}
         self._last_hot: dict[ProjectModule, tuple[tuple[HotEntry, ...], HotLoops]] = {}
+        self._solved_hot: dict[ProjectModule, HotLoops] = {}  # computed with the final entries
         self._solved = False
 
     @property
@@ -99,7 +104,7 @@ class Project:
     def _share_defaults(self) -> None:
         """Every file sees the argparse/config-class defaults of the whole project, and the
         constants it imports from project files (see :mod:`.defaults`)."""
-        merged: dict[str, list] = {}
+        merged: dict[str, list[Default]] = {}
         for module in self.by_path.values():
             if module.ctx is not None and not is_test_file(module.path):
                 for key, found in module.ctx.own_defaults[0].items():
@@ -107,13 +112,14 @@ class Project:
         for module in self.by_path.values():
             if module.ctx is None:
                 continue
-            module.ctx.project_defaults = merged
+            constants: dict[str, Default] = {}
             for local, (source, attr) in module.imports.items():
                 owner = self.find_module(source, module) if attr is not None else None
                 if owner is not None and owner is not module and owner.ctx is not None:
                     constant = unique(owner.ctx.own_defaults[1].get(attr))  # type: ignore[arg-type]
                     if constant is not None:
-                        module.ctx.imported_constants[local] = constant
+                        constants[local] = constant
+            self._defaults[module] = (merged, constants)
 
     # --- solving -------------------------------------------------------------------------
 
@@ -123,6 +129,14 @@ class Project:
         entries = tuple(self._entries.get(module, {}).values())
         hot = find_hot_loops(module.ctx, entries)
         self._last_hot[module] = (entries, hot)
+        return hot
+
+    def _solved_hot_of(self, module: ProjectModule) -> HotLoops:
+        """The module's hot loops with its final entries (found on first use)."""
+        hot = self._solved_hot.get(module)
+        if hot is None:
+            assert module.ctx is not None
+            hot = self._solved_hot[module] = find_hot_loops(module.ctx, tuple(self._entries.get(module, {}).values()))
         return hot
 
     def _seed_single_steps(self) -> None:
@@ -183,18 +197,38 @@ class Project:
                         known[func] = HotEntry(func, entry.batch | batch, entry.hot_path)
                     if target_module not in pending:
                         pending.append(target_module)
-        for module, entries in self._entries.items():
-            assert module.ctx is not None
-            module.ctx.hot_entries = tuple(entries.values())
-            module.ctx.__dict__.pop("hot", None)
         for module, (entries_used, hot) in self._last_hot.items():
-            assert module.ctx is not None
-            if entries_used == module.ctx.hot_entries:  # computed with the final entries: reuse
-                module.ctx.__dict__["hot"] = hot
+            if entries_used == tuple(self._entries.get(module, {}).values()):  # computed with the final entries: reuse
+                self._solved_hot[module] = hot
         self._last_hot.clear()
+        device_calls: dict[ProjectModule, str] = {}
+        cuda_from: dict[ProjectModule, str] = {}
         if self.settings.device not in ("cuda", "cpu"):
-            propagate_cuda(self.table)
-        link_loaders(self.graph)
+            device_calls, cuda_from = cuda_reach(self.table)
+        loaders = link_loaders(self.graph, self._solved_hot_of)
+        for module in self.by_path.values():
+            if module.ctx is None:
+                continue
+            first = module.ctx
+            project_defaults, imported_constants = self._defaults[module]
+            loader_reads, trains_via = loaders[module]
+            module.ctx = ModuleContext(  # the context the rules get: built once, with all the project tells it
+                source=first.source,
+                tree=first.tree,
+                path=first.path,
+                settings=first.settings,
+                parsed=first.parsed,
+                hot_entries=tuple(self._entries.get(module, {}).values()),
+                cuda_from=cuda_from.get(module),
+                path_label=first.path_label,
+                loader_reads=loader_reads,
+                trains_via=trains_via,
+                project_defaults=project_defaults,
+                imported_constants=imported_constants,
+                device_call=device_calls.get(module),
+                hot_loops=self._solved_hot.get(module),
+            )
+        self._solved_hot.clear()
 
     # --- results ----------------------------------------------------------------------------
 

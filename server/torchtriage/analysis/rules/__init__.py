@@ -1,4 +1,11 @@
-"""The rule registry: every ``Rule`` subclass defined in a module of this package."""
+"""The rule registry: every ``Rule`` subclass defined in a module of this package.
+
+Each public module (``ttNNN_name.py``, one rule each) is imported to find them.  A module
+whose name starts with ``_`` is a helper and never imported as a rule: ``_ttNNN_*.py``
+serves rule TTNNN alone, the other ``_*.py`` modules are shared by several rules.  What a
+rule may read of the module it checks (:class:`.base.RuleContext`) and the memo contract
+for results it keeps on syntax nodes are written in :mod:`.base`.
+"""
 
 from __future__ import annotations
 

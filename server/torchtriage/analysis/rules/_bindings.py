@@ -16,7 +16,7 @@ from ..incremental.memo import subtree_memo
 from ..incremental.walks import scope_entries
 
 if TYPE_CHECKING:
-    from ..context import ModuleContext
+    from .base import RuleContext
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _BRANCHES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match, ast.IfExp)
@@ -58,7 +58,7 @@ class _Binding:
     conditional: bool
 
 
-def _scope_of(ctx: "ModuleContext", node: ast.AST) -> ast.AST:
+def _scope_of(ctx: "RuleContext", node: ast.AST) -> ast.AST:
     return ctx.enclosing_function(node) or ctx.tree
 
 
@@ -96,7 +96,7 @@ def _index(entries: Iterable[tuple[str, ast.AST]]) -> dict[str, list[ast.AST]]:
     return index
 
 
-def _scope_index(ctx: "ModuleContext", scope: ast.AST) -> dict[str, list[ast.AST]]:
+def _scope_index(ctx: "RuleContext", scope: ast.AST) -> dict[str, list[ast.AST]]:
     """Name -> the nodes of ``scope`` that may bind it: under each child of the scope (the last
     child first), not entering functions or classes nested below those children.
 
@@ -130,7 +130,7 @@ def _index_below(statement: ast.AST) -> dict[str, list[ast.AST]]:
     return _index(_walk_entries(statement)[len(_binding_entries(statement)) :])
 
 
-def _is_conditional(ctx: "ModuleContext", node: ast.AST, scope: ast.AST, at: ast.AST) -> bool:
+def _is_conditional(ctx: "RuleContext", node: ast.AST, scope: ast.AST, at: ast.AST) -> bool:
     """Whether ``node`` may be skipped on the way to ``at`` (a branch encloses it but not ``at``)."""
     shared = {id(a) for a in ctx.ancestors(at)}
     for ancestor in ctx.ancestors(node):
@@ -141,7 +141,7 @@ def _is_conditional(ctx: "ModuleContext", node: ast.AST, scope: ast.AST, at: ast
     return False
 
 
-def _bindings(ctx: "ModuleContext", name: str, scope: ast.AST, at: ast.AST) -> list[_Binding]:
+def _bindings(ctx: "RuleContext", name: str, scope: ast.AST, at: ast.AST) -> list[_Binding]:
     """Every statement in ``scope`` that binds or mutates ``name``, in source order."""
     found: list[_Binding] = []
     for node in _scope_index(ctx, scope).get(name, ()):
@@ -189,7 +189,7 @@ def _parameters(func: ast.AST) -> set[str]:
     return {a.arg for a in names}
 
 
-def _scoped_bindings(ctx: "ModuleContext", name: str, at: ast.AST) -> list[_Binding] | None:
+def _scoped_bindings(ctx: "RuleContext", name: str, at: ast.AST) -> list[_Binding] | None:
     """Bindings of ``name`` visible at ``at``: its function's, else the module's."""
     scope = _scope_of(ctx, at)
     if scope is not ctx.tree:
@@ -202,7 +202,7 @@ def _scoped_bindings(ctx: "ModuleContext", name: str, at: ast.AST) -> list[_Bind
     return _bindings(ctx, name, ctx.tree, at)
 
 
-def resolve_name(ctx: "ModuleContext", name: str, at: ast.AST) -> ast.expr | None:
+def resolve_name(ctx: "RuleContext", name: str, at: ast.AST) -> ast.expr | None:
     """The expression a name holds when it is bound exactly once, unconditionally."""
     bindings = _scoped_bindings(ctx, name, at)
     if not bindings or len(bindings) != 1:
@@ -213,7 +213,7 @@ def resolve_name(ctx: "ModuleContext", name: str, at: ast.AST) -> ast.expr | Non
     return binding.stmt.value  # type: ignore[attr-defined, no-any-return]
 
 
-def resolve_dict(ctx: "ModuleContext", expr: ast.expr, at: ast.AST, depth: int = 0) -> DictModel | None:
+def resolve_dict(ctx: "RuleContext", expr: ast.expr, at: ast.AST, depth: int = 0) -> DictModel | None:
     """The keys a ``**expr`` may pass, or None when the file cannot tell."""
     if depth > _MAX_DEPTH:
         return None
@@ -226,7 +226,7 @@ def resolve_dict(ctx: "ModuleContext", expr: ast.expr, at: ast.AST, depth: int =
     return None
 
 
-def _dict_literal(ctx: "ModuleContext", expr: ast.Dict, at: ast.AST, depth: int) -> DictModel | None:
+def _dict_literal(ctx: "RuleContext", expr: ast.Dict, at: ast.AST, depth: int) -> DictModel | None:
     model = DictModel()
     for key, value in zip(expr.keys, expr.values):
         if key is None:
@@ -241,7 +241,7 @@ def _dict_literal(ctx: "ModuleContext", expr: ast.Dict, at: ast.AST, depth: int)
     return model
 
 
-def _dict_call(ctx: "ModuleContext", expr: ast.Call, at: ast.AST, depth: int) -> DictModel | None:
+def _dict_call(ctx: "RuleContext", expr: ast.Call, at: ast.AST, depth: int) -> DictModel | None:
     model = DictModel()
     if len(expr.args) > 1:
         return None
@@ -261,7 +261,7 @@ def _dict_call(ctx: "ModuleContext", expr: ast.Call, at: ast.AST, depth: int) ->
     return model
 
 
-def _dict_name(ctx: "ModuleContext", name: str, at: ast.AST, depth: int) -> DictModel | None:
+def _dict_name(ctx: "RuleContext", name: str, at: ast.AST, depth: int) -> DictModel | None:
     bindings = _scoped_bindings(ctx, name, at)
     if not bindings or bindings[0].kind != "assign" or bindings[0].conditional:
         return None
@@ -289,7 +289,7 @@ def _dict_name(ctx: "ModuleContext", name: str, at: ast.AST, depth: int) -> Dict
     return model
 
 
-def _update_model(ctx: "ModuleContext", stmt: ast.AST, depth: int) -> DictModel | None:
+def _update_model(ctx: "RuleContext", stmt: ast.AST, depth: int) -> DictModel | None:
     """The keys added by ``d.update(...)`` or ``d |= {...}``."""
     if isinstance(stmt, ast.AugAssign):
         return resolve_dict(ctx, stmt.value, stmt, depth + 1)

@@ -21,7 +21,7 @@ from ..hotloops.step_markers import SCOPE_NODES, unwrap_iterable
 from ..syntax import bound_name
 
 if TYPE_CHECKING:
-    from ..context import ModuleContext
+    from .base import RuleContext
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 _ITERATOR_BUILDERS = frozenset({"iter", "cycle", "repeat", "chain"})
@@ -47,7 +47,7 @@ def _own_nodes(func: FunctionNode) -> list[ast.AST]:
     return found
 
 
-def _generator_of(ctx: "ModuleContext", func: FunctionNode) -> BatchGenerator | None:
+def _generator_of(ctx: "RuleContext", func: FunctionNode) -> BatchGenerator | None:
     own = _own_nodes(func)
     if not any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own):
         return None
@@ -70,7 +70,7 @@ def _generator_of(ctx: "ModuleContext", func: FunctionNode) -> BatchGenerator | 
     return None
 
 
-def _ancestors_until(ctx: "ModuleContext", node: ast.AST, stop: ast.AST) -> list[ast.AST]:
+def _ancestors_until(ctx: "RuleContext", node: ast.AST, stop: ast.AST) -> list[ast.AST]:
     found = []
     for ancestor in ctx.ancestors(node):
         if ancestor is stop:
@@ -79,7 +79,7 @@ def _ancestors_until(ctx: "ModuleContext", node: ast.AST, stop: ast.AST) -> list
     return found
 
 
-def batch_generators(ctx: "ModuleContext") -> dict[str, BatchGenerator]:
+def batch_generators(ctx: "RuleContext") -> dict[str, BatchGenerator]:
     """Plain functions of the module that yield what they iterate, by name (memoised)."""
     key = ("batch-generators",)
     found = ctx.memo.get(key)
@@ -102,7 +102,7 @@ def _param_position(func: FunctionNode, name: str) -> int | None:
     return params.index(name) if name in params else None
 
 
-def iterator_aliases(ctx: "ModuleContext") -> dict[str, list[str]]:
+def iterator_aliases(ctx: "RuleContext") -> dict[str, list[str]]:
     """Loader name -> names bound to an iterator over it (``it = cycle(loader)``), memoised."""
     key = ("iterator-aliases",)
     found = ctx.memo.get(key)
@@ -145,7 +145,7 @@ def fetches_from(loop: ast.AST, name: str) -> bool:
     return False
 
 
-def repeating_generator(ctx: "ModuleContext", creation: ast.Call, name: str | None) -> str | None:
+def repeating_generator(ctx: "RuleContext", creation: ast.Call, name: str | None) -> str | None:
     """The generator that re-iterates this loader on every pass over the data, if any: the one
     it is built in (``loader = DataLoader(...); while True: yield from loader``) or one it is
     handed to (``for batch in infinite(loader)``, ``it = cycle(loader)``)."""

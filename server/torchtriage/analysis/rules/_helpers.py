@@ -6,6 +6,7 @@ import ast
 
 from ..hotloops.finder import HotRegion
 from ..incremental.memo import subtree_memo
+from ..syntax import keyword_value
 
 
 def method_name(call: ast.AST) -> str | None:
@@ -34,7 +35,7 @@ def is_device_move(call: ast.AST) -> bool:
         return True
     if name != "to" or not isinstance(call, ast.Call):
         return False
-    if any(k.arg == "device" for k in call.keywords):
+    if keyword_value(call, "device") is not None:
         return True
     if not call.args:
         return False

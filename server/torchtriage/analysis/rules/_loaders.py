@@ -8,21 +8,20 @@ rules stay silent on it.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from ...findings import Applicability, Edit, Fix
 from ..fixes import add_keywords_fix, code_for, parse_expression_snippet
-from ..hotloops.finder import HotRegion, unwrap_iterable
+from ..hotloops.finder import HotLoops, HotRegion, unwrap_iterable
 from ._bindings import resolve_dict, resolve_name
 from ..file_kinds import is_test_file
-from ..syntax import bound_name
+from ..syntax import bound_name, keyword_value
 from ._generators import fetches_from, iterator_aliases
 from ._helpers import is_batch_expression, is_device_move
 
 if TYPE_CHECKING:
-    from ..context import ModuleContext
+    from .base import RuleContext
     from ..defaults import Default
 
 DATALOADER_QUALNAMES = frozenset(
@@ -34,9 +33,7 @@ DATALOADER_QUALNAMES = frozenset(
 )
 # Position of each keyword in DataLoader's signature (dataset is 0).
 _POSITIONS = {"num_workers": 5, "pin_memory": 7}
-_IN_MEMORY_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
 _MAX_LINK_DEPTH = 3
-_STREAMING_NAME = re.compile(r"(^|[_.])iter|iterable|stream", re.I)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
@@ -64,11 +61,11 @@ class Setting:
         return not self.unknown and not self.from_kwargs
 
 
-def is_dataloader(ctx: "ModuleContext", node: ast.AST) -> bool:
+def is_dataloader(ctx: "RuleContext", node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and ctx.call_qualname(node) in DATALOADER_QUALNAMES
 
 
-def dataloader_calls(ctx: "ModuleContext") -> Iterator[ast.Call]:
+def dataloader_calls(ctx: "RuleContext") -> Iterator[ast.Call]:
     """Every torch DataLoader call of the module; none in test files, where speed is not the point."""
     if is_test_file(ctx.path) or "DataLoader" not in ctx.source:
         return  # every spelling (alias, module attribute) names DataLoader somewhere
@@ -79,7 +76,7 @@ def dataloader_calls(ctx: "ModuleContext") -> Iterator[ast.Call]:
     yield from calls  # type: ignore[misc]
 
 
-def setting(ctx: "ModuleContext", call: ast.Call, name: str) -> Setting:
+def setting(ctx: "RuleContext", call: ast.Call, name: str) -> Setting:
     """Resolve keyword ``name`` of a DataLoader call, through ``**kwargs`` dicts."""
     if any(isinstance(arg, ast.Starred) for arg in call.args):
         return Setting(unknown=True)
@@ -87,9 +84,9 @@ def setting(ctx: "ModuleContext", call: ast.Call, name: str) -> Setting:
     if position is not None and len(call.args) > position:
         value = call.args[position]
         return Setting((value,), may_be_default=False, in_call=value)
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return Setting((keyword.value,), may_be_default=False, in_call=keyword.value)
+    value = keyword_value(call, name)
+    if value is not None:
+        return Setting((value,), may_be_default=False, in_call=value)
     values: list[ast.expr] = []
     may_be_default = True
     for keyword in call.keywords:
@@ -104,7 +101,7 @@ def setting(ctx: "ModuleContext", call: ast.Call, name: str) -> Setting:
     return Setting(tuple(values), may_be_default, from_kwargs=bool(values))
 
 
-def literal(ctx: "ModuleContext", expr: ast.expr, at: ast.AST) -> object:
+def literal(ctx: "RuleContext", expr: ast.expr, at: ast.AST) -> object:
     """The constant an expression holds (through one local name, an argparse or config-class
     default, or a module constant), else ``...``."""
     default = resolved_default(ctx, expr, at)
@@ -120,7 +117,7 @@ def literal(ctx: "ModuleContext", expr: ast.expr, at: ast.AST) -> object:
     return ...
 
 
-def resolved_default(ctx: "ModuleContext", expr: ast.expr, at: ast.AST) -> "Default | None":
+def resolved_default(ctx: "RuleContext", expr: ast.expr, at: ast.AST) -> "Default | None":
     """The default a non-literal knob holds: ``args.workers`` / ``cfg.num_workers`` (argparse or
     config-class default), or a module constant not bound in the scope."""
     if isinstance(expr, ast.Name):
@@ -135,7 +132,7 @@ def resolved_default(ctx: "ModuleContext", expr: ast.expr, at: ast.AST) -> "Defa
     return None
 
 
-def resolution_note(ctx: "ModuleContext", values: tuple[ast.expr, ...], at: ast.AST) -> str:
+def resolution_note(ctx: "RuleContext", values: tuple[ast.expr, ...], at: ast.AST) -> str:
     """`` (`args.workers` is 0: the `--workers` default (main.py:9))`` for knobs resolved from defaults."""
     notes = []
     for value in values:
@@ -145,76 +142,12 @@ def resolution_note(ctx: "ModuleContext", values: tuple[ast.expr, ...], at: ast.
     return f" ({'; '.join(notes)})" if notes else ""
 
 
-def is_zero(ctx: "ModuleContext", expr: ast.expr, at: ast.AST) -> bool:
-    value = literal(ctx, expr, at)
-    return value == 0 and not isinstance(value, bool) and value is not ...
-
-
-def is_false(ctx: "ModuleContext", expr: ast.expr, at: ast.AST) -> bool:
+def is_false(ctx: "RuleContext", expr: ast.expr, at: ast.AST) -> bool:
     return literal(ctx, expr, at) is False
 
 
-def is_positive(ctx: "ModuleContext", expr: ast.expr, at: ast.AST) -> bool:
-    """A worker count known to be above zero: a positive literal or a cpu_count() expression."""
-    value = literal(ctx, expr, at)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value > 0
-    return any(
-        isinstance(node, ast.Call) and (ctx.qualname(node.func) or "").endswith("cpu_count")
-        for node in ast.walk(expr)
-    ) and not any(isinstance(node, (ast.BinOp, ast.UnaryOp)) for node in ast.walk(expr))
-
-
-def is_in_memory_dataset(ctx: "ModuleContext", call: ast.Call) -> bool:
-    """``DataLoader(TensorDataset(...))`` and friends: workers only add IPC there."""
-    dataset = _dataset_argument(call)
-    if isinstance(dataset, ast.Name):
-        dataset = resolve_name(ctx, dataset.id, call) or dataset
-    if isinstance(dataset, (ast.List, ast.Tuple, ast.ListComp)):
-        return True
-    if not isinstance(dataset, ast.Call):
-        return False
-    qual = ctx.call_qualname(dataset) or ""
-    # TensorDataset, range(...), list(...), or a tensor made by a torch factory (torch.randn(...)).
-    made_by_torch = qual.count(".") == 1 and qual.startswith("torch.")
-    return qual in _IN_MEMORY_DATASETS or qual in ("range", "list") or made_by_torch
-
-
-def _dataset_argument(call: ast.Call) -> ast.expr | None:
-    dataset = call.args[0] if call.args else None
-    for keyword in call.keywords:
-        if keyword.arg == "dataset":
-            dataset = keyword.value
-    return dataset
-
-
-def is_streaming_dataset(ctx: "ModuleContext", call: ast.Call) -> bool:
-    """An iterable-style dataset (``IterableDataset`` subclass, ``*_iter``/``stream`` names).
-
-    Workers there each replay the whole stream unless the dataset shards itself,
-    so "add workers" is not a one-keyword change.
-    """
-    dataset = _dataset_argument(call)
-    if dataset is None:
-        return False
-    words = [ctx.dotted(dataset.func if isinstance(dataset, ast.Call) else dataset) or ""]
-    if isinstance(dataset, ast.Name):
-        value = resolve_name(ctx, dataset.id, call)
-        if isinstance(value, ast.Call):
-            words.append(ctx.dotted(value.func) or "")
-    iterable_classes = {
-        node.name
-        for node in ctx.nodes_of(ast.ClassDef)
-        if isinstance(node, ast.ClassDef)
-        and any((ctx.qualname(base) or "").endswith("IterableDataset") for base in node.bases)
-    }
-    return any(
-        word.rsplit(".", 1)[-1] in iterable_classes or _STREAMING_NAME.search(word) for word in words
-    )
-
-
 def set_keyword_fix(
-    ctx: "ModuleContext", call: ast.Call, name: str, current: Setting, value: str, title: str,
+    ctx: "RuleContext", call: ast.Call, name: str, current: Setting, value: str, title: str,
     applicability: Applicability,
 ) -> Fix | None:
     """Set ``name=value`` on the call: rewrite the written value, or add the keyword."""
@@ -230,7 +163,7 @@ def set_keyword_fix(
 # --- which loops read a loader ------------------------------------------------------
 
 
-def loader_name(ctx: "ModuleContext", call: ast.Call) -> str | None:
+def loader_name(ctx: "RuleContext", call: ast.Call) -> str | None:
     """The variable or attribute a DataLoader is assigned to (``train_loader``, ``self.dl``)."""
     parent = ctx.parents.get(call)
     if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is call:
@@ -258,7 +191,7 @@ def _loop_reads(loop: ast.AST, name: str) -> bool:
 
 
 def _argument_index(
-    ctx: "ModuleContext", functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]
+    ctx: "RuleContext", functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]
 ) -> dict[str, list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]]:
     """Name passed -> (function, parameter) pairs, for every call of a function of this module.
 
@@ -296,7 +229,7 @@ def _calls_super(call: ast.Call) -> bool:
     )
 
 
-def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
+def loops_reading(ctx: "RuleContext", call: ast.Call) -> list[HotRegion]:
     """Step loops that iterate this DataLoader, directly, by name, through a parameter, or through
     an iterator over it (``it = cycle(loader)`` ... ``next(it)``, see :mod:`._generators`)."""
     parent = ctx.parents.get(call)
@@ -333,7 +266,7 @@ def loops_reading(ctx: "ModuleContext", call: ast.Call) -> list[HotRegion]:
     return found
 
 
-def loader_reads_elsewhere(ctx: "ModuleContext", call: ast.Call) -> list:
+def loader_reads_elsewhere(ctx: "RuleContext", call: ast.Call) -> list:
     """Step loops of other project files that iterate this loader (see :mod:`..project`)."""
     if not ctx.loader_reads:
         return []
@@ -341,32 +274,30 @@ def loader_reads_elsewhere(ctx: "ModuleContext", call: ast.Call) -> list:
     return [read for read in ctx.loader_reads if read.name == name] if name else []
 
 
-def call_at(ctx: "ModuleContext", line: int, col: int) -> ast.Call | None:
-    for node in ctx.nodes_of(ast.Call):
-        if node.lineno == line and node.col_offset == col:  # type: ignore[attr-defined]
-            return node  # type: ignore[return-value]
-    return None
-
-
-def regions_reached(ctx: "ModuleContext", roots: list[HotRegion]) -> list[HotRegion]:
-    """The given regions plus the per-step functions they call, transitively."""
+def regions_reached(ctx: "RuleContext", roots: list[HotRegion], hot: HotLoops | None = None) -> list[HotRegion]:
+    """The given regions plus the per-step functions they call, transitively (``hot``: the hot
+    loops to read, ``ctx.hot`` unless given)."""
+    hot = ctx.hot if hot is None else hot
     reached = list(roots)
     changed = True
     while changed:
         changed = False
-        for region in ctx.hot.regions:
+        for region in hot.regions:
             if region in reached or region.via is None:
                 continue
-            if ctx.hot.region_of(region.via) in reached:
+            if hot.region_of(region.via) in reached:
                 reached.append(region)
                 changed = True
     return reached
 
 
-def moves_data_to_device(ctx: "ModuleContext", regions: list[HotRegion] | None) -> bool:
-    """Whether per-step code (of ``regions``, or anywhere) copies tensors to a device."""
-    allowed = None if regions is None else set(map(id, regions_reached(ctx, regions)))
-    for call, region in ctx.hot.nodes(ast.Call):
+def moves_data_to_device(ctx: "RuleContext", regions: list[HotRegion] | None, hot: HotLoops | None = None) -> bool:
+    """Whether per-step code (of ``regions``, or anywhere) copies tensors to a device (``hot``: the
+    hot loops to read, ``ctx.hot`` unless given: the project model asks before it builds ``ctx``'s
+    final context)."""
+    hot = ctx.hot if hot is None else hot
+    allowed = None if regions is None else set(map(id, regions_reached(ctx, regions, hot)))
+    for call, region in hot.nodes(ast.Call):
         if allowed is not None and id(region) not in allowed:
             continue
         if is_device_move(call) and _moves_batch(ctx, call, region):
@@ -374,7 +305,7 @@ def moves_data_to_device(ctx: "ModuleContext", regions: list[HotRegion] | None) 
     return False
 
 
-def _moves_batch(ctx: "ModuleContext", call: ast.Call, region: HotRegion) -> bool:
+def _moves_batch(ctx: "RuleContext", call: ast.Call, region: HotRegion) -> bool:
     """``x.to(d)`` on batch data, or inside a comprehension over the batch."""
     receiver = call.func.value  # type: ignore[attr-defined]
     if is_batch_expression(receiver, region):

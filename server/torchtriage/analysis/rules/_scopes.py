@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from ..context import ModuleContext
+from .base import RuleContext
 from ..incremental.memo import keyed_memo
 from ..incremental.walks import scope_entries
 
@@ -67,7 +67,7 @@ def _binds(node: ast.AST) -> list[tuple[str, ast.AST, ast.AST]]:
     return [(sub.id, statement, target) for target, statement in targets for sub in ast.walk(target) if isinstance(sub, ast.Name)]
 
 
-def element_source(ctx: ModuleContext, target: ast.AST, name: str, iterable: ast.AST) -> ast.AST | None:
+def element_source(ctx: RuleContext, target: ast.AST, name: str, iterable: ast.AST) -> ast.AST | None:
     """The iterable whose elements ``name`` receives: ``zip`` position-wise, ``enumerate``'s
     index is :data:`COUNTER`, progress wrappers are looked through; None when unclear."""
     while True:

@@ -7,7 +7,7 @@ import ast
 import re
 
 from ...findings import Applicability, Edit, Fix, Span
-from ..context import ModuleContext
+from .base import RuleContext
 from ..hotloops.finder import HotRegion
 from ..text import indentation
 
@@ -28,7 +28,7 @@ _COUNTER_INCREMENT = re.compile(r"(step|iter|^it$|^i$|count|batch_idx)")
 DEFAULT_EVERY = "100"
 
 
-def is_log_call(ctx: ModuleContext, call: ast.AST) -> bool:
+def is_log_call(ctx: RuleContext, call: ast.AST) -> bool:
     """``print``, ``logger.info``, ``logging.warning``, ``pbar.set_postfix``, ``accelerator.print``..."""
     if not isinstance(call, ast.Call):
         return False
@@ -72,7 +72,7 @@ def _is_text(node: ast.AST) -> bool:
     )
 
 
-def enclosing_log_call(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
+def enclosing_log_call(ctx: RuleContext, node: ast.AST) -> ast.Call | None:
     """The log call whose arguments contain ``node`` (stops at the statement)."""
     child = node
     for ancestor in ctx.ancestors(node):
@@ -87,7 +87,7 @@ def enclosing_log_call(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
 # --- the "every N steps" fix ----------------------------------------------------
 
 
-def step_counter(ctx: ModuleContext, region: HotRegion) -> str | None:
+def step_counter(ctx: RuleContext, region: HotRegion) -> str | None:
     """A name that counts steps in the region: enumerate index, range variable,
     ``step += 1`` in the loop, or a step-like parameter of a step function."""
     if region.counter_names:
@@ -104,7 +104,7 @@ def step_counter(ctx: ModuleContext, region: HotRegion) -> str | None:
     return None
 
 
-def log_interval(ctx: ModuleContext, statement: ast.stmt) -> str:
+def log_interval(ctx: RuleContext, statement: ast.stmt) -> str:
     """``log_every`` / ``args.log_interval`` when such a name is visible at ``statement``, else 100."""
     function = ctx.enclosing_function(statement)
     if function is not None:
@@ -122,7 +122,7 @@ def log_interval(ctx: ModuleContext, statement: ast.stmt) -> str:
     return DEFAULT_EVERY
 
 
-def _module_names(ctx: ModuleContext) -> set[str]:
+def _module_names(ctx: RuleContext) -> set[str]:
     names = set(ctx.aliases)
     for statement in ctx.tree.body:
         for node in ast.walk(statement):
@@ -146,7 +146,7 @@ def _has_multiline_string(statement: ast.stmt) -> bool:
     )
 
 
-def _indent_unit(ctx: ModuleContext, statement: ast.stmt) -> str:
+def _indent_unit(ctx: RuleContext, statement: ast.stmt) -> str:
     parent = ctx.parents.get(statement)
     own = indentation(ctx.lines[statement.lineno - 1])
     if isinstance(parent, ast.stmt):
@@ -156,7 +156,7 @@ def _indent_unit(ctx: ModuleContext, statement: ast.stmt) -> str:
     return "\t" if own.startswith("\t") else "    "
 
 
-def guard_statement_fix(ctx: ModuleContext, statement: ast.stmt, counter: str, title_what: str) -> Fix | None:
+def guard_statement_fix(ctx: RuleContext, statement: ast.stmt, counter: str, title_what: str) -> Fix | None:
     """Wrap a statement in ``if <counter> % <N> == 0:`` (unsafe: it then runs less often).
 
     Not offered when the statement shares a line with another one or holds a

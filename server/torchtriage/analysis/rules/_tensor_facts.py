@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..context import ModuleContext
+from .base import RuleContext
 from ..hotloops.finder import HotRegion
 from ._scopes import Binding
 
@@ -70,7 +70,7 @@ HOST_CONSTANTS = (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Set, ast
                    ast.SetComp, ast.GeneratorExp, ast.Lambda)
 
 
-def registered_tensors(ctx: ModuleContext) -> frozenset[str]:
+def registered_tensors(ctx: RuleContext) -> frozenset[str]:
     """Attribute names registered as module buffers or parameters (``self.register_buffer("queue", ...)``)."""
     if "register_" not in ctx.source:
         return frozenset()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-from ..context import ModuleContext
+from .base import RuleContext
 from ..hotloops.finder import HotRegion
 from ._scopes import COUNTER, Binding, Position, element_source, scope_bindings
 from ._tensor_facts import (
@@ -41,7 +41,7 @@ from ._tensor_facts import (
 _MAX_DEPTH = 12
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)
 
-def oracle(ctx: ModuleContext) -> "TensorOracle":
+def oracle(ctx: RuleContext) -> "TensorOracle":
     """The module's oracle, shared by the rules of one analysis run."""
     key = ("tensor-oracle",)
     found = ctx.memo.get(key)
@@ -53,7 +53,7 @@ def oracle(ctx: ModuleContext) -> "TensorOracle":
 class TensorOracle:
     """Tensor-ness of expressions in one module."""
 
-    def __init__(self, ctx: ModuleContext) -> None:
+    def __init__(self, ctx: RuleContext) -> None:
         self.ctx = ctx
         self._bindings: dict[ast.AST, dict[str, list[Binding]]] = {}
         self._results: dict[ast.AST, bool | None] = {}  # function -> what its calls return

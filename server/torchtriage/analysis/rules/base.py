@@ -1,8 +1,19 @@
-"""What a rule is: code, name, docs, cases, and a ``check`` over a ModuleContext.
+"""What a rule is: code, name, docs, cases, and a ``check`` over a :class:`RuleContext`.
 
 One rule per module in this package.  Each rule carries its own documentation
 (``torchtriage explain`` prints it) and its own VALID / INVALID cases, which
 the test-suite collects automatically.
+
+What a rule may read of the module it checks is :class:`RuleContext`, the part of
+:class:`..context.ModuleContext` rules use; the context is built before any rule runs
+and a rule never changes it (``ctx.memo`` is the per-analysis scratch space).  A rule
+that keeps a result on a syntax node, so that it survives edits elsewhere in the file
+(:func:`..incremental.memo.subtree_memo`, :func:`..incremental.memo.keyed_memo`),
+must follow the memo contract written in :mod:`..incremental.memo`: the result depends
+on the node's subtree only, or its key holds what else it read (``ctx.aliases_key``
+for names resolved through the imports, ``node.lineno`` for positions), it holds no
+reference to the node itself, and nobody changes it.  The incremental random-edit
+tests catch a rule that breaks it.
 """
 
 from __future__ import annotations
@@ -10,15 +21,111 @@ from __future__ import annotations
 import ast
 import textwrap
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, ClassVar, Iterator
+from typing import TYPE_CHECKING, Callable, ClassVar, Iterator, Protocol
 
-from ...findings import Applicability, Fix, Severity
+from ...findings import Applicability, Fix, Severity, Span
 
 if TYPE_CHECKING:
-    from ..context import ModuleContext
+    from ..defaults import Default
+    from ..hotloops.finder import HotEntry, HotLoops
+    from ..project_view import LoaderRead
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 # A fix is built lazily: only for findings that survive noqa and selection.
 FixBuilder = Callable[[], "Fix | None"]
+
+
+class RuleContext(Protocol):
+    """What a rule may read of the module it checks (a :class:`..context.ModuleContext` is one).
+
+    Every member is safe to read anywhere in a rule: the syntax facts of this parse, and
+    per-analysis values (the hot loops, the device, what other project files say).  Inside
+    a result kept on a node only what the memo contract allows (see the module docstring).
+    Rules do not see the settings, the incremental parse and what it carries between
+    versions, or how the project facts were found (``cuda_from``, ``path_label`` ...): the
+    engine applies those.
+    """
+
+    # --- the module's syntax index (:class:`..module_index.ModuleIndex`) -------------------
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def tree(self) -> ast.Module: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def lines(self) -> list[str]: ...
+
+    @property
+    def parents(self) -> dict[ast.AST, ast.AST]: ...
+
+    @property
+    def functions(self) -> dict[str, list[FunctionNode]]: ...
+
+    @property
+    def aliases(self) -> dict[str, str]: ...
+
+    @property
+    def aliases_key(self) -> tuple[tuple[str, str], ...]:
+        """The imports as a key, for results kept on a node that resolve names (``qualname``)."""
+        ...
+
+    def nodes_of(self, types: type | tuple[type, ...]) -> tuple[ast.AST, ...]: ...
+
+    def dotted(self, node: ast.AST) -> str | None: ...
+
+    def qualname(self, node: ast.AST) -> str | None: ...
+
+    def call_qualname(self, node: ast.AST) -> str | None: ...
+
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]: ...
+
+    def enclosing_function(self, node: ast.AST) -> FunctionNode | None: ...
+
+    def enclosing_class(self, node: ast.AST) -> ast.ClassDef | None: ...
+
+    def enclosing_statement(self, node: ast.AST) -> ast.stmt | None: ...
+
+    def segment(self, node: ast.AST) -> str: ...
+
+    def span(self, node: ast.AST) -> Span: ...
+
+    def char_column(self, lineno: int, byte_offset: int) -> int: ...
+
+    # --- this analysis ---------------------------------------------------------------------
+
+    @property
+    def memo(self) -> dict[object, object]:
+        """Per-analysis results of rule helpers, by key (gone after this analysis)."""
+        ...
+
+    @property
+    def hot(self) -> HotLoops:
+        """The step loops and per-step functions of this module."""
+        ...
+
+    @property
+    def uses_cuda(self) -> bool: ...
+
+    # --- what other project files tell this one (see :mod:`..project_view`) ----------------
+
+    @property
+    def hot_entries(self) -> tuple[HotEntry, ...]: ...
+
+    @property
+    def loader_reads(self) -> tuple[LoaderRead, ...]: ...
+
+    @property
+    def trains_via(self) -> str | None: ...
+
+    def attribute_default(self, attr: str) -> Default | None: ...
+
+    def constant_default(self, name: str) -> Default | None: ...
 
 
 @dataclass(frozen=True)
@@ -70,7 +177,9 @@ class Valid:
 
 
 class Rule:
-    """Base class of every rule.  Subclasses set the class attributes and ``check``."""
+    """Base class of every rule.  Subclasses set the class attributes and ``check``, which reads
+    the module through :class:`RuleContext` and keeps results on nodes only as the memo
+    contract allows (see the module docstring and :mod:`..incremental.memo`)."""
 
     code: ClassVar[str]
     name: ClassVar[str]  # kebab-case
@@ -86,7 +195,7 @@ class Rule:
     VALID: ClassVar[tuple[Valid | str, ...]] = ()
     INVALID: ClassVar[tuple[Invalid | str, ...]] = ()
 
-    def check(self, ctx: "ModuleContext") -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         raise NotImplementedError
 
     # --- helpers for subclasses -------------------------------------------

@@ -6,14 +6,13 @@ import ast
 from typing import Iterator
 
 from ...findings import Applicability, Fix, Severity
-from ..context import ModuleContext
 from ..fixes import call_method, replace_expression
 from ..hotloops.guards import ends_the_run
 from ..hotloops.finder import HotRegion
 from ._helpers import method_name
 from ._steplog import enclosing_log_call, guard_statement_fix, step_counter
 from ._tensors import oracle
-from .base import Invalid, Report, Rule, Valid
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 _METRIC_WRITES = frozenset({"add_scalar", "add_scalars", "log", "log_metrics"})
 
@@ -221,7 +220,7 @@ class HostSyncInStep(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         tensors = oracle(ctx)
         for call, region in ctx.hot.nodes(ast.Call):
             kind = tensors.sync_kind(call, region)
@@ -247,7 +246,7 @@ class HostSyncInStep(Rule):
             )
 
 
-def _guards_the_run(ctx: ModuleContext, call: ast.Call) -> bool:
+def _guards_the_run(ctx: RuleContext, call: ast.Call) -> bool:
     """``loss_value = loss.item()`` tested by ``if not math.isfinite(loss_value): ...; sys.exit(1)``
     (or the read inside such a test): the sync is the point of the check, which ends a diverged run."""
     statement = ctx.enclosing_statement(call)
@@ -271,7 +270,7 @@ def _guards_the_run(ctx: ModuleContext, call: ast.Call) -> bool:
     return False
 
 
-def _only_if_a_tensor_arrives(ctx: ModuleContext, call: ast.Call, region: HotRegion) -> bool:
+def _only_if_a_tensor_arrives(ctx: RuleContext, call: ast.Call, region: HotRegion) -> bool:
     """A read under ``if isinstance(v, torch.Tensor):`` in a function other project files call
     per step, none of whose per-step call sites hands it step data (``update(loss=loss.item())``)."""
     if not region.hot_path or region.via is not None:
@@ -287,7 +286,7 @@ def _only_if_a_tensor_arrives(ctx: ModuleContext, call: ast.Call, region: HotReg
     return False
 
 
-def _is_tensor_check(ctx: ModuleContext, test: ast.expr) -> bool:
+def _is_tensor_check(ctx: RuleContext, test: ast.expr) -> bool:
     return (
         isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
         and len(test.args) == 2 and (ctx.qualname(test.args[1]) or "").endswith("Tensor")
@@ -308,7 +307,7 @@ def _tests_for_gpu(test: ast.expr) -> bool:
     return any("cuda" in w.lower() or "gpu" in w.lower() for w in words)
 
 
-def _cpu_branch_of_device_choice(ctx: ModuleContext, call: ast.Call) -> bool:
+def _cpu_branch_of_device_choice(ctx: RuleContext, call: ast.Call) -> bool:
     """``x.cuda(gpu) if on_gpu else x.cpu()`` (or the same as an if statement): the ``.cpu()``
     branch is the one taken when nothing runs on the GPU."""
     child: ast.AST = call
@@ -330,7 +329,7 @@ def _cpu_branch_of_device_choice(ctx: ModuleContext, call: ast.Call) -> bool:
     return False
 
 
-def _fix(ctx: ModuleContext, call: ast.Call, region: HotRegion) -> Fix | None:
+def _fix(ctx: RuleContext, call: ast.Call, region: HotRegion) -> Fix | None:
     """Accumulate on the device, or (for a per-step metrics write) write every N steps."""
     statement = ctx.enclosing_statement(call)
     if isinstance(statement, ast.AugAssign) and _is_accumulated(ctx, call, statement):
@@ -353,7 +352,7 @@ def _fix(ctx: ModuleContext, call: ast.Call, region: HotRegion) -> Fix | None:
     return None
 
 
-def _is_accumulated(ctx: ModuleContext, call: ast.Call, statement: ast.AugAssign) -> bool:
+def _is_accumulated(ctx: RuleContext, call: ast.Call, statement: ast.AugAssign) -> bool:
     """``total += loss.item()`` / ``total += loss.item() * n``: the read only feeds arithmetic."""
     if not isinstance(statement.op, (ast.Add, ast.Sub)) or method_name(call) not in ("item", None):
         return False

@@ -6,11 +6,10 @@ import ast
 from typing import Iterator
 
 from ...findings import Applicability, Fix, Severity
-from ..context import ModuleContext
 from ..hotloops.finder import HotRegion
 from ._steplog import formatted_values, guard_statement_fix, is_log_call, step_counter
 from ._tensors import TensorOracle, oracle
-from .base import Invalid, Report, Rule, Valid
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 
 class PrintTensorInStep(Rule):
@@ -201,7 +200,7 @@ class PrintTensorInStep(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         tensors = oracle(ctx)
         for call, region in ctx.hot.nodes(ast.Call):
             if not is_log_call(ctx, call):
@@ -227,7 +226,7 @@ def _reads_device_value(tensors: TensorOracle, value: ast.AST, region: HotRegion
     return any(tensors.sync_kind(node, region) for node in ast.walk(value) if isinstance(node, ast.Call))
 
 
-def _fix(ctx: ModuleContext, call: ast.Call, region: HotRegion) -> Fix | None:
+def _fix(ctx: RuleContext, call: ast.Call, region: HotRegion) -> Fix | None:
     statement = ctx.enclosing_statement(call)
     counter = step_counter(ctx, region)
     if counter is None or not isinstance(statement, ast.Expr) or statement.value is not call:

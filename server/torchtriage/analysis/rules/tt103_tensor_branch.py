@@ -6,16 +6,15 @@ import ast
 from typing import Iterator
 
 from ...findings import Severity
-from ..context import ModuleContext
 from ..hotloops.finder import HotRegion, is_rare_guard
 from ._tensors import TensorOracle, oracle
-from .base import Invalid, Report, Rule, Valid
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 # These return Python bools but compute them on the device: branching on them waits for it.
 _BOOL_RESULT_FUNCTIONS = frozenset({"torch.equal", "torch.allclose", "torch.is_nonzero"})
 
 
-def tensor_truth_test(ctx: ModuleContext, tensors: TensorOracle, test: ast.AST, region: HotRegion) -> ast.AST | None:
+def tensor_truth_test(ctx: RuleContext, tensors: TensorOracle, test: ast.AST, region: HotRegion) -> ast.AST | None:
     """The part of a condition whose truth Python reads from a device tensor, if any.
 
     ``a and b`` stops at an operand that is a rarely-true guard (``step % 50 == 0``):
@@ -223,7 +222,7 @@ class TensorBranchInStep(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         tensors = oracle(ctx)
         for node, region in ctx.hot.nodes((ast.If, ast.While, ast.Assert, ast.IfExp)):
             culprit = tensor_truth_test(ctx, tensors, node.test, region)

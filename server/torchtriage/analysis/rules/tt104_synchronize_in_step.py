@@ -6,16 +6,15 @@ import ast
 from typing import Iterator
 
 from ...findings import Applicability, Severity
-from ..context import ModuleContext
 from ..fixes import remove_statement_fix
 from ._steplog import CLOCK_CALLS
-from .base import Invalid, Report, Rule, Valid
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 SYNC_CALLS = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize"})
 _TIMING_METHODS = frozenset({"record", "elapsed_time"})
 
 
-def is_synchronize(ctx: ModuleContext, call: ast.Call) -> bool:
+def is_synchronize(ctx: RuleContext, call: ast.Call) -> bool:
     qual = ctx.qualname(call.func) or ""
     if qual in SYNC_CALLS:
         return True
@@ -29,7 +28,7 @@ def is_synchronize(ctx: ModuleContext, call: ast.Call) -> bool:
     )
 
 
-def _block_times_something(ctx: ModuleContext, statement: ast.stmt) -> bool:
+def _block_times_something(ctx: RuleContext, statement: ast.stmt) -> bool:
     """Whether the step around the statement reads a clock or records CUDA events (timing code).
 
     Looks at the statement's block, then at the blocks of the ``if`` / ``with``
@@ -49,7 +48,7 @@ def _block_times_something(ctx: ModuleContext, statement: ast.stmt) -> bool:
         current = parent
 
 
-def _reads_clock(ctx: ModuleContext, statement: ast.AST) -> bool:
+def _reads_clock(ctx: RuleContext, statement: ast.AST) -> bool:
     for node in ast.walk(statement):
         if isinstance(node, ast.Call):
             if (ctx.qualname(node.func) or "") in CLOCK_CALLS:
@@ -198,7 +197,7 @@ class SynchronizeInStep(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         for call, _ in ctx.hot.nodes(ast.Call):
             if not is_synchronize(ctx, call):
                 continue

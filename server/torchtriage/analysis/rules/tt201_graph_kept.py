@@ -6,13 +6,13 @@ import ast
 from typing import Iterator
 
 from ...findings import Applicability, Fix, Severity
-from ..context import ModuleContext
 from ..fixes import method_call_fix
 from ..hotloops.finder import HotRegion
-from ._accumulate import Site, accumulation_site, backpropagated_later, grad_disabled_file
-from ._graph import GraphTracker, carrier, carrying_parts
-from ._steps import rebinds_in_region, runs_without_grad, target_key
-from .base import Invalid, Report, Rule, Valid
+from ._tt201_accumulate import Site, accumulation_site, backpropagated_later, grad_disabled_file
+from ._tt201_graph import GraphTracker, carrier, carrying_parts
+from ._steps import target_key
+from ._tt201_steps import rebinds_in_region, runs_without_grad
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 
 class GraphKeptAcrossSteps(Rule):
@@ -291,7 +291,7 @@ class GraphKeptAcrossSteps(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         if grad_disabled_file(ctx):
             return
         tracker = GraphTracker(ctx)
@@ -315,19 +315,19 @@ class GraphKeptAcrossSteps(Rule):
             )
 
     @staticmethod
-    def _outlives_step(ctx: ModuleContext, site: Site, region: HotRegion, graph: set[str]) -> bool:
+    def _outlives_step(ctx: RuleContext, site: Site, region: HotRegion, graph: set[str]) -> bool:
         key = target_key(site.accumulator, ctx)
         if key is None or key in graph:
             return False  # ``loss += aux_loss``: the step's own tensor, rebuilt every step
         return not rebinds_in_region(ctx, region, key, site.statement)
 
 
-def _short(ctx: ModuleContext, node: ast.AST) -> str:
+def _short(ctx: RuleContext, node: ast.AST) -> str:
     text = " ".join(ctx.segment(node).split())
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _detach_fix(ctx: ModuleContext, parts: list[ast.expr]) -> Fix:
+def _detach_fix(ctx: RuleContext, parts: list[ast.expr]) -> Fix:
     fixes = [method_call_fix(ctx, part, "detach", "Detach", Applicability.SAFE) for part in parts]
     edits = tuple(edit for fix in fixes for edit in fix.edits)
     title = "Accumulate a detached tensor" if len(parts) == 1 else "Detach the accumulated tensors"

@@ -6,9 +6,8 @@ import ast
 from typing import Iterator
 
 from ...findings import Applicability, Severity
-from ..context import ModuleContext
 from ..fixes import remove_statement_fix
-from .base import Invalid, Report, Rule, Valid
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 _EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
 
@@ -175,7 +174,7 @@ class EmptyCacheInStep(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         for call, _region in ctx.hot.nodes(ast.Call):
             if ctx.call_qualname(call) not in _EMPTY_CACHE:
                 continue

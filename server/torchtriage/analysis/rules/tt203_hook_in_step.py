@@ -6,10 +6,9 @@ import ast
 from typing import Iterator
 
 from ...findings import Severity
-from ..context import ModuleContext
 from ._helpers import method_name, names_in
 from ._steps import target_key
-from .base import Invalid, Report, Rule, Valid
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 # Hooks that live on long-lived objects (modules, parameters, the global registry).
 _LONG_LIVED_HOOKS = frozenset(
@@ -30,12 +29,12 @@ _STORE_METHODS = frozenset({"append", "extend", "add", "insert", "setdefault"})
 _PARAMETER_ITERATORS = frozenset({"parameters", "named_parameters"})
 
 
-def _hook_method(ctx: ModuleContext, call: ast.Call) -> str | None:
+def _hook_method(ctx: RuleContext, call: ast.Call) -> str | None:
     name = method_name(call) or (ctx.call_qualname(call) or "").rsplit(".", 1)[-1]
     return name if name in _LONG_LIVED_HOOKS or name == "register_hook" else None
 
 
-def _is_parameter(ctx: ModuleContext, receiver: ast.AST) -> bool:
+def _is_parameter(ctx: RuleContext, receiver: ast.AST) -> bool:
     """``p`` from ``for p in model.parameters()``, or ``layer.weight`` / ``.bias``."""
     if any(isinstance(n, ast.Attribute) and n.attr in ("weight", "bias") for n in ast.walk(receiver)):
         return True
@@ -46,7 +45,7 @@ def _is_parameter(ctx: ModuleContext, receiver: ast.AST) -> bool:
     return False
 
 
-def _handle_key(ctx: ModuleContext, call: ast.Call) -> tuple[str, str | None]:
+def _handle_key(ctx: RuleContext, call: ast.Call) -> tuple[str, str | None]:
     """How the handle is kept: ("discarded"|"stored"|"managed", key of where it is stored)."""
     parent = ctx.parents.get(call)
     if isinstance(parent, ast.Expr):
@@ -60,7 +59,7 @@ def _handle_key(ctx: ModuleContext, call: ast.Call) -> tuple[str, str | None]:
     return "managed", None  # a with-item, returned, passed on: someone else owns it
 
 
-def _removes(ctx: ModuleContext, scope: ast.AST, key: str) -> bool:
+def _removes(ctx: RuleContext, scope: ast.AST, key: str) -> bool:
     """Whether ``scope`` removes the handle(s) kept under ``key`` or hands them to a helper."""
     root = key.split(".")[0]
     for node in ast.walk(scope):
@@ -77,7 +76,7 @@ def _removes(ctx: ModuleContext, scope: ast.AST, key: str) -> bool:
     return False
 
 
-def _iterates_over(ctx: ModuleContext, receiver: ast.AST, key: str) -> bool:
+def _iterates_over(ctx: RuleContext, receiver: ast.AST, key: str) -> bool:
     """``h`` in ``for h in handles:`` (or ``handles.values()``) when ``key`` is ``handles``."""
     names = names_in(receiver)
     for ancestor in ctx.ancestors(receiver):
@@ -88,7 +87,7 @@ def _iterates_over(ctx: ModuleContext, receiver: ast.AST, key: str) -> bool:
     return False
 
 
-def _registered_once(ctx: ModuleContext, call: ast.Call, key: str | None) -> bool:
+def _registered_once(ctx: RuleContext, call: ast.Call, key: str | None) -> bool:
     """Inside ``if self.handle is None:`` or ``if not hooked: ...; hooked = True``."""
     for ancestor in ctx.ancestors(call):
         if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.For, ast.While)):
@@ -248,7 +247,7 @@ class HookRegisteredInStep(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         for call, _region in ctx.hot.nodes(ast.Call):
             hook = _hook_method(ctx, call)
             if hook is None:

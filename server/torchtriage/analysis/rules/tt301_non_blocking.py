@@ -6,16 +6,16 @@ import ast
 from typing import Iterator
 
 from ...findings import Applicability, Severity
-from ..context import ModuleContext
-from ..fixes import add_keywords_fix, keyword_value
+from ..fixes import add_keywords_fix
 from ..hotloops.finder import HotRegion
 from ..incremental.memo import subtree_memo
 from ..hotloops.step_markers import is_model_call
+from ..syntax import keyword_value
 from ._helpers import is_batch_expression, is_device_move, method_name, names_in
-from .base import Invalid, Report, Rule, Valid
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 
-def _model_outputs(ctx: ModuleContext, region: HotRegion) -> set[str]:
+def _model_outputs(ctx: RuleContext, region: HotRegion) -> set[str]:
     """Names bound to what the model returned (and values computed from it) in one region.
 
     Outputs already live on the model's device; moving them is not the
@@ -53,7 +53,7 @@ def _counter_slice(receiver: ast.AST, region) -> bool:  # type: ignore[no-untype
     return any(isinstance(p, ast.Slice) and names_in(p) & region.counter_names for p in parts)
 
 
-def _comprehension_batch_names(ctx: ModuleContext, call: ast.AST, region) -> set[str]:  # type: ignore[no-untyped-def]
+def _comprehension_batch_names(ctx: RuleContext, call: ast.AST, region) -> set[str]:  # type: ignore[no-untyped-def]
     """Names a comprehension around ``call`` binds from the batch, outermost first:
     ``[{k: v.to(d) for k, v in t.items()} for t in targets]`` binds ``t`` then ``k, v``."""
     comps = []
@@ -180,7 +180,7 @@ class NonBlockingTransfer(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         for call, region in ctx.hot.nodes(ast.Call):
             if not is_device_move(call) or keyword_value(call, "non_blocking") is not None:
                 continue

@@ -3,26 +3,74 @@
 from __future__ import annotations
 
 import ast
-
+import re
 from typing import Iterator
 
 from ...findings import Applicability, Severity
-from ..context import ModuleContext
-from ._loaders import (
-    resolution_note,
-    dataloader_calls,
-    is_in_memory_dataset,
-    is_streaming_dataset,
-    is_zero,
-    set_keyword_fix,
-    setting,
-)
-from .base import Invalid, Report, Rule, Valid
+from ..syntax import keyword_value
+from ._bindings import resolve_name
+from ._loaders import literal, resolution_note, dataloader_calls, set_keyword_fix, setting
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 SUGGESTED_WORKERS = "4"
+_IN_MEMORY_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+_STREAMING_NAME = re.compile(r"(^|[_.])iter|iterable|stream", re.I)
 
 
-def _is_one_shot(ctx: ModuleContext, call: ast.Call) -> bool:
+def is_zero(ctx: "RuleContext", expr: ast.expr, at: ast.AST) -> bool:
+    value = literal(ctx, expr, at)
+    return value == 0 and not isinstance(value, bool) and value is not ...
+
+
+def is_in_memory_dataset(ctx: "RuleContext", call: ast.Call) -> bool:
+    """``DataLoader(TensorDataset(...))`` and friends: workers only add IPC there."""
+    dataset = _dataset_argument(call)
+    if isinstance(dataset, ast.Name):
+        dataset = resolve_name(ctx, dataset.id, call) or dataset
+    if isinstance(dataset, (ast.List, ast.Tuple, ast.ListComp)):
+        return True
+    if not isinstance(dataset, ast.Call):
+        return False
+    qual = ctx.call_qualname(dataset) or ""
+    # TensorDataset, range(...), list(...), or a tensor made by a torch factory (torch.randn(...)).
+    made_by_torch = qual.count(".") == 1 and qual.startswith("torch.")
+    return qual in _IN_MEMORY_DATASETS or qual in ("range", "list") or made_by_torch
+
+
+def _dataset_argument(call: ast.Call) -> ast.expr | None:
+    """The dataset a DataLoader call is given: the last ``dataset=``, else the first argument."""
+    dataset = keyword_value(call, "dataset", last=True)
+    if dataset is None and call.args:
+        dataset = call.args[0]
+    return dataset
+
+
+def is_streaming_dataset(ctx: "RuleContext", call: ast.Call) -> bool:
+    """An iterable-style dataset (``IterableDataset`` subclass, ``*_iter``/``stream`` names).
+
+    Workers there each replay the whole stream unless the dataset shards itself,
+    so "add workers" is not a one-keyword change.
+    """
+    dataset = _dataset_argument(call)
+    if dataset is None:
+        return False
+    words = [ctx.dotted(dataset.func if isinstance(dataset, ast.Call) else dataset) or ""]
+    if isinstance(dataset, ast.Name):
+        value = resolve_name(ctx, dataset.id, call)
+        if isinstance(value, ast.Call):
+            words.append(ctx.dotted(value.func) or "")
+    iterable_classes = {
+        node.name
+        for node in ctx.nodes_of(ast.ClassDef)
+        if isinstance(node, ast.ClassDef)
+        and any((ctx.qualname(base) or "").endswith("IterableDataset") for base in node.bases)
+    }
+    return any(
+        word.rsplit(".", 1)[-1] in iterable_classes or _STREAMING_NAME.search(word) for word in words
+    )
+
+
+def _is_one_shot(ctx: RuleContext, call: ast.Call) -> bool:
     """``next(iter(DataLoader(...)))``: one batch grabbed (sample images, a shape probe), never a loop."""
     parent = ctx.parents.get(call)
     grand = ctx.parents.get(parent) if parent is not None else None
@@ -191,7 +239,7 @@ class DataLoaderNoWorkers(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         for call in dataloader_calls(ctx):
             workers = setting(ctx, call, "num_workers")
             if not workers.all_values(lambda v: is_zero(ctx, v, call), default_matches=True):

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Iterator
 
 from ...findings import Applicability, Severity
-from ..context import ModuleContext
 from ._loaders import (
     dataloader_calls, is_false, loader_reads_elsewhere, resolution_note, loops_reading, moves_data_to_device, set_keyword_fix, setting,
 )
-from .base import Invalid, Report, Rule, Valid
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 
 class DataLoaderNoPinMemory(Rule):
@@ -169,7 +168,7 @@ class DataLoaderNoPinMemory(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         for call in dataloader_calls(ctx):
             pinned = setting(ctx, call, "pin_memory")
             if not pinned.all_values(lambda v: is_false(ctx, v, call), default_matches=True):

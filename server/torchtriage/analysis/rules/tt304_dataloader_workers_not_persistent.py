@@ -6,21 +6,39 @@ import ast
 from typing import Iterator
 
 from ...findings import Applicability, Severity
-from ..context import ModuleContext
 from ..hotloops.finder import HotRegion
 from ._generators import batch_generators, repeating_generator
 from ._loaders import (
-    call_at, dataloader_calls, is_false, is_positive, loader_name, loader_reads_elsewhere, loops_reading, resolution_note,
-    set_keyword_fix, setting,
+    dataloader_calls, is_false, literal, loader_name, loader_reads_elsewhere, loops_reading, resolution_note, set_keyword_fix,
+    setting,
 )
-from .base import Invalid, Report, Rule, Valid
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 
-def _inside(ctx: ModuleContext, node: ast.AST, containers: list[ast.AST]) -> bool:
+def is_positive(ctx: "RuleContext", expr: ast.expr, at: ast.AST) -> bool:
+    """A worker count known to be above zero: a positive literal or a cpu_count() expression."""
+    value = literal(ctx, expr, at)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value > 0
+    return any(
+        isinstance(node, ast.Call) and (ctx.qualname(node.func) or "").endswith("cpu_count")
+        for node in ast.walk(expr)
+    ) and not any(isinstance(node, (ast.BinOp, ast.UnaryOp)) for node in ast.walk(expr))
+
+
+def call_at(ctx: "RuleContext", line: int, col: int) -> ast.Call | None:
+    """The call that starts at ``line``/``col`` (where a loader read by another file is passed)."""
+    for node in ctx.nodes_of(ast.Call):
+        if node.lineno == line and node.col_offset == col:  # type: ignore[attr-defined]
+            return node  # type: ignore[return-value]
+    return None
+
+
+def _inside(ctx: RuleContext, node: ast.AST, containers: list[ast.AST]) -> bool:
     return any(ancestor in containers for ancestor in ctx.ancestors(node))
 
 
-def _read_every_epoch(ctx: ModuleContext, region: HotRegion, creation: ast.Call) -> bool:
+def _read_every_epoch(ctx: RuleContext, region: HotRegion, creation: ast.Call) -> bool:
     """Whether a step loop runs once per epoch on a loader created outside the epoch loop."""
     epochs: list[ast.AST] = list(ctx.hot.epoch_loops)
     if _inside(ctx, creation, epochs):
@@ -45,7 +63,7 @@ def _called_name(call: ast.Call) -> str | None:
     return None
 
 
-def _mutates_dataset_per_epoch(ctx: ModuleContext, loops: list) -> bool:  # type: ignore[type-arg]
+def _mutates_dataset_per_epoch(ctx: RuleContext, loops: list) -> bool:  # type: ignore[type-arg]
     """``train_set.set_epoch(e)`` and the like: persistent workers would keep a stale copy."""
     for loop in loops:
         for node in ast.walk(loop):
@@ -210,7 +228,7 @@ class DataLoaderWorkersNotPersistent(Rule):
             ),
         ),
     )
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         if not ctx.hot.epoch_loops and not ctx.loader_reads and not batch_generators(ctx):
             return
         if _mutates_dataset_per_epoch(ctx, list(ctx.hot.epoch_loops)):
@@ -243,7 +261,7 @@ class DataLoaderWorkersNotPersistent(Rule):
             )
 
 
-def _read_every_epoch_elsewhere(ctx: ModuleContext, creation: ast.Call) -> str | None:
+def _read_every_epoch_elsewhere(ctx: RuleContext, creation: ast.Call) -> str | None:
     """A loader handed, inside a loop, to another file's function whose step loop iterates it
     (``for epoch ...: train_one_epoch(model, loader, ...)``), and created outside that loop."""
     for read in loader_reads_elsewhere(ctx, creation):

@@ -7,12 +7,12 @@ import re
 from typing import TYPE_CHECKING, Iterator
 
 from ...findings import Applicability, Fix, Severity
-from ..context import ModuleContext
-from ..fixes import add_keywords_fix, keyword_value, replace_expression, with_keyword
+from ..fixes import add_keywords_fix, replace_expression, with_keyword
 from ..hotloops.finder import HotRegion
 from ..file_kinds import is_test_file
+from ..syntax import keyword_value
 from ._helpers import method_name
-from .base import Invalid, Report, Rule, Valid
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -27,7 +27,7 @@ _DEVICE_NAME = re.compile(r"(device|^dev$|_dev$|^dev_|gpu|rank)", re.I)
 _ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
 
 
-def _factory(ctx: ModuleContext, node: ast.AST) -> str | None:
+def _factory(ctx: RuleContext, node: ast.AST) -> str | None:
     """``torch.zeros`` & co. called without a device (or with device="cpu"): the short name."""
     qual = ctx.call_qualname(node) or ""
     head, _, short = qual.rpartition(".")
@@ -40,7 +40,7 @@ def _factory(ctx: ModuleContext, node: ast.AST) -> str | None:
     return short
 
 
-def _is_device_like(ctx: ModuleContext, node: ast.expr) -> bool:
+def _is_device_like(ctx: RuleContext, node: ast.expr) -> bool:
     """An expression that names a device, as opposed to a dtype or another tensor."""
     if isinstance(node, ast.Constant):
         return isinstance(node.value, str) and node.value.split(":")[0] in _ACCELERATORS
@@ -52,7 +52,7 @@ def _is_device_like(ctx: ModuleContext, node: ast.expr) -> bool:
     return bool(_DEVICE_NAME.search(name))
 
 
-def _target_device(ctx: ModuleContext, move: ast.Call) -> tuple[str, str | None] | None:
+def _target_device(ctx: RuleContext, move: ast.Call) -> tuple[str, str | None] | None:
     """(device source, dtype source) of ``.to(...)``/``.cuda()``, or None when not a plain device move."""
     name = method_name(move)
     allowed = {"non_blocking"}
@@ -85,7 +85,7 @@ def _applicability(short: str) -> Applicability:
     return Applicability.UNSAFE if short in _RANDOM else Applicability.SAFE
 
 
-def _chained_fix(ctx: ModuleContext, move: ast.Call, factory: ast.Call, short: str) -> Fix | None:
+def _chained_fix(ctx: RuleContext, move: ast.Call, factory: ast.Call, short: str) -> Fix | None:
     target = _target_device(ctx, move)
     keywords = target and _factory_keywords(factory, *target)
     if not keywords or _drops_comment(ctx, move, factory):
@@ -101,7 +101,7 @@ def _chained_fix(ctx: ModuleContext, move: ast.Call, factory: ast.Call, short: s
     return replace_expression(ctx, move, transform, f"Create with device={keywords[0][1]}", _applicability(short))
 
 
-def _drops_comment(ctx: ModuleContext, move: ast.Call, factory: ast.Call) -> bool:
+def _drops_comment(ctx: RuleContext, move: ast.Call, factory: ast.Call) -> bool:
     """Whether the ``.to(...)`` text that the fix deletes holds a comment."""
     start_line, end_line = factory.end_lineno or factory.lineno, move.end_lineno or move.lineno
     if start_line == end_line:
@@ -111,7 +111,7 @@ def _drops_comment(ctx: ModuleContext, move: ast.Call, factory: ast.Call) -> boo
     return any("#" in text for text in [first, *ctx.lines[start_line : end_line - 1], last])
 
 
-def _next_use(ctx: ModuleContext, assign: ast.Assign, name: str) -> ast.stmt | None:
+def _next_use(ctx: RuleContext, assign: ast.Assign, name: str) -> ast.stmt | None:
     """The first later statement of the same block that mentions ``name``."""
     parent = ctx.parents.get(assign)
     for _, body in ast.iter_fields(parent) if parent is not None else ():
@@ -273,7 +273,7 @@ class TensorCreatedThenMoved(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         if is_test_file(ctx.path):
             return
         for call, region in ctx.hot.nodes(ast.Call):
@@ -287,7 +287,7 @@ class TensorCreatedThenMoved(Rule):
                 if report is not None:
                     yield report
 
-    def _chained(self, ctx: ModuleContext, move: ast.Call, factory: ast.Call, short: str) -> Report:
+    def _chained(self, ctx: RuleContext, move: ast.Call, factory: ast.Call, short: str) -> Report:
         return Report(
             move,
             f"`torch.{short}(...)` is built on the CPU and copied to the GPU every step: "
@@ -295,7 +295,7 @@ class TensorCreatedThenMoved(Rule):
             fix=lambda: _chained_fix(ctx, move, factory, short),
         )
 
-    def _two_statements(self, ctx: ModuleContext, factory: ast.Call, region: HotRegion) -> Report | None:
+    def _two_statements(self, ctx: RuleContext, factory: ast.Call, region: HotRegion) -> Report | None:
         assign = ctx.parents.get(factory)
         if not (isinstance(assign, ast.Assign) and assign.value is factory and len(assign.targets) == 1):
             return None

@@ -6,16 +6,15 @@ import ast
 from typing import Iterator
 
 from ...findings import Severity
-from ..context import ModuleContext
-from ._arrays import Arrays
-from ._datacode import data_functions
-from ._element_loops import ElementLoops
-from .base import Invalid, Report, Rule, Valid
+from ._tt306_arrays import Arrays
+from ._tt306_datacode import data_functions
+from ._tt306_element_loops import ElementLoops
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 _QUOTE = 40
 
 
-def _quote(ctx: ModuleContext, node: ast.AST) -> str:
+def _quote(ctx: RuleContext, node: ast.AST) -> str:
     text = " ".join(ctx.segment(node).split())
     return text if len(text) <= _QUOTE else text[: _QUOTE - 3] + "..."
 
@@ -379,7 +378,7 @@ class PerElementPythonInData(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         functions = data_functions(ctx)
         if not functions:
             return

@@ -7,22 +7,22 @@ import re
 from typing import Iterator
 
 from ...findings import Applicability, Severity
-from ..context import ModuleContext
-from ..fixes import keyword_value, replace_expression
+from ..fixes import replace_expression
 from ..hotloops.finder import LIGHTNING_STEP_METHODS, is_backward_call, is_optimizer_step
+from ..syntax import keyword_value
 from ._steps import is_constant
-from .base import Invalid, Report, Rule, Valid
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 _SET = frozenset({"torch.autograd.set_detect_anomaly", "torch.autograd.anomaly_mode.set_detect_anomaly"})
 _CONTEXT = frozenset({"torch.autograd.detect_anomaly", "torch.autograd.anomaly_mode.detect_anomaly"})
 _DEBUG = re.compile(r"debug|anomal|detect|nan_check|check_nan", re.I)
 
 
-def _is_trainer(ctx: ModuleContext, call: ast.Call) -> bool:
+def _is_trainer(ctx: RuleContext, call: ast.Call) -> bool:
     return (ctx.call_qualname(call) or "").split(".")[-1] == "Trainer"
 
 
-def _trains(ctx: ModuleContext) -> bool:
+def _trains(ctx: RuleContext) -> bool:
     """Whether the file trains: backward, an optimizer step, a Lightning step or Trainer."""
     for node in ctx.nodes_of((ast.Call, ast.FunctionDef)):
         if is_backward_call(node) or is_optimizer_step(node):
@@ -34,14 +34,14 @@ def _trains(ctx: ModuleContext) -> bool:
     return False
 
 
-def _debug_words(ctx: ModuleContext, node: ast.AST) -> bool:
+def _debug_words(ctx: RuleContext, node: ast.AST) -> bool:
     words = [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
     words += [n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)]
     words += [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
     return any(_DEBUG.search(word) for word in words)
 
 
-def _opted_in(ctx: ModuleContext, node: ast.AST) -> bool:
+def _opted_in(ctx: RuleContext, node: ast.AST) -> bool:
     """Under a debug switch (``if args.debug:``, ``def debug_nans():``) or an expected-error test."""
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, (ast.If, ast.IfExp, ast.While)) and _debug_words(ctx, ancestor.test):
@@ -205,7 +205,7 @@ class AnomalyDetectionEnabled(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         if "anomaly" not in ctx.source or not _trains(ctx):
             return
         for node in ctx.nodes_of(ast.Call):
@@ -228,7 +228,7 @@ class AnomalyDetectionEnabled(Rule):
                     yield self._report(ctx, node, value, "`Trainer(detect_anomaly=True)`")  # type: ignore[arg-type]
 
     @staticmethod
-    def _is_context(ctx: ModuleContext, call: ast.Call) -> bool:
+    def _is_context(ctx: RuleContext, call: ast.Call) -> bool:
         return isinstance(ctx.parents.get(call), ast.withitem)
 
     @staticmethod
@@ -237,7 +237,7 @@ class AnomalyDetectionEnabled(Rule):
         return bool(call.args) and is_constant(call.args[0], False)
 
     @staticmethod
-    def _report(ctx: ModuleContext, call: ast.Call, argument: ast.expr, what: str) -> Report:
+    def _report(ctx: RuleContext, call: ast.Call, argument: ast.expr, what: str) -> Report:
         return Report(
             call,
             f"{what} in training code roughly doubles backward time: "

@@ -6,14 +6,12 @@ import ast
 from typing import Iterator
 
 from ...findings import Applicability, Fix, Severity
-from ..context import ModuleContext
 from ..fixes import insert_lines_fix
-from ._steps import torch_alias
-from ._timing import unsynced_timings
-from .base import Invalid, Report, Rule, Valid
+from ._tt402_timing import torch_alias, unsynced_timings
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 
-def _sync_fix(ctx: ModuleContext, read: ast.Call) -> Fix | None:
+def _sync_fix(ctx: RuleContext, read: ast.Call) -> Fix | None:
     """Insert ``torch.cuda.synchronize()`` on its own line before the closing read."""
     torch = torch_alias(ctx)
     statement = ctx.enclosing_statement(read)
@@ -268,7 +266,7 @@ class CudaTimingWithoutSync(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         for timing in unsynced_timings(ctx):
             yield Report(
                 timing.read,

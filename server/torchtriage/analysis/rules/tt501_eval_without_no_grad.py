@@ -7,16 +7,15 @@ import re
 from typing import Iterator
 
 from ...findings import Applicability, Fix, Severity
-from ..context import ModuleContext
 from ..hotloops.finder import HotRegion
 from ..hotloops.step_markers import is_model_call, unwrap_iterable
 from ..incremental.walks import subtree
 from ..file_kinds import is_test_file
-from ._grad_mode import disables_grad_inside, grad_disabled
+from ._tt501_grad_mode import disables_grad_inside, grad_disabled
 from ._loaders import regions_reached
 from ._spans import loop_header
-from ._wrap import wrap_in_with_fix
-from .base import Invalid, Report, Rule, Valid
+from ._tt501_wrap import wrap_in_with_fix
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 _EVAL_WORD = re.compile(r"(^|_)(val|valid|validate|validation|eval|evaluate|evaluation|test|dev|predict|"
                         r"prediction|infer|inference|score|accuracy)(_|$|\d)", re.I)
@@ -31,7 +30,7 @@ def _name(node: ast.AST) -> str:
     return ""
 
 
-def _looks_like_evaluation(ctx: ModuleContext, loop: ast.AST) -> bool:
+def _looks_like_evaluation(ctx: RuleContext, loop: ast.AST) -> bool:
     """An eval/val/test loader, an evaluate()-style function, or ``model.eval()`` before the loop."""
     if isinstance(loop, (ast.For, ast.AsyncFor)) and _EVAL_WORD.search(_name(unwrap_iterable(loop.iter))):
         return True
@@ -49,7 +48,7 @@ def _looks_like_evaluation(ctx: ModuleContext, loop: ast.AST) -> bool:
     )
 
 
-def _needs_gradients(ctx: ModuleContext, regions: list[HotRegion]) -> bool:
+def _needs_gradients(ctx: RuleContext, regions: list[HotRegion]) -> bool:
     """Training, or computing input gradients (saliency, adversarial attacks), in the loop."""
     if any(region.trains for region in regions):
         return True
@@ -62,7 +61,7 @@ def _needs_gradients(ctx: ModuleContext, regions: list[HotRegion]) -> bool:
     return False
 
 
-def _grad_tracked_model_calls(ctx: ModuleContext, regions: list[HotRegion]) -> list[ast.Call]:
+def _grad_tracked_model_calls(ctx: RuleContext, regions: list[HotRegion]) -> list[ast.Call]:
     calls = []
     for region in regions:
         for node in subtree(region.node):
@@ -76,7 +75,7 @@ def _grad_tracked_model_calls(ctx: ModuleContext, regions: list[HotRegion]) -> l
     return calls
 
 
-def _frozen_model(ctx: ModuleContext) -> bool:
+def _frozen_model(ctx: RuleContext) -> bool:
     """``model.requires_grad_(False)`` / ``p.requires_grad = False``: nothing to record."""
     for node in ctx.nodes_of((ast.Call, ast.Assign)):
         if isinstance(node, ast.Call) and _name(node.func) == "requires_grad_":
@@ -87,7 +86,7 @@ def _frozen_model(ctx: ModuleContext) -> bool:
     return False
 
 
-def _no_grad_manager(ctx: ModuleContext) -> str | None:
+def _no_grad_manager(ctx: RuleContext) -> str | None:
     """How this module spells ``torch.no_grad()``, or None when it has no handle on it."""
     for local, qualified in sorted(ctx.aliases.items()):
         if qualified == "torch":
@@ -279,7 +278,7 @@ class EvalWithoutNoGrad(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         frozen: bool | None = None
         for region in ctx.hot.step_loops:
             loop = region.node
@@ -301,7 +300,7 @@ class EvalWithoutNoGrad(Rule):
             )
 
     @staticmethod
-    def _fix(ctx: ModuleContext, loop: ast.stmt) -> Fix | None:
+    def _fix(ctx: RuleContext, loop: ast.stmt) -> Fix | None:
         manager = _no_grad_manager(ctx)
         if manager is None:
             return None

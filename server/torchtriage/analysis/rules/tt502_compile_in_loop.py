@@ -6,8 +6,7 @@ import ast
 from typing import Iterator
 
 from ...findings import Severity
-from ..context import ModuleContext
-from .base import Invalid, Report, Rule, Valid
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 
 class CompileInLoop(Rule):
@@ -159,7 +158,7 @@ class CompileInLoop(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         epoch_loops = set(ctx.hot.epoch_loops)
         hot_nodes = {region.node for region in ctx.hot.regions}
         for node in ctx.nodes_of((ast.Call, ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -181,7 +180,7 @@ class CompileInLoop(Rule):
                     )
 
 
-def _in_loop(ctx: ModuleContext, node: ast.AST, epoch_loops: set[ast.AST]) -> bool:
+def _in_loop(ctx: RuleContext, node: ast.AST, epoch_loops: set[ast.AST]) -> bool:
     """Inside an epoch loop of the same function (not behind a first-epoch guard)."""
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -193,7 +192,7 @@ def _in_loop(ctx: ModuleContext, node: ast.AST, epoch_loops: set[ast.AST]) -> bo
     return False
 
 
-def _compiles_loop_item(ctx: ModuleContext, call: ast.Call) -> bool:
+def _compiles_loop_item(ctx: RuleContext, call: ast.Call) -> bool:
     """``for block in model.blocks: torch.compile(block)``: each item compiled once (regional compile)."""
     if not call.args or not isinstance(call.args[0], ast.Name):
         return False
@@ -205,7 +204,7 @@ def _compiles_loop_item(ctx: ModuleContext, call: ast.Call) -> bool:
     return False
 
 
-def _lazily_once(ctx: ModuleContext, call: ast.Call) -> bool:
+def _lazily_once(ctx: RuleContext, call: ast.Call) -> bool:
     """``if compiled is None: compiled = torch.compile(...)``: the guard tests what the body sets."""
     statement = ctx.enclosing_statement(call)
     if not isinstance(statement, (ast.Assign, ast.AnnAssign)):
@@ -223,12 +222,12 @@ def _lazily_once(ctx: ModuleContext, call: ast.Call) -> bool:
     return False
 
 
-def _is_compile_decorator(ctx: ModuleContext, decorator: ast.expr) -> bool:
+def _is_compile_decorator(ctx: RuleContext, decorator: ast.expr) -> bool:
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     return ctx.qualname(target) == "torch.compile"
 
 
-def _defined_per_pass(ctx: ModuleContext, func: ast.AST, hot: set[ast.AST]) -> bool:
+def _defined_per_pass(ctx: RuleContext, func: ast.AST, hot: set[ast.AST]) -> bool:
     """A ``def`` statement that runs every step or epoch (inside such a loop or per-step function)."""
     for ancestor in ctx.ancestors(func):
         if ancestor in hot:

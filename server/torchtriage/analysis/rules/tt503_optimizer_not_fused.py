@@ -6,12 +6,11 @@ import ast
 from typing import Iterator
 
 from ...findings import Applicability, Severity
-from ..context import ModuleContext
 from ..fixes import add_keywords_fix
 from ._bindings import resolve_dict
 from ..file_kinds import is_test_file
 from ._loaders import regions_reached
-from .base import Invalid, Report, Rule, Valid
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 _OPTIMIZERS = {
     "torch.optim.Adam": "Adam",
@@ -24,7 +23,7 @@ _OPTIMIZERS = {
 _IMPLEMENTATION_KEYWORDS = ("fused", "foreach", "differentiable")
 
 
-def _chooses_implementation(ctx: ModuleContext, call: ast.Call) -> bool | None:
+def _chooses_implementation(ctx: RuleContext, call: ast.Call) -> bool | None:
     """True when the call picks fused/foreach itself; None when a ``**dict`` may."""
     if any(isinstance(arg, ast.Starred) for arg in call.args):
         return None
@@ -40,7 +39,7 @@ def _chooses_implementation(ctx: ModuleContext, call: ast.Call) -> bool | None:
     return False
 
 
-def trains(ctx: ModuleContext) -> bool:
+def trains(ctx: RuleContext) -> bool:
     """Whether the module has per-step code that runs backward or steps an optimizer, or calls
     another project file's training step loop (``train_one_epoch(model, ..., optimizer)``)."""
     return ctx.trains_via is not None or any(region.trains for region in ctx.hot.regions)
@@ -183,7 +182,7 @@ class OptimizerNotFused(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         if is_test_file(ctx.path) or (not trains(ctx) and not _lightning(ctx)):
             return
         for node in ctx.nodes_of(ast.Call):
@@ -201,7 +200,7 @@ class OptimizerNotFused(Rule):
             )
 
 
-def _lightning(ctx: ModuleContext) -> bool:
+def _lightning(ctx: RuleContext) -> bool:
     """A LightningModule's ``training_step``: Lightning runs backward and the optimizer."""
     return any(
         region.kind == "lightning-step" and getattr(region.node, "name", "") == "training_step"

@@ -6,11 +6,10 @@ import re
 from typing import Iterator
 
 from ...findings import Severity
-from ..context import ModuleContext
 from ..file_kinds import is_test_file
 from ._loaders import regions_reached
 from ._spans import loop_header
-from .base import Invalid, Report, Rule, Valid
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 # Any of these means the author already chose a precision (or hands it to a framework).
 # Plain substrings of the lower-cased source: a single regex with many alternatives is
@@ -160,7 +159,7 @@ class NoAutocast(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         if is_test_file(ctx.path):
             return
         for region in sorted(ctx.hot.step_loops, key=lambda r: (r.node.lineno, r.node.col_offset)):

@@ -6,8 +6,8 @@ import ast
 from typing import Iterator
 
 from ...findings import Severity
-from ..context import ModuleContext
-from .base import Invalid, Report, Rule, Valid
+from ..syntax import keyword_value
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 _AUTOCAST = (
     "torch.autocast", "torch.cuda.amp.autocast", "torch.amp.autocast", "torch.cpu.amp.autocast",
@@ -22,7 +22,7 @@ _SCALERS = (
 _DTYPES = {"torch.bfloat16": "bfloat16", "torch.float16": "float16", "torch.half": "float16"}
 
 
-def _autocast_dtypes(ctx: ModuleContext) -> set[str]:
+def _autocast_dtypes(ctx: RuleContext) -> set[str]:
     """The dtypes autocast runs in across the file: 'bfloat16', 'float16', or 'unknown'."""
     found: set[str] = set()
     for node in ctx.nodes_of(ast.Call):
@@ -30,7 +30,7 @@ def _autocast_dtypes(ctx: ModuleContext) -> set[str]:
         if qualname not in _AUTOCAST:
             continue
         assert isinstance(node, ast.Call)
-        dtype = next((k.value for k in node.keywords if k.arg == "dtype"), None)
+        dtype = keyword_value(node, "dtype")
         if dtype is None and len(node.args) >= 2:
             dtype = node.args[1]  # autocast(device_type, dtype) / cuda.amp.autocast(enabled, dtype)
         if dtype is None:
@@ -43,13 +43,13 @@ def _autocast_dtypes(ctx: ModuleContext) -> set[str]:
 def _device_of(call: ast.Call, qualname: str) -> str:
     if qualname.startswith("torch.cpu."):
         return "cpu"
-    device = next((k.value for k in call.keywords if k.arg == "device_type"), None)
+    device = keyword_value(call, "device_type")
     if device is None and call.args and not qualname.startswith("torch.cuda."):
         device = call.args[0]
     return device.value if isinstance(device, ast.Constant) and isinstance(device.value, str) else "cuda"
 
 
-def _dtype_name(ctx: ModuleContext, node: ast.AST) -> str:
+def _dtype_name(ctx: RuleContext, node: ast.AST) -> str:
     """``torch.bfloat16`` directly, or a name only ever assigned that dtype."""
     direct = _DTYPES.get(ctx.qualname(node) or "")
     if direct is not None:
@@ -190,7 +190,7 @@ class GradScalerWithBf16(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         scalers = [
             node
             for node in ctx.nodes_of(ast.Call)
@@ -199,7 +199,7 @@ class GradScalerWithBf16(Rule):
         if not scalers or _autocast_dtypes(ctx) != {"bfloat16"}:
             return
         for scaler in scalers:
-            if any(keyword.arg == "enabled" for keyword in scaler.keywords):
+            if keyword_value(scaler, "enabled") is not None:
                 continue  # the author already conditions it on the dtype
             yield Report(
                 scaler,

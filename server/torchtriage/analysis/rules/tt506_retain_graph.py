@@ -6,13 +6,12 @@ import ast
 from typing import Iterator
 
 from ...findings import Applicability, Severity
-from ..context import ModuleContext
-from ..fixes import keyword_value
 from ..hotloops.finder import HotRegion, is_backward_call
-from ._callfix import remove_keyword_fix
+from ..syntax import keyword_value
+from ._tt506_callfix import remove_keyword_fix
 from ._helpers import method_name
 from ._steps import differentiated_tensor, is_constant, own_walk, step_family
-from .base import Invalid, Report, Rule, Valid
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 _BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
 # Tensor methods that keep the receiver's graph (``loss.mean().backward()``).
@@ -20,7 +19,7 @@ _TENSOR_METHODS = frozenset({"mean", "sum", "float", "double", "half", "squeeze"
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
-def _is_any_backward(ctx: ModuleContext, node: ast.AST) -> bool:
+def _is_any_backward(ctx: RuleContext, node: ast.AST) -> bool:
     return (
         is_backward_call(node)
         or method_name(node) == "manual_backward"
@@ -48,7 +47,7 @@ def _graph_roots(node: ast.AST) -> set[str] | None:
     return None
 
 
-def _freshly_computed(ctx: ModuleContext, region: HotRegion, name: str) -> bool:
+def _freshly_computed(ctx: RuleContext, region: HotRegion, name: str) -> bool:
     """Whether the step assigns ``name`` from a computation (a call), not a loop variable."""
     for node in own_walk(region.node):
         if isinstance(node, ast.Assign) and ctx.hot.region_of(node) is region:
@@ -58,7 +57,7 @@ def _freshly_computed(ctx: ModuleContext, region: HotRegion, name: str) -> bool:
     return False
 
 
-def _nested_in_loop(ctx: ModuleContext, region: HotRegion) -> bool:
+def _nested_in_loop(ctx: RuleContext, region: HotRegion) -> bool:
     """An inner loop may backpropagate several times through a graph built outside it."""
     if not isinstance(region.node, _LOOPS):
         return False
@@ -240,7 +239,7 @@ class RetainGraphInStep(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         for call, region in ctx.hot.nodes(ast.Call):
             if not _is_any_backward(ctx, call) or ctx.call_qualname(call) == "torch.autograd.grad":
                 continue
@@ -261,7 +260,7 @@ class RetainGraphInStep(Rule):
             )
 
     @staticmethod
-    def _graph_is_used_once(ctx: ModuleContext, call: ast.Call, region: HotRegion) -> bool:
+    def _graph_is_used_once(ctx: RuleContext, call: ast.Call, region: HotRegion) -> bool:
         """True only when the tensor is computed in this step and differentiated once."""
         if _nested_in_loop(ctx, region):
             return False

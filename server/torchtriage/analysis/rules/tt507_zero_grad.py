@@ -7,17 +7,17 @@ import re
 from typing import Iterator
 
 from ...findings import Applicability, Severity
-from ..context import ModuleContext
-from ..fixes import keyword_value, replace_expression
+from ..fixes import replace_expression
+from ..syntax import keyword_value
 from ._helpers import method_name
 from ._steps import is_constant, own_walk, step_family
-from .base import Invalid, Report, Rule, Valid
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 # Code that needs gradient buffers to stay allocated: CUDA graph capture.
 _STATIC_GRADS = re.compile(r"torch\.cuda\.graph\b|CUDAGraph|make_graphed_callables|capturable\s*=\s*True")
 
 
-def _static_grads(ctx: ModuleContext) -> bool:
+def _static_grads(ctx: RuleContext) -> bool:
     """Whether gradients must keep their memory (CUDA graphs, capturable optimizers): searched
     only once a candidate is found (a scan of the whole text on every edit otherwise)."""
     return bool(_STATIC_GRADS.search(ctx.source))
@@ -31,7 +31,7 @@ def _set_to_none_false(call: ast.Call) -> ast.expr | None:
     return value if is_constant(value, False) else None
 
 
-def _touches_grad(ctx: ModuleContext, call: ast.Call) -> bool:
+def _touches_grad(ctx: RuleContext, call: ast.Call) -> bool:
     """Whether the step reads or writes ``.grad`` itself (hand-made accumulation)."""
     region = ctx.hot.region_of(call)
     if region is None:
@@ -186,7 +186,7 @@ class ZeroGradKeepsTensors(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         for call, _region in ctx.hot.nodes(ast.Call):
             if method_name(call) != "zero_grad":
                 continue

@@ -6,10 +6,10 @@ import ast
 from typing import TYPE_CHECKING, Iterator
 
 from ...findings import Applicability, Edit, Fix, Severity
-from ..context import ModuleContext
 from ..fixes import replace_expression, statement_lines_span
-from ._attention import Attention, block_of, NameWalk, match_attention
-from .base import Invalid, Report, Rule, Valid
+from ._tt508_attention import Attention, NameWalk, block_of
+from ._tt508_match import match_attention
+from .base import Invalid, Report, Rule, RuleContext, Valid
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -19,7 +19,7 @@ else:
 SDPA = "scaled_dot_product_attention"
 
 
-def sdpa_name(ctx: ModuleContext) -> str | None:
+def sdpa_name(ctx: RuleContext) -> str | None:
     """How this file can name ``torch.nn.functional.scaled_dot_product_attention`` (None: it imports no torch)."""
     for wanted, suffix in (("torch.nn.functional", ""), ("torch.nn", ".functional"), ("torch", ".nn.functional")):
         for local, qualified in sorted(ctx.aliases.items()):
@@ -28,7 +28,7 @@ def sdpa_name(ctx: ModuleContext) -> str | None:
     return None
 
 
-def sdpa_call(ctx: ModuleContext, found: Attention, name: str) -> str:
+def sdpa_call(ctx: RuleContext, found: Attention, name: str) -> str:
     """The ``scaled_dot_product_attention(q, k, v, ...)`` call that computes ``found``."""
     args = [ctx.segment(found.query), ctx.segment(found.key), ctx.segment(found.value)]
     if found.mask is not None:
@@ -39,14 +39,14 @@ def sdpa_call(ctx: ModuleContext, found: Attention, name: str) -> str:
     return f"{name}({', '.join(args)})"
 
 
-def _alone_on_its_lines(ctx: ModuleContext, stmt: ast.stmt) -> bool:
+def _alone_on_its_lines(ctx: RuleContext, stmt: ast.stmt) -> bool:
     first, last = ctx.lines[stmt.lineno - 1], ctx.lines[(stmt.end_lineno or stmt.lineno) - 1]
     before = first[: ctx.char_column(stmt.lineno, stmt.col_offset)]
     after = last[ctx.char_column(stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0):]
     return not before.strip() and (not after.strip() or after.strip().startswith("#"))
 
 
-def why_not_fixable(ctx: ModuleContext, found: Attention) -> str:
+def why_not_fixable(ctx: RuleContext, found: Attention) -> str:
     """Why the computation cannot be rewritten in place ("" when it can)."""
     final_stmt = ctx.enclosing_statement(found.final)
     if final_stmt is None:
@@ -76,7 +76,7 @@ def why_not_fixable(ctx: ModuleContext, found: Attention) -> str:
     return ""
 
 
-def has_sdpa_branch(ctx: ModuleContext, node: ast.AST) -> bool:
+def has_sdpa_branch(ctx: RuleContext, node: ast.AST) -> bool:
     """Whether ``node`` is the fallback branch of an ``if fused: scaled_dot_product_attention(...) else: ...`` switch."""
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -88,7 +88,7 @@ def has_sdpa_branch(ctx: ModuleContext, node: ast.AST) -> bool:
     return False
 
 
-def attention_fix(ctx: ModuleContext, found: Attention) -> Fix | None:
+def attention_fix(ctx: RuleContext, found: Attention) -> Fix | None:
     """Delete the intermediate statements and compute ``weights @ v`` with SDPA."""
     name = sdpa_name(ctx)
     if name is None or why_not_fixable(ctx, found):
@@ -372,7 +372,7 @@ class HandWrittenAttention(Rule):
         ),
     )
 
-    def check(self, ctx: ModuleContext) -> Iterator[Report]:
+    def check(self, ctx: RuleContext) -> Iterator[Report]:
         if "softmax" not in ctx.source:
             return
         seen: set[int] = set()

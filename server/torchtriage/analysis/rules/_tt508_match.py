@@ -1,4 +1,4 @@
-"""Recognise hand-written attention: ``softmax(q @ kᵀ · scale [+ mask]) [dropout] @ v``.
+"""TT508's matcher: recognise hand-written attention, ``softmax(q @ kᵀ · scale [+ mask]) [dropout] @ v``.
 
 The matcher starts at a matmul (``a @ v``, ``torch.matmul``, ``torch.bmm``,
 ``a.matmul(v)``, a two-operand ``torch.einsum``) and walks its left operand
@@ -16,15 +16,19 @@ passes a softmax.
 The result says how exactly the shape was recognised: ``unsafe`` lists what a
 rewrite to ``scaled_dot_product_attention`` would change (dropout's random
 stream, a finite fill value, an additive mask of unknown dtype, an upcast, a
-transpose whose rank is unknown); the fix module turns it into edits.
+transpose whose rank is unknown); the rule turns it into edits.  The result type
+and the walk through names are in :mod:`._tt508_attention`, the einsum reading in
+:mod:`._tt508_einsum`.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 
-from ..module_index import ModuleIndex
+from .base import RuleContext
+from ..syntax import keyword_value
+from ._tt508_attention import Attention, NameWalk, is_name
+from ._tt508_einsum import einsum_layout, einsum_spec
 
 SOFTMAX = frozenset({"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"})
 MATMUL = frozenset({"torch.matmul", "torch.bmm"})
@@ -34,77 +38,7 @@ NEG_INF = ("float('-inf')", 'float("-inf")', "-float('inf')", '-float("inf")', "
 CASTS = frozenset({"float", "half", "bfloat16", "to", "type_as", "type"})
 
 
-@dataclass
-class Attention:
-    """One recognised attention computation and what a rewrite needs."""
-
-    final: ast.expr  # the ``weights @ v`` node
-    softmax: ast.Call
-    query: ast.expr
-    key: ast.expr  # the key itself (the transpose peeled off)
-    value: ast.expr
-    statements: list[ast.Assign] = field(default_factory=list)  # assignments walked through, earliest first
-    chain_names: list[ast.Name] = field(default_factory=list)  # the Name loads the walk went through
-    scale: str | None = None  # the SDPA ``scale=`` source; None: no scale in the code (SDPA needs 1.0)
-    mask: str | None = None  # the SDPA ``attn_mask=`` source
-    dropout: str | None = None  # the SDPA ``dropout_p=`` source
-    unsafe: list[str] = field(default_factory=list)  # what a rewrite would change
-    # What the einsums' layout needs before SDPA can take it: "channels" (q, k or v laid out
-    # (…, E, L), SDPA wants (…, L, E)), "shared" (one key/value head for every query head).
-    layout: frozenset[str] = frozenset()
-    conditional: ast.If | None = None  # an ``if`` that updates the scores on some calls (a mask), looked past
-    blocked: str = ""  # why no rewrite is offered
-
-    @property
-    def first_statement(self) -> ast.stmt | None:
-        return self.statements[0] if self.statements else None
-
-
-class NameWalk:
-    """Backwards resolution of local names inside one scope."""
-
-    def __init__(self, ctx: ModuleIndex, found: Attention | None = None) -> None:
-        self.ctx = ctx
-        self.found = found
-
-    def definition(self, name: ast.Name) -> ast.Assign | None:
-        """The plain ``name = value`` that the load ``name`` reads: the nearest statement before it
-        (in its block, then the enclosing blocks) that binds the name; None when that binding is not
-        a single-target assignment.  An ``if`` without ``else`` that only updates the name from
-        itself (``if mask is not None: sim = sim.masked_fill(~mask, -inf)``) is looked past, and
-        recorded (:attr:`Attention.conditional`): the attention is the same with or without it."""
-        stmt = self.ctx.enclosing_statement(name)
-        while stmt is not None:
-            block, index = block_of(self.ctx, stmt)
-            for earlier in reversed(block[:index]):
-                if _binds(earlier, name.id):
-                    if isinstance(earlier, ast.Assign) and len(earlier.targets) == 1 and _is_name(earlier.targets[0], name.id):
-                        return earlier
-                    if _updates_only_from_itself(earlier, name.id):
-                        if self.found is not None and self.found.conditional is None:
-                            self.found.conditional = earlier
-                        continue
-                    return None
-            parent = self.ctx.parents.get(stmt)
-            if parent is None or isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Module)):
-                return None
-            stmt = parent if isinstance(parent, ast.stmt) else self.ctx.enclosing_statement(parent)
-        return None
-
-    def through_names(self, node: ast.expr) -> ast.expr:
-        """Follow a Name to the value it was assigned (repeatedly), recording the walk."""
-        while isinstance(node, ast.Name):
-            assign = self.definition(node)
-            if assign is None:
-                return node
-            if self.found is not None:
-                self.found.chain_names.append(node)
-                self.found.statements.append(assign)
-            node = assign.value
-        return node
-
-
-def match_attention(ctx: ModuleIndex, final: ast.expr) -> Attention | None:
+def match_attention(ctx: RuleContext, final: ast.expr) -> Attention | None:
     """The attention whose ``weights @ v`` is ``final``, or None."""
     operands = _matmul_operands(ctx, final)
     if operands is None:
@@ -118,7 +52,7 @@ def match_attention(ctx: ModuleIndex, final: ast.expr) -> Attention | None:
     walk = NameWalk(ctx, found)
     _find_softmax(ctx, walk, weights)  # again, recording the chain and what sits between
     if kind == "einsum":
-        layout = _einsum_layout(final, "output")
+        layout = einsum_layout(final, "output")
         if layout is None:
             return None
         found.layout |= layout
@@ -127,7 +61,7 @@ def match_attention(ctx: ModuleIndex, final: ast.expr) -> Attention | None:
     dim = _softmax_dim(ctx, softmax)
     if dim != -1 and not (kind == "bmm" and dim == 2):
         found.unsafe.append(f"the softmax runs over dim={dim!r}, SDPA over the last dimension")
-    if _keyword(softmax, "dtype") is not None:
+    if keyword_value(softmax, "dtype") is not None:
         found.unsafe.append("the softmax is computed in another dtype")
     found.statements.sort(key=lambda s: s.lineno)
     return found
@@ -136,7 +70,7 @@ def match_attention(ctx: ModuleIndex, final: ast.expr) -> Attention | None:
 # --- the weights side: final matmul <- dropout / casts / names <- softmax ------------------------
 
 
-def _matmul_operands(ctx: ModuleIndex, node: ast.expr) -> tuple[ast.expr, ast.expr, str] | None:
+def _matmul_operands(ctx: RuleContext, node: ast.expr) -> tuple[ast.expr, ast.expr, str] | None:
     """(left, right, kind) of a two-operand matmul; kind: "matmul" | "bmm" | "einsum"."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
         return node.left, node.right, "matmul"
@@ -152,7 +86,7 @@ def _matmul_operands(ctx: ModuleIndex, node: ast.expr) -> tuple[ast.expr, ast.ex
     return None
 
 
-def _find_softmax(ctx: ModuleIndex, walk: NameWalk, node: ast.expr) -> ast.Call | None:
+def _find_softmax(ctx: RuleContext, walk: NameWalk, node: ast.expr) -> ast.Call | None:
     for _ in range(12):  # a handful of wrappers at most
         node = walk.through_names(node)
         if not isinstance(node, ast.Call):
@@ -166,7 +100,7 @@ def _find_softmax(ctx: ModuleIndex, walk: NameWalk, node: ast.expr) -> ast.Call 
     return None
 
 
-def _softmax_of(ctx: ModuleIndex, call: ast.Call) -> ast.expr | None:
+def _softmax_of(ctx: RuleContext, call: ast.Call) -> ast.expr | None:
     """The input of a torch softmax call (``torch.softmax(x, -1)``, ``F.softmax(x, dim=-1)``,
     ``x.softmax(-1)`` in a file that imports torch), else None."""
     qual = ctx.call_qualname(call) or ""
@@ -178,21 +112,21 @@ def _softmax_of(ctx: ModuleIndex, call: ast.Call) -> ast.expr | None:
     return None
 
 
-def _softmax_dim(ctx: ModuleIndex, call: ast.Call) -> object:
-    dim = _keyword(call, "dim")
+def _softmax_dim(ctx: RuleContext, call: ast.Call) -> object:
+    dim = keyword_value(call, "dim")
     if dim is None:
         positional = call.args[1:] if (ctx.call_qualname(call) or "") in SOFTMAX else call.args
         dim = positional[0] if positional else None
     return _int_value(dim) if dim is not None else None
 
 
-def _dropout_input(ctx: ModuleIndex, walk: NameWalk, call: ast.Call) -> ast.expr | None:
+def _dropout_input(ctx: RuleContext, walk: NameWalk, call: ast.Call) -> ast.expr | None:
     """The input of a dropout on the weights, recording ``dropout_p``; None when ``call`` is no dropout."""
     found = walk.found
     qual = ctx.call_qualname(call) or ""
     if qual in DROPOUT and call.args:
-        p = _keyword(call, "p") or (call.args[1] if len(call.args) > 1 else None)
-        training = _keyword(call, "training") or (call.args[2] if len(call.args) > 2 else None)
+        p = keyword_value(call, "p") or (call.args[1] if len(call.args) > 1 else None)
+        training = keyword_value(call, "training") or (call.args[2] if len(call.args) > 2 else None)
         p_text = ctx.segment(p) if p is not None else "0.5"
         if found is not None:
             found.dropout = f"{p_text} if {ctx.segment(training)} else 0.0" if training is not None else p_text
@@ -216,11 +150,11 @@ def _cast_input(walk: NameWalk, call: ast.Call) -> ast.expr | None:
     return None
 
 
-def _identity_input(ctx: ModuleIndex, walk: NameWalk, call: ast.Call) -> ast.expr | None:
+def _identity_input(ctx: RuleContext, walk: NameWalk, call: ast.Call) -> ast.expr | None:
     """The input of ``self.name(x)`` where the class's ``__init__`` sets ``self.name = nn.Identity()``
     (a hook point for inspecting the weights), else None."""
     func = call.func
-    if not (isinstance(func, ast.Attribute) and _is_name(func.value, "self") and len(call.args) == 1 and not call.keywords):
+    if not (isinstance(func, ast.Attribute) and is_name(func.value, "self") and len(call.args) == 1 and not call.keywords):
         return None
     owner = ctx.enclosing_class(call)
     for init in owner.body if owner is not None else ():
@@ -229,7 +163,7 @@ def _identity_input(ctx: ModuleIndex, walk: NameWalk, call: ast.Call) -> ast.exp
         for stmt in ast.walk(init):
             if (
                 isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute)
-                and _is_name(stmt.targets[0].value, "self") and stmt.targets[0].attr == func.attr
+                and is_name(stmt.targets[0].value, "self") and stmt.targets[0].attr == func.attr
                 and isinstance(stmt.value, ast.Call) and ctx.call_qualname(stmt.value) == "torch.nn.Identity"
             ):
                 if walk.found is not None:
@@ -241,7 +175,7 @@ def _identity_input(ctx: ModuleIndex, walk: NameWalk, call: ast.Call) -> ast.exp
 # --- the scores side: softmax <- mask / scale / names <- q @ kᵀ ----------------------------------
 
 
-def _read_scores(ctx: ModuleIndex, walk: NameWalk, found: Attention, node: ast.expr) -> bool:
+def _read_scores(ctx: RuleContext, walk: NameWalk, found: Attention, node: ast.expr) -> bool:
     """Walk the softmax input down to ``q @ kᵀ``, filling in scale, mask, query and key."""
     for _ in range(12):
         node = walk.through_names(node)
@@ -279,14 +213,14 @@ def _read_scores(ctx: ModuleIndex, walk: NameWalk, found: Attention, node: ast.e
     return False
 
 
-def _read_core(ctx: ModuleIndex, found: Attention, node: ast.expr) -> bool:
+def _read_core(ctx: RuleContext, found: Attention, node: ast.expr) -> bool:
     """``q @ kᵀ`` (or ``einsum('...id,...jd->...ij', q, k)``): sets query and key."""
     operands = _matmul_operands(ctx, node)
     if operands is None:
         return False
     query, key_t, kind = operands
     if kind == "einsum":
-        layout = _einsum_layout(node, "scores")
+        layout = einsum_layout(node, "scores")
         if layout is None:
             return False
         found.layout |= layout
@@ -301,7 +235,7 @@ def _read_core(ctx: ModuleIndex, found: Attention, node: ast.expr) -> bool:
     return True
 
 
-def _untransposed(ctx: ModuleIndex, node: ast.expr, bmm: bool) -> tuple[ast.expr | None, bool]:
+def _untransposed(ctx: RuleContext, node: ast.expr, bmm: bool) -> tuple[ast.expr | None, bool]:
     """(the key, whether its transpose certainly swaps the last two dims) for a transposed key."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "contiguous" and not node.args:
         node = node.func.value
@@ -336,78 +270,14 @@ def _last_two(dims: list[object], bmm: bool) -> bool:
     return pair == [-2, -1] or (bmm and pair == [1, 2])
 
 
-def einsum_spec(call: ast.Call) -> str | None:
-    """An einsum's spec without spaces: a string literal, or an f-string with no placeholder
-    (``einsum(f"b h i d, b h j d -> b h i j", q, k)``); None for anything computed."""
-    spec = call.args[0] if call.args else None
-    if isinstance(spec, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in spec.values):
-        text = "".join(str(v.value) for v in spec.values)  # type: ignore[attr-defined]
-    elif isinstance(spec, ast.Constant) and isinstance(spec.value, str):
-        text = spec.value
-    else:
-        return None
-    return text.replace(" ", "").replace("...", "*")  # (an ellipsis: one batch "letter")
-
-
-def _einsum_layout(call: ast.expr, which: str) -> frozenset[str] | None:
-    """How an einsum lays out attention, or None when it is not one: no notes for
-    ``B i d, B j d -> B i j`` (scores) and ``B i j, B j e -> B i e`` (output); ``"channels"``
-    when a feature dimension comes before the positions somewhere (``B d i, B d j -> B i j``, as
-    guided-diffusion's ``bct,bcs->bts``); ``"shared"`` when the key or value has fewer batch
-    dimensions than the query (one key/value head for all heads: ``b h i d, b j d -> b h i j``)."""
-    spec = einsum_spec(call)  # type: ignore[arg-type]
-    if spec is None or spec.count(",") != 1 or spec.count("->") != 1:
-        return None
-    inputs, out = spec.split("->")
-    a, b = inputs.split(",")
-    if min(len(a), len(b), len(out)) < 2 or len(set(a)) != len(a) or len(set(b)) != len(b):
-        return None
-    batch, other = a[:-2], b[:-2]
-    if out[:-2] != batch or not _subsequence(other, batch) or set(a[-2:] + b[-2:]) & set(batch):
-        return None
-    notes = {"shared"} if other != batch else set()
-    contraction = _contraction(a[-2:], b[-2:], out[-2:])
-    if contraction is None:
-        return None
-    free_a, free_b, summed = contraction
-    if which == "scores":  # q (i, d) and k (j, d) summed over d into (i, j)
-        if out[-2:] != free_a + free_b:
-            return None
-        rows = a[-2:] == free_a + summed and b[-2:] == free_b + summed
-    else:  # the weights (i, j) and v (j, e) summed over the key positions j into (i, e)
-        if a[-2:] != free_a + summed:
-            return None
-        rows = b[-2:] == summed + free_b and out[-2:] == free_a + free_b
-    if not rows:
-        notes.add("channels")
-    return frozenset(notes)
-
-
-def _contraction(x: str, y: str, out: str) -> tuple[str, str, str] | None:
-    """(x's free letter, y's free letter, the letter summed over) when two two-letter operands
-    share exactly one letter and ``out`` holds the two others (in either order)."""
-    shared = set(x) & set(y)
-    if len(shared) != 1 or len(set(x + y)) != 3:
-        return None
-    summed = shared.pop()
-    free_x, free_y = x.replace(summed, ""), y.replace(summed, "")
-    return (free_x, free_y, summed) if set(out) == {free_x, free_y} else None
-
-
-def _subsequence(short: str, long: str) -> bool:
-    """Whether the letters of ``short`` appear in ``long`` in the same order."""
-    letters = iter(long)
-    return all(letter in letters for letter in short)
-
-
 # --- small helpers ------------------------------------------------------------------------------
 
 
-def _has_matmul(ctx: ModuleIndex, node: ast.AST) -> bool:
+def _has_matmul(ctx: RuleContext, node: ast.AST) -> bool:
     return any(_matmul_operands(ctx, n) is not None for n in ast.walk(node) if isinstance(n, ast.expr))
 
 
-def _reaches_matmul(ctx: ModuleIndex, node: ast.AST, depth: int = 6) -> bool:
+def _reaches_matmul(ctx: RuleContext, node: ast.AST, depth: int = 6) -> bool:
     """Whether ``node`` computes a matmul itself or through the local names it reads."""
     if _has_matmul(ctx, node):
         return True
@@ -422,7 +292,7 @@ def _reaches_matmul(ctx: ModuleIndex, node: ast.AST, depth: int = 6) -> bool:
     return False
 
 
-def _negated(ctx: ModuleIndex, condition: ast.expr) -> str:
+def _negated(ctx: RuleContext, condition: ast.expr) -> str:
     """Source of ``not condition`` (``m == 0`` -> ``m != 0``, ``~m`` -> ``m``)."""
     if isinstance(condition, ast.Compare) and len(condition.ops) == 1:
         flipped = {ast.Eq: "!=", ast.NotEq: "==", ast.Lt: ">=", ast.GtE: "<", ast.Gt: "<=", ast.LtE: ">"}.get(type(condition.ops[0]))
@@ -435,15 +305,11 @@ def _negated(ctx: ModuleIndex, condition: ast.expr) -> str:
     return f"~{_source(ctx, condition)}"
 
 
-def _source(ctx: ModuleIndex, node: ast.expr, bare: bool = False) -> str:
+def _source(ctx: RuleContext, node: ast.expr, bare: bool = False) -> str:
     """A node's source, parenthesised unless it is atomic (or ``bare``: it stands alone)."""
     text = ctx.segment(node)
     atomic = isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant))
     return text if atomic or bare else f"({text})"
-
-
-def _keyword(call: ast.Call, name: str) -> ast.expr | None:
-    return next((k.value for k in call.keywords if k.arg == name), None)
 
 
 def _int_value(node: ast.AST | None) -> object:
@@ -459,41 +325,3 @@ def _on_self(func: ast.Attribute) -> bool:
     while isinstance(node, ast.Attribute):
         node = node.value
     return isinstance(node, ast.Name) and node.id == "self"
-
-
-def _is_name(node: ast.AST, name: str) -> bool:
-    return isinstance(node, ast.Name) and node.id == name
-
-
-def _updates_only_from_itself(stmt: ast.stmt, name: str) -> bool:
-    """``if cond: name = name.masked_fill(...)`` / ``name = name + bias`` (no ``else``): every
-    statement of the body that binds ``name`` rebinds it, whole, from ``name`` itself (the others,
-    ``mask = F.pad(mask, ...)``, prepare the update)."""
-    if not isinstance(stmt, ast.If) or stmt.orelse:
-        return False
-    updates = [inner for inner in stmt.body if _binds(inner, name)]
-    return bool(updates) and all(
-        isinstance(inner, ast.Assign) and len(inner.targets) == 1 and _is_name(inner.targets[0], name)
-        and any(_is_name(n, name) for n in ast.walk(inner.value))
-        for inner in updates
-    )
-
-
-def _binds(stmt: ast.stmt, name: str) -> bool:
-    """Whether a statement (or a block inside it) binds ``name``."""
-    for node in ast.walk(stmt):
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
-            return True
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-            return True
-    return False
-
-
-def block_of(ctx: ModuleIndex, stmt: ast.stmt) -> tuple[list[ast.stmt], int]:
-    """The statement list holding ``stmt`` and its index there."""
-    parent = ctx.parents.get(stmt)
-    if parent is not None:
-        for _, value in ast.iter_fields(parent):
-            if isinstance(value, list) and stmt in value:
-                return value, value.index(stmt)
-    return [stmt], 0

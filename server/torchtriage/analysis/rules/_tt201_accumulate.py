@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from ..context import ModuleContext
+from .base import RuleContext
 from ..hotloops.finder import is_backward_call
-from ._graph import bound_names
+from ._tt201_graph import bound_names
 from ._helpers import method_name
 from ._steps import differentiated_tensor, is_constant, own_walk, target_key
 
@@ -24,11 +24,11 @@ class Site:
     value: ast.expr  # what is kept: ``loss``, ``logits``
 
 
-def _same(ctx: ModuleContext, a: ast.AST, b: ast.AST) -> bool:
+def _same(ctx: RuleContext, a: ast.AST, b: ast.AST) -> bool:
     return ctx.segment(a).replace(" ", "") == ctx.segment(b).replace(" ", "")
 
 
-def accumulation_site(ctx: ModuleContext, node: ast.AST) -> Site | None:
+def accumulation_site(ctx: RuleContext, node: ast.AST) -> Site | None:
     """The accumulation that ``node`` performs, if it is one."""
     if isinstance(node, ast.AugAssign) and isinstance(node.op, _ACCUMULATING_OPS):
         return Site(node, node.target, node.value)
@@ -50,7 +50,7 @@ def accumulation_site(ctx: ModuleContext, node: ast.AST) -> Site | None:
     return None
 
 
-def grad_disabled_file(ctx: ModuleContext) -> bool:
+def grad_disabled_file(ctx: RuleContext) -> bool:
     """``torch.set_grad_enabled(False)`` as a statement: autograd is off for the script."""
     if "set_grad_enabled" not in ctx.source:
         return False
@@ -62,11 +62,11 @@ def grad_disabled_file(ctx: ModuleContext) -> bool:
     return False
 
 
-def _mentions(ctx: ModuleContext, node: ast.AST, keys: set[str]) -> bool:
+def _mentions(ctx: RuleContext, node: ast.AST, keys: set[str]) -> bool:
     return any(isinstance(n, (ast.Name, ast.Attribute)) and ctx.dotted(n) in keys for n in ast.walk(node))
 
 
-def backpropagated_later(ctx: ModuleContext, site: Site) -> bool:
+def backpropagated_later(ctx: RuleContext, site: Site) -> bool:
     """The kept graphs are wanted: a later backward runs through the accumulator
     (``torch.stack(losses).sum().backward()``, ``loss = losses[i]; loss.backward()``)."""
     key = target_key(site.accumulator, ctx)

@@ -1,4 +1,4 @@
-"""A call-argument fix the shared fixes module lacks: drop one keyword argument."""
+"""A call-argument fix the shared fixes module lacks: drop one keyword argument (TT506's fix)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ..fixes import replace_expression
 if TYPE_CHECKING:
     import libcst as cst
 
-    from ..context import ModuleContext
+    from .base import RuleContext
 else:
     from ..lazy import libcst as cst  # imported on first use: only fixes need it
 
@@ -36,7 +36,7 @@ def without_keyword(call: cst.BaseExpression, name: str) -> cst.BaseExpression:
 
 
 def remove_keyword_fix(
-    ctx: "ModuleContext", call: ast.Call, name: str, title: str, applicability: Applicability
+    ctx: "RuleContext", call: ast.Call, name: str, title: str, applicability: Applicability
 ) -> Fix:
     """Remove keyword argument ``name`` from ``call``, keeping its formatting."""
     return replace_expression(ctx, call, lambda e: without_keyword(e, name), title, applicability)

@@ -1,7 +1,7 @@
-"""Which loops of data code run once per element (or row, or pixel) of an array.
+"""Which loops of data code run once per element (or row, or pixel) of an array (for TT306).
 
 A ``for`` loop or a comprehension walks elements when its iterable is an
-array or a list of an array's elements (see :mod:`._arrays`), or when it is a
+array or a list of an array's elements (see :mod:`._tt306_arrays`), or when it is a
 ``range`` whose bound is an array's size; a ``range`` of unknown bound counts
 when its index picks single elements of an array in the body (``img[0, y, x]``,
 ``pixels[x, y]``, ``t[i]``).  ``zip`` walks elements only when all its parts
@@ -14,11 +14,11 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Iterator
 
-from ._arrays import ARRAY, COUNT, ELEMENTS, INDEX_SOURCES, SIZE, Arrays
+from ._tt306_arrays import ARRAY, COUNT, ELEMENTS, INDEX_SOURCES, SIZE, Arrays
 from ._spans import loop_header
 
 if TYPE_CHECKING:
-    from ..context import ModuleContext
+    from .base import RuleContext
 
 _UNWRAP = frozenset({"enumerate", "reversed", "sorted", "iter"})
 _TO_LIST = frozenset({"tolist", "numpy"})
@@ -53,7 +53,7 @@ def yields(loop: ast.For | ast.AsyncFor) -> bool:
 class ElementLoops:
     """Which loops run once per element (or row, or pixel) of an array."""
 
-    def __init__(self, ctx: "ModuleContext", arrays: Arrays) -> None:
+    def __init__(self, ctx: "RuleContext", arrays: Arrays) -> None:
         self.ctx = ctx
         self.arrays = arrays
         arrays.walks = lambda generator, comprehension: self.walks(generator.iter, generator.target, [comprehension])

@@ -1,4 +1,4 @@
-"""Whether autograd is off where a node runs: ``no_grad`` blocks, decorators, callers.
+"""Whether autograd is off where a node runs: ``no_grad`` blocks, decorators, callers (for TT501).
 
 When the file leaves it open (a context manager held in a variable the file
 cannot resolve), the answer is "disabled" so that rules stay silent.
@@ -13,7 +13,7 @@ from ..incremental.walks import subtree
 from ._bindings import resolve_name
 
 if TYPE_CHECKING:
-    from ..context import ModuleContext
+    from .base import RuleContext
 
 GRAD_OFF = frozenset(
     {
@@ -38,7 +38,7 @@ def _is_true(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is True
 
 
-def _manager_turns_grad_off(ctx: "ModuleContext", expr: ast.expr, at: ast.AST, depth: int = 0) -> bool | None:
+def _manager_turns_grad_off(ctx: "RuleContext", expr: ast.expr, at: ast.AST, depth: int = 0) -> bool | None:
     """True: grad off; False: known to leave grad alone; None: cannot tell."""
     if isinstance(expr, ast.IfExp):
         branches = [_manager_turns_grad_off(ctx, b, at, depth) for b in (expr.body, expr.orelse)]
@@ -61,11 +61,11 @@ def _manager_turns_grad_off(ctx: "ModuleContext", expr: ast.expr, at: ast.AST, d
     return False if qual else None
 
 
-def with_turns_grad_off(ctx: "ModuleContext", stmt: ast.With | ast.AsyncWith) -> bool:
+def with_turns_grad_off(ctx: "RuleContext", stmt: ast.With | ast.AsyncWith) -> bool:
     return any(_manager_turns_grad_off(ctx, item.context_expr, stmt) is not False for item in stmt.items)
 
 
-def _decorator_turns_grad_off(ctx: "ModuleContext", decorator: ast.expr) -> bool:
+def _decorator_turns_grad_off(ctx: "RuleContext", decorator: ast.expr) -> bool:
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     qual = ctx.qualname(target) or ""
     if qual in _SET_GRAD and isinstance(decorator, ast.Call):
@@ -73,7 +73,7 @@ def _decorator_turns_grad_off(ctx: "ModuleContext", decorator: ast.expr) -> bool
     return qual in GRAD_OFF or any(hint in qual.rsplit(".", 1)[-1].lower() for hint in _NAME_HINTS)
 
 
-def _set_grad_false_before(ctx: "ModuleContext", scope: ast.AST, line: int) -> bool:
+def _set_grad_false_before(ctx: "RuleContext", scope: ast.AST, line: int) -> bool:
     """``torch.set_grad_enabled(False)`` as a statement of ``scope`` before ``line``."""
     body = getattr(scope, "body", [])
     for stmt in body:
@@ -86,7 +86,7 @@ def _set_grad_false_before(ctx: "ModuleContext", scope: ast.AST, line: int) -> b
     return False
 
 
-def _call_sites(ctx: "ModuleContext", func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
+def _call_sites(ctx: "RuleContext", func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
     sites = []
     for node in ctx.nodes_of(ast.Call):
         callee = node.func
@@ -96,7 +96,7 @@ def _call_sites(ctx: "ModuleContext", func: ast.FunctionDef | ast.AsyncFunctionD
     return sites
 
 
-def grad_disabled(ctx: "ModuleContext", node: ast.AST, depth: int = 0) -> bool:
+def grad_disabled(ctx: "RuleContext", node: ast.AST, depth: int = 0) -> bool:
     """Whether autograd is off wherever ``node`` runs, as far as this file shows."""
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, (ast.With, ast.AsyncWith)) and with_turns_grad_off(ctx, ancestor):
@@ -115,7 +115,7 @@ def grad_disabled(ctx: "ModuleContext", node: ast.AST, depth: int = 0) -> bool:
     return _set_grad_false_before(ctx, ctx.tree, getattr(node, "lineno", 0))
 
 
-def disables_grad_inside(ctx: "ModuleContext", node: ast.AST) -> bool:
+def disables_grad_inside(ctx: "RuleContext", node: ast.AST) -> bool:
     """Whether a ``with no_grad()``-like block sits anywhere inside ``node``."""
     return any(
         isinstance(sub, (ast.With, ast.AsyncWith)) and with_turns_grad_off(ctx, sub) for sub in subtree(node)

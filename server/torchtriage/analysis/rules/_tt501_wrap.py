@@ -1,4 +1,4 @@
-"""Wrap a statement in a ``with`` block by re-indenting its lines (comments kept)."""
+"""Wrap a statement in a ``with`` block by re-indenting its lines, comments kept (TT501's fix)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from ...findings import Applicability, Edit, Fix, Span
 from ..text import indentation, line_offsets, split_lines
 
 if TYPE_CHECKING:
-    from ..context import ModuleContext
+    from .base import RuleContext
 
 
 def _spans_lines_in_a_string(stmt: ast.stmt) -> bool:
@@ -22,7 +22,7 @@ def _spans_lines_in_a_string(stmt: ast.stmt) -> bool:
     )
 
 
-def _indent_unit(ctx: "ModuleContext", stmt: ast.stmt) -> str:
+def _indent_unit(ctx: "RuleContext", stmt: ast.stmt) -> str:
     """One more level of indentation, in the style of the statement's own body."""
     header = indentation(ctx.lines[stmt.lineno - 1])
     body = getattr(stmt, "body", None)
@@ -34,7 +34,7 @@ def _indent_unit(ctx: "ModuleContext", stmt: ast.stmt) -> str:
 
 
 def wrap_in_with_fix(
-    ctx: "ModuleContext", stmt: ast.stmt, manager: str, title: str, applicability: Applicability
+    ctx: "RuleContext", stmt: ast.stmt, manager: str, title: str, applicability: Applicability
 ) -> Fix | None:
     """Put ``stmt`` (whole lines) inside ``with <manager>:``; None when that is not clean."""
     first, last = stmt.lineno, stmt.end_lineno or stmt.lineno

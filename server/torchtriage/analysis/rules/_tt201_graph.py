@@ -13,10 +13,11 @@ from __future__ import annotations
 import ast
 import re
 
-from ..context import ModuleContext
+from .base import RuleContext
 from ..hotloops.finder import HotRegion, is_backward_call
 from ._helpers import method_name, names_in
-from ._steps import differentiated_tensor, lexically_grad_off, own_walk
+from ._steps import differentiated_tensor, own_walk
+from ._tt201_steps import lexically_grad_off
 
 _PRODUCER = re.compile(
     r"^(self|forward|model|net|network|module|ddp_model|raw_model|\w*_model|model_\w*|classifier|generator|"
@@ -111,7 +112,7 @@ def _callee_name(call: ast.Call) -> str:
 class GraphTracker:
     """Graph-carrying names per hot region, computed on demand and cached."""
 
-    def __init__(self, ctx: ModuleContext) -> None:
+    def __init__(self, ctx: RuleContext) -> None:
         self.ctx = ctx
         self._cache: dict[int, set[str]] = {}
         self._functions = ctx.functions

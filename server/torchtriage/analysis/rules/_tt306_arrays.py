@@ -1,4 +1,4 @@
-"""Inside data code: which expressions are arrays, lists of their elements, or their sizes.
+"""Inside data code: which expressions are arrays, lists of their elements, or their sizes (for TT306).
 
 An *array* is a tensor, a numpy array or a PIL image (or its pixel access
 object): iterating it, or indexing it in a loop, visits elements or rows in
@@ -25,7 +25,7 @@ from ._scopes import Binding, scope_bindings
 from ._tensor_facts import torch_function_result
 
 if TYPE_CHECKING:
-    from ..context import ModuleContext
+    from .base import RuleContext
 
 ARRAY, ELEMENTS = "array", "elements"
 SIZE, COUNT = "size", "count"
@@ -34,7 +34,7 @@ _MAX_DEPTH = 8
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _ARRAY_MODULES = ("numpy.", "cv2.", "PIL.Image.", "torchvision.io.", "torchvision.transforms.functional.",
                   "torchvision.transforms.v2.functional.")
-# Index generators: iterating them is a range of indices, judged like ``range`` (see ._element_loops).
+# Index generators: iterating them is a range of indices, judged like ``range`` (see ._tt306_element_loops).
 INDEX_SOURCES = frozenset({"torch.arange", "torch.randperm", "numpy.arange", "numpy.random.permutation",
                            "numpy.random.choice", "numpy.random.randint", "torch.randint"})
 _ELEMENT_METHODS = frozenset({"tolist", "getdata"})
@@ -64,7 +64,7 @@ def _is_self(node: ast.AST) -> bool:
 class Arrays:
     """Array-ness of expressions in one module's data code (results memoised)."""
 
-    def __init__(self, ctx: "ModuleContext") -> None:
+    def __init__(self, ctx: "RuleContext") -> None:
         self.ctx = ctx
         self.never: dict[int, set[str]] = {}  # id(function) -> parameters that hold no array (indices, batches)
         self.samples: dict[int, str] = {}  # id(transform) -> the parameter that receives the sample

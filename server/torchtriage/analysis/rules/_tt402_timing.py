@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from ..context import ModuleContext
+from .base import RuleContext
 from ..incremental.memo import keyed_memo
 from ..hotloops.finder import is_backward_call, is_optimizer_step
 from ._helpers import method_name
@@ -78,14 +78,14 @@ def is_cuda_work(node: ast.AST) -> bool:
     return bool(_MODEL.match(name)) and not _MODEL_VERB.match(name)
 
 
-def _is_sync(ctx: ModuleContext, node: ast.AST) -> bool:
+def _is_sync(ctx: RuleContext, node: ast.AST) -> bool:
     if method_name(node) in _SYNC_METHODS:
         return True
     # torch.cuda.synchronize(), torch.accelerator.synchronize(), a local ``synchronize_fn()``
     return "synchronize" in (ctx.call_qualname(node) or "").rsplit(".", 1)[-1]
 
 
-def syncing_functions(ctx: ModuleContext) -> set[str]:
+def syncing_functions(ctx: RuleContext) -> set[str]:
     """Functions of this file whose own body synchronises (``return loss.item(), acc``)."""
     def syncs(node: ast.AST) -> bool:
         return isinstance(node, ast.Call) and _is_sync(ctx, node)
@@ -112,7 +112,7 @@ def _callee(node: ast.Call) -> str | None:
 class _ScopeFacts:
     """Clock reads, openings, work and syncs of one scope, in order (kept on the scope node)."""
 
-    def __init__(self, ctx: ModuleContext, scope: ast.AST, syncing: set[str]) -> None:
+    def __init__(self, ctx: RuleContext, scope: ast.AST, syncing: set[str]) -> None:
         self.sync_calls: list[ast.Call] = []
         self.reads: list[tuple[ast.Call, str]] = []
         self.assigned: dict[str, list[ast.stmt]] = {}
@@ -148,7 +148,7 @@ class _ScopeFacts:
 
 
 
-def clock_key(ctx: ModuleContext, node: ast.AST) -> str | None:
+def clock_key(ctx: RuleContext, node: ast.AST) -> str | None:
     """``t0`` for a name, ``self.t_prev`` for an attribute: how a clock reading is kept."""
     if isinstance(node, ast.Name):
         return node.id
@@ -157,7 +157,7 @@ def clock_key(ctx: ModuleContext, node: ast.AST) -> str | None:
     return None
 
 
-def assigned_clock_key(ctx: ModuleContext, node: ast.AST) -> str | None:
+def assigned_clock_key(ctx: RuleContext, node: ast.AST) -> str | None:
     """The key of ``x`` in a single-target ``x = ...``."""
     if isinstance(node, ast.Assign) and len(node.targets) == 1:
         return clock_key(ctx, node.targets[0])
@@ -167,7 +167,7 @@ def assigned_clock_key(ctx: ModuleContext, node: ast.AST) -> str | None:
 class _Scope:
     """Clock reads, openings, work and syncs of one function (or the module), in order."""
 
-    def __init__(self, ctx: ModuleContext, scope: ast.AST, syncing: set[str]) -> None:
+    def __init__(self, ctx: RuleContext, scope: ast.AST, syncing: set[str]) -> None:
         self.ctx = ctx
         # What the scope holds depends on its subtree, the imports and the syncing helpers; it
         # holds positions, so the scope's own position is part of the key (see ..memo).
@@ -242,7 +242,7 @@ class _Scope:
             yield UnsyncedTiming(read, clock, opening, carried)
 
 
-def unsynced_timings(ctx: ModuleContext) -> Iterator[UnsyncedTiming]:
+def unsynced_timings(ctx: RuleContext) -> Iterator[UnsyncedTiming]:
     """Every unsynchronised timing of CUDA work in the module."""
     if "time" not in ctx.source:
         return
@@ -257,3 +257,13 @@ def unsynced_timings(ctx: ModuleContext) -> Iterator[UnsyncedTiming]:
     syncing = syncing_functions(ctx)
     for scope in scopes.values():
         yield from _Scope(ctx, scope, syncing).unsynced()
+
+
+def torch_alias(ctx: RuleContext) -> str | None:
+    """The local name bound to the ``torch`` module, if the file imports it."""
+    if ctx.aliases.get("torch") == "torch":
+        return "torch"
+    for local, qualified in ctx.aliases.items():
+        if qualified == "torch":
+            return local
+    return None

@@ -1,4 +1,4 @@
-"""Which functions of a module are data code: run by the DataLoader once per sample or batch.
+"""Which functions of a module are data code, run by the DataLoader once per sample or batch (for TT306).
 
 * ``__getitem__`` / ``__getitems__`` / ``__iter__`` of dataset classes (a base
   named ``*Dataset``, a class named ``*Dataset``, or a class a DataLoader is
@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Union
 
 from ..file_kinds import is_test_file
+from ..syntax import keyword_value
 from ._bindings import resolve_name
 from ._loaders import dataloader_calls
 
 if TYPE_CHECKING:
-    from ..context import ModuleContext
+    from .base import RuleContext
 
 DataNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
 
@@ -91,7 +92,7 @@ def _first_param(node: DataNode) -> str | None:
     return params[0] if params else None
 
 
-def _base_names(ctx: "ModuleContext", cls: ast.ClassDef) -> list[str]:
+def _base_names(ctx: "RuleContext", cls: ast.ClassDef) -> list[str]:
     return [(ctx.qualname(base) or "").rsplit(".", 1)[-1] for base in cls.bases]
 
 
@@ -103,7 +104,7 @@ def _methods(cls: ast.ClassDef, names: tuple[str, ...]) -> list[ast.FunctionDef 
 
 
 class _Finder:
-    def __init__(self, ctx: "ModuleContext") -> None:
+    def __init__(self, ctx: "RuleContext") -> None:
         self.ctx = ctx
         self.classes = {
             node.name: node for node in ctx.nodes_of(ast.ClassDef) if isinstance(node, ast.ClassDef)
@@ -127,9 +128,7 @@ class _Finder:
 
     def _dataloader_classes(self) -> Iterator[str]:
         for call in dataloader_calls(self.ctx):
-            dataset = call.args[0] if call.args else next(
-                (k.value for k in call.keywords if k.arg == "dataset"), None
-            )
+            dataset = call.args[0] if call.args else keyword_value(call, "dataset")
             if isinstance(dataset, ast.Name):
                 dataset = resolve_name(self.ctx, dataset.id, call) or dataset
             if isinstance(dataset, ast.Call) and isinstance(dataset.func, ast.Name):
@@ -261,7 +260,7 @@ class _Finder:
         return name in _EXPORT_CHECKS
 
 
-def data_functions(ctx: "ModuleContext") -> list[DataFunction]:
+def data_functions(ctx: "RuleContext") -> list[DataFunction]:
     """Every function of the module that runs as data code, roots first (memoised per module)."""
     if is_test_file(ctx.path) or not any(word in ctx.source for word in _WORDS):
         return []  # every kind of data code names one of these somewhere
