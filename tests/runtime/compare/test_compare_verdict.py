@@ -57,7 +57,7 @@ def test_a_difference_inside_the_per_step_spread_is_no_measurable_change(tmp_pat
 
 
 def test_repeats_widen_the_spread_to_the_range_across_runs(tmp_path: Path) -> None:
-    """The same 2 ms difference: measurable against steady steps, not against runs that vary by 3 ms."""
+    """The same 2 ms difference: measurable against steady steps, not against runs whose means vary by 3 ms."""
     script = tmp_path / "train.py"
     steady_a, steady_b = [20.0, 20.1, 19.9], [22.0, 22.1, 21.9]
     write_run(tmp_path / "a", script, loader_script(0), steady_a, LOADER_BOUND, LINES_BEFORE)
@@ -75,7 +75,10 @@ def test_repeats_widen_the_spread_to_the_range_across_runs(tmp_path: Path) -> No
     repeated = _valid(compare_runs(load_run(tmp_path / "ra"), load_run(tmp_path / "rb")))
     assert repeated["step_time"]["change"] == "none"
     assert repeated["noise"]["before"] == {"source": "repeats", "runs": 3, "spread_ms": 3.0}
-    assert "within the spread of 3.0 ms (range over 3 runs)" in repeated["verdict"]["text"]
+    # the interval draws whole runs: runs 1.5 ms apart on each side put a 2 ms difference within reach of zero
+    interval = repeated["step_time"]["interval"]
+    assert interval["runs"] == {"before": 3, "after": 3} and interval["low_ms"] <= 0 <= interval["high_ms"]
+    assert "interval" in repeated["verdict"]["text"] and "over 9 and 9 steps of 3 and 3 runs includes no change" in repeated["verdict"]["text"]
 
 
 def test_a_steady_difference_under_five_percent_is_no_measurable_change(tmp_path: Path) -> None:
@@ -90,8 +93,9 @@ def test_a_steady_difference_under_five_percent_is_no_measurable_change(tmp_path
     step = close["step_time"]
     assert step["after_spread_ms"] == pytest.approx(0.1) and step["threshold_ms"] == pytest.approx(1.0)
     assert step["change"] == "none" and not step["measurable"]
-    assert close["verdict"]["text"] == (
-        "no measurable change: step 20 \u2192 20 ms (+1.5%), within 5% of the step (1.0 ms), the least a comparison of two runs calls measurable")
+    assert close["verdict"]["text"].startswith(
+        "no measurable change: step 20 \u2192 20 ms (+1.5%), within 5% of the step (1.0 ms), the least a comparison of two runs calls "
+        "measurable (95% interval +")  # the interval excludes zero: the floor is what keeps it from a call
     write_run(tmp_path / "c", script, loader_script(0), [t * 1.06 for t in steady], LOADER_BOUND, LINES_BEFORE,
               repeats=repeats_of([21.15, 21.2, 21.25], LOADER_BOUND, kept=2))
     apart = _valid(compare_runs(load_run(tmp_path / "a"), load_run(tmp_path / "c")))

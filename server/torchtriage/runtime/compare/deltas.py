@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..results.profile_data import CATEGORIES
+from .interval import Interval, Side as StepSide, difference_interval
 from .matching import LineMatch, Side
-from .spread import Spread, measurable, share_threshold, step_threshold
+from .spread import MIN_STEP_CHANGE, Spread, measurable, recorded_step_runs, share_threshold, step_threshold
 
 FASTER, SLOWER, NONE = "faster", "slower", "none"
 
@@ -20,12 +21,41 @@ def _r(x: float, digits: int = 4) -> float:
     return round(float(x), digits)
 
 
+def step_interval(a: dict[str, Any], b: dict[str, Any]) -> Interval | None:
+    """The 95 % interval of (after - before) mean step from every recorded step of every run (None without steps)."""
+    return difference_interval(StepSide.of(recorded_step_runs(a)), StepSide.of(recorded_step_runs(b)))
+
+
+def _interval_json(interval: Interval | None) -> dict[str, Any] | None:
+    if interval is None:
+        return None
+    return {
+        "method": "block bootstrap",
+        "confidence": interval.confidence,
+        "low_ms": _r(interval.low_ms),
+        "high_ms": _r(interval.high_ms),
+        "steps": {"before": interval.steps[0], "after": interval.steps[1]},
+        "runs": {"before": interval.runs[0], "after": interval.runs[1]},
+        "block_steps": {"before": interval.blocks[0], "after": interval.blocks[1]},
+    }
+
+
 def step_time(a: dict[str, Any], b: dict[str, Any], sa: Spread, sb: Spread) -> dict[str, Any]:
-    """Mean step before and after, the change, and whether it exceeds the threshold (spread or floor)."""
+    """Mean step before and after, the change, its interval, and whether it is measurable.
+
+    With an interval (both sides have recorded steps): measurable when the interval excludes zero on the
+    side of the change and the change is at least the floor (5 % of the before step).  Reports without step
+    times fall back to the larger spread of the two runs, at least the floor."""
     before, after = float(a["step_time_ms"]), float(b["step_time_ms"])
     delta = after - before
-    threshold = step_threshold(before, sa, sb)
-    moved = measurable(delta, threshold) and before > 0 and after > 0
+    interval = step_interval(a, b)
+    if interval is not None:
+        threshold = MIN_STEP_CHANGE * before
+        agrees = interval.high_ms < 0 if delta < 0 else interval.low_ms > 0
+        moved = agrees and abs(delta) >= threshold and before > 0 and after > 0
+    else:
+        threshold = step_threshold(before, sa, sb)
+        moved = measurable(delta, threshold) and before > 0 and after > 0
     return {
         "before_ms": _r(before),
         "after_ms": _r(after),
@@ -35,6 +65,7 @@ def step_time(a: dict[str, Any], b: dict[str, Any], sa: Spread, sb: Spread) -> d
         "before_spread_ms": _r(sa.step_ms),
         "after_spread_ms": _r(sb.step_ms),
         "threshold_ms": _r(threshold),
+        "interval": _interval_json(interval),
         "measurable": moved,
         "change": (FASTER if delta < 0 else SLOWER) if moved else NONE,
     }

@@ -21,11 +21,11 @@ from .runs import COMPARE_JSON, Run
 from .spread import REPEATS, run_spread
 from .verdict import verdict
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 SCHEMA_PATH = Path(__file__).resolve().parent / "compare_schema.json"
 SINGLE_RUN_NOTE = (
-    "single runs: differences are judged against each run's own per-step spread, which does not see run-to-run "
-    "noise; profile both with --repeat 3 for that"
+    "single runs: the interval comes from each run's own steps, which do not see run-to-run noise (the 5% floor "
+    "stands in for it); profile both with --repeat 3 for that"
 )
 
 

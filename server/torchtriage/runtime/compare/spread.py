@@ -58,6 +58,15 @@ def _recorded_runs(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [r for r in repeats.get("runs") or [] if r.get("status") in OK_STATUSES and r.get("step_times_ms")]
 
 
+def recorded_step_runs(report: dict[str, Any]) -> list[list[float]]:
+    """The step times (ms) of every recorded run behind a report: each of its repeats, or its own steps."""
+    runs = _recorded_runs(report)
+    if len(runs) >= 2:
+        return [[float(t) for t in r["step_times_ms"]] for r in runs]
+    own = [float(t) for t in report.get("step_times_ms") or []]
+    return [own] if own else []
+
+
 def run_spread(report: dict[str, Any]) -> Spread:
     """The spread of one run's report: across its repeats when it has two or more, else across its steps."""
     steps = len(report.get("step_times_ms") or [])

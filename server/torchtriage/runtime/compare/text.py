@@ -54,6 +54,14 @@ def _numbers(c: dict[str, Any]) -> Table:
     step = c["step_time"]
     change = _change(step["delta_ms"], step["measurable"], unit=" ms")
     table.add_row(Text("step time", style="bold"), f"{step['before_ms']:.2f} ms", f"{step['after_ms']:.2f} ms", change)
+    interval = step.get("interval")
+    if interval is not None:
+        table.add_row(
+            Text(f"  {interval['confidence']:.0%} interval", style="dim"),
+            Text(f"{interval['steps']['before']} steps" + (f", {interval['runs']['before']} runs" if interval['runs']['before'] > 1 else ""), style="dim"),
+            Text(f"{interval['steps']['after']} steps" + (f", {interval['runs']['after']} runs" if interval['runs']['after'] > 1 else ""), style="dim"),
+            Text(f"{interval['low_ms']:+.2f} to {interval['high_ms']:+.2f} ms", style="dim"),
+        )
     noise = c["noise"]
     table.add_row(
         Text(f"  spread ({_spread_kind(noise)})", style="dim"), Text(f"{step['before_spread_ms']:.2f} ms", style="dim"),
@@ -155,7 +163,7 @@ def render_comparison(c: dict[str, Any]) -> RenderableType:
         parts.append(Text("Fixed: " + ", ".join(f"{f['code']} at {_where(f['before'])} (line {f['line_status']})" for f in fixed)))
     if new:
         parts.append(Text("New: " + ", ".join(f"{f['code']} at {_where(f['after'])}" for f in new)))
-    notes = ["(\u2026): within the spread, no measurable change"]
+    notes = ["(\u2026): no measurable change"]
     if c["noise"].get("note"):
         notes.append(c["noise"]["note"])
     parts += [Text(""), *(Text(n, style="dim") for n in notes)]

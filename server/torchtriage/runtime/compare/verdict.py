@@ -63,8 +63,28 @@ def _credited(fates: list[FindingFate], rows: list[dict[str, Any]], change: str)
     return [f for f in fates if f.status == "fixed" and f.category in down]
 
 
+def signed_ms(value: float) -> str:
+    return ("+" if value > 0 else "\u2212" if value < 0 else "") + ms(value)
+
+
+def interval_text(interval: dict[str, Any]) -> str:
+    """"95% interval \u221218 to \u221216 ms over 10 and 10 steps" (and the runs when there are repeats)."""
+    steps, runs = interval["steps"], interval["runs"]
+    over = f"{steps['before']} and {steps['after']} steps"
+    if runs["before"] > 1 or runs["after"] > 1:
+        over += f" of {runs['before']} and {runs['after']} runs"
+    return f"{interval['confidence']:.0%} interval {signed_ms(interval['low_ms'])} to {signed_ms(interval['high_ms'])} ms over {over}"
+
+
 def _within(step: dict[str, Any], spreads: tuple[Spread, Spread]) -> str:
-    """What the step's difference stayed inside: the larger run's spread, or the 5% floor."""
+    """Why the step's difference is not a change: its interval includes zero, it is under the 5% floor, or
+    (reports without step times) it stayed within the larger run's spread."""
+    interval = step.get("interval")
+    if interval is not None:
+        if interval["low_ms"] <= 0 <= interval["high_ms"] or (interval["high_ms"] < 0) != (step["delta_ms"] < 0):
+            return f"the {interval_text(interval)} includes no change"
+        return (f"within {MIN_STEP_CHANGE:.0%} of the step ({ms(step['threshold_ms'])} ms), the least a comparison of two "
+                f"runs calls measurable ({interval_text(interval)})")
     if floor_applies(step["before_ms"], *spreads):
         return f"within {MIN_STEP_CHANGE:.0%} of the step ({ms(step['threshold_ms'])} ms), the least a comparison of two runs calls measurable"
     widest = spreads[0] if spreads[0].step_ms >= spreads[1].step_ms else spreads[1]
@@ -95,6 +115,8 @@ def verdict(
     else:
         speed = step["speedup"] if change == FASTER else 1 / step["speedup"] if step["speedup"] else 0.0
         text = (f"{moved}, " if moved else "") + f"{steps}: {factor(speed)}\u00d7 {change}"
+        if step.get("interval") is not None:
+            text += f" ({interval_text(step['interval'])})"
         if credited:
             text += f"; the {_codes(credited)} paid off"
         if change == SLOWER:

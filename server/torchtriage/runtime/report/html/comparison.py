@@ -28,7 +28,7 @@ def _change_cell(delta: float, measurable: bool, unit: str = " ms", digits: int 
     if measurable:
         return f"<td class='num'><strong>{_signed(delta, unit, digits)}</strong></td>"
     words = " no measurable change" if say else ""
-    return f"<td class='num empty' title='within the spread: no measurable change'>({_signed(delta, unit, digits)}){words}</td>"
+    return f"<td class='num empty' title='no measurable change'>({_signed(delta, unit, digits)}){words}</td>"
 
 
 def _summary_rows(c: dict[str, Any]) -> str:
@@ -128,8 +128,14 @@ def comparison_html(c: dict[str, Any], base: Path | None) -> str:
     note = (
         f"Spread: before {noise['before']['spread_ms']:.2f} ms ({'range over ' + str(noise['before']['runs']) + ' runs' if noise['before']['source'] == 'repeats' else 'IQR of its steps'}), "
         f"after {noise['after']['spread_ms']:.2f} ms ({'range over ' + str(noise['after']['runs']) + ' runs' if noise['after']['source'] == 'repeats' else 'IQR of its steps'}). "
-        "A difference within the larger spread is no measurable change: shown dim, in parentheses."
+        "No measurable change is shown dim, in parentheses."
     )
+    interval = c["step_time"].get("interval")
+    if interval is not None:
+        note = (f"The step time changed by {interval['low_ms']:+.2f} to {interval['high_ms']:+.2f} ms "
+                f"({interval['confidence']:.0%} interval over {interval['steps']['before']} and {interval['steps']['after']} steps, "
+                f"blocks of {interval['block_steps']['before']} and {interval['block_steps']['after']}); a change is called when the "
+                "interval excludes zero and the change is at least 5% of the step. ") + note
     if noise.get("note"):
         note += " " + noise["note"][0].upper() + noise["note"][1:] + "."
     return out + f"<p class='caption'>{escape(note)} Details: compare.json in this folder.</p>"
