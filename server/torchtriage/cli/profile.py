@@ -38,7 +38,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--skip-first", type=int, default=1, help="steps ignored before waiting (default 1)")
     parser.add_argument("--wait", type=int, default=1, help="steps run without the profiler (default 1)")
     parser.add_argument("--warmup", type=int, default=2, help="profiled steps thrown away (default 2)")
-    parser.add_argument("--active", type=int, default=5, help="steps recorded (default 5)")
+    parser.add_argument("--active", type=int, default=None,
+                        help="steps recorded (default: until the 95%% interval of the mean step is within 5%% of it, at least "
+                             "5 steps and two worker cycles, at most 30 steps or 6 s of recording)")
     parser.add_argument("--full", action="store_true", help="let the script finish after the window")
     parser.add_argument("--timeout", type=float, help="stop the whole run after this many seconds")
     parser.add_argument("--no-step-timeout", type=float, default=120.0, help="give up if no step is seen in this many seconds")
@@ -85,7 +87,7 @@ def _register_distributed(parser: Any) -> None:
 def run_profile(args: argparse.Namespace) -> int:
     """Run the script under the agent, write the run folder, print the summary."""
     script_args, python = script_args_and_python(args)
-    if min(args.active, 1) < 1 or min(args.skip_first, args.wait, args.warmup) < 0:
+    if (args.active is not None and args.active < 1) or min(args.skip_first, args.wait, args.warmup) < 0:
         raise UsageError("--active must be at least 1 and --skip-first/--wait/--warmup at least 0")
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1")

@@ -93,9 +93,10 @@ def test_a_steady_difference_under_five_percent_is_no_measurable_change(tmp_path
     step = close["step_time"]
     assert step["after_spread_ms"] == pytest.approx(0.1) and step["threshold_ms"] == pytest.approx(1.0)
     assert step["change"] == "none" and not step["measurable"]
-    assert close["verdict"]["text"].startswith(
-        "no measurable change: step 20 \u2192 20 ms (+1.5%), within 5% of the step (1.0 ms), the least a comparison of two runs calls "
-        "measurable (95% interval +")  # the interval excludes zero: the floor is what keeps it from a call
+    # the interval excludes zero: the floor is what keeps it from a call
+    assert close["verdict"]["text"] == (
+        "no measurable change: step 20 \u2192 20 ms (+1.5%), the 95% interval +0.23 to +0.37 ms over 9 and 9 steps of 3 and 3 runs "
+        "reaches within 5% of the step (1.0 ms), the least a comparison of two runs calls measurable")
     write_run(tmp_path / "c", script, loader_script(0), [t * 1.06 for t in steady], LOADER_BOUND, LINES_BEFORE,
               repeats=repeats_of([21.15, 21.2, 21.25], LOADER_BOUND, kept=2))
     apart = _valid(compare_runs(load_run(tmp_path / "a"), load_run(tmp_path / "c")))

@@ -59,9 +59,11 @@ class Collector(NodeVisitor):
         self.max_events = max_events  # 0: no limit
         self.progress = progress  # called with the fraction of the window walked so far
 
-    def collect(self, roots: List[Any], step_hints: Optional[List[Tuple[int, int]]] = None) -> None:
+    def collect(self, roots: List[Any], step_hints: Optional[List[Tuple[int, int]]] = None,
+                complete_steps: Optional[int] = None) -> None:
         """Walk the tree.  ``step_hints``: (before, after) clock readings around each ``prof.step()``
-        that began a recorded step, so the search for ``ProfilerStep#N`` can skip the rest of the tree."""
+        that began a recorded step, so the search for ``ProfilerStep#N`` can skip the rest of the tree.
+        ``complete_steps``: keep only that many (the script ended inside the last one: it is no step)."""
         roots = sorted(roots, key=lambda e: e.start_time_ns)
         self._find_steps(roots, step_hints)
         self.steps_recorded = len(self.steps)
@@ -73,6 +75,8 @@ class Collector(NodeVisitor):
         step_ends = [s.end_ns for s in self.steps]
         self.collectives.find(roots, self.main_tid, first, last, TORCH_OP)
         kept = len(self.steps)
+        if complete_steps is not None and 0 < complete_steps < kept:
+            kept, last = complete_steps, step_ends[complete_steps - 1]
         boundary = step_ends[0]  # the end of the step the stepping thread's walk is in
         items = [(node, node.tag.value, node.start_time_ns, node.end_time_ns, node.start_tid == self.main_tid) for node in roots]
         items.sort(key=lambda i: not i[4])  # the stepping thread first (stable: then by start): it decides a cut

@@ -72,7 +72,7 @@ class Session:
                                   on_compile=lambda started: self.window.compiling(started))
         self.dtypes = DtypeRecorder(self.user.is_user, self.user.absolute)  # ops mixing float dtypes, casts
         self.prof: Optional[profile] = None
-        self.window = Window(config.get("skip_first", 1), config.get("wait", 1), config.get("warmup", 2), config.get("active", 5),
+        self.window = Window(config.get("skip_first", 1), config.get("wait", 1), config.get("warmup", 2), config.get("active"),
                              int(config.get("max_events", MAX_EVENTS)))
         self.step_hints: List[Tuple[int, int]] = []  # clock readings around each prof.step() that began a recorded step
         self._progress_at = 0.0
@@ -123,6 +123,7 @@ class Session:
             self.warnings.append(note)
         if self.dtypes.wants_shapes and not prof.record_shapes and self.config.get("record_shapes", "auto") in (None, "auto"):
             prof.record_shapes = True  # 16-bit parameters: read op inputs for dtype churn (from the warm-up on)
+        self.window.recorded_step_ends(prof.step_num, self.detector.loader_workers)  # an adaptive window may end next step
         if prof.current_action == ProfilerAction.RECORD_AND_SAVE:  # this step() ends the window
             self._stage("stopping the profiler")
             self._stopping_at = time.perf_counter()
@@ -133,6 +134,7 @@ class Session:
             return
         self.window.after_step(prof.step_num)
         action = prof.current_action
+        self.window.step_begins(action)
         if action in RECORDING:
             self.step_hints.append((before, after))
             self.sampler.start()
@@ -188,12 +190,15 @@ class Session:
         collector = Collector(self.user, self.agent_dir, max_events=int(self.config.get("max_events", MAX_EVENTS)), progress=self._walked,
                               dtypes=self.dtypes if prof.record_shapes else None)  # dtypes need the ops' inputs
         tree = prof.profiler.kineto_results.experimental_event_tree()
-        collector.collect(tree, self.step_hints)
+        # An adaptive window the script ended: its last "step" is what ran after the last step boundary, not a step.
+        complete = len(self.window.durations_ms) if self.finishing and self.window.adaptive else None
+        collector.collect(tree, self.step_hints, complete_steps=complete or None)
         timings["collect_s"] = time.perf_counter() - started
         self.meta["events"] = collector.events
         self.meta["record_shapes"] = bool(prof.record_shapes)
         self.meta["events_per_plain_step"] = self.window.events_per_step
         self.meta["active_steps"] = self.window.active
+        self.meta["window"] = self.window.summary()
         cut_ns = None
         if len(collector.steps) < collector.steps_recorded:
             cut_ns = collector.steps[-1].end_ns
@@ -316,7 +321,9 @@ class Session:
         self.optimizers.uninstall()
         if not self.saved and self.prof is not None:
             recording = self.prof.current_action in RECORDING
-            if recording:
+            if recording and self.window.adaptive:
+                self.warnings.append(self.window.ended_early_note())
+            elif recording:
                 self.warnings.append("the script ended before the active window was complete: the report covers the steps recorded so far")
                 self._stage("stopping the profiler")
                 self._stopping_at = time.perf_counter()

@@ -12,6 +12,13 @@ interpreter).
 import math
 from typing import Optional, Sequence
 
+# The adaptive recording window (agent/window.py): at least MIN_ACTIVE steps, then until the 95 % interval of the
+# mean step is within TARGET_HALF_WIDTH of it, at most MAX_ACTIVE steps or MAX_RECORD_S seconds of recording.
+MIN_ACTIVE = 5
+MAX_ACTIVE = 30
+MAX_RECORD_S = 6.0
+TARGET_HALF_WIDTH = 0.05
+
 RHYTHM_CORRELATION = 0.5  # a lag this correlated is a rhythm (a worker cycle, an accumulation period)
 Z95 = 1.959963984540054  # two-sided 95 % normal quantile
 

@@ -1,4 +1,14 @@
-"""The profiler's schedule, with a recorded window sized to the steps' event volume.
+"""The profiler's schedule: a recorded window long enough to pin down the mean step, within an event budget.
+
+Unless ``active`` is given (``--active N`` fixes the window), the window is
+adaptive: it records at least ``MIN_ACTIVE`` steps and at least two whole
+worker cycles (two steps per DataLoader worker), then ends once the 95 %
+interval of the mean step is within ``TARGET_HALF_WIDTH`` of it
+(``step_stats.mean_half_width``, over blocks that follow the steps' rhythm),
+or at ``MAX_ACTIVE`` steps or ``MAX_RECORD_S`` seconds of recording, whichever
+comes first.  The decision is taken at the end of a recorded step and makes the
+next step the last one (torch's schedule cannot end a window on the step that
+is already running).
 
 Everything after the window (torch's own post-processing, the trace export,
 the event-tree walk) costs time per profiler event, and a step with a Python
@@ -13,18 +23,29 @@ The schedule is otherwise torch's ``schedule(..., repeat=1)``.
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+import time
+from typing import Any, Callable, List, Optional
 
 from torch.profiler import ProfilerAction
+
+from .step_stats import MAX_ACTIVE, MAX_RECORD_S, MIN_ACTIVE, TARGET_HALF_WIDTH, mean_half_width
 
 
 class Window:
     """``skip_first`` ignored steps, ``wait`` plain, ``warmup`` profiled and discarded, ``active`` recorded; once."""
 
-    def __init__(self, skip_first: int, wait: int, warmup: int, active: int, max_events: int = 0) -> None:
+    def __init__(self, skip_first: int, wait: int, warmup: int, active: Optional[int], max_events: int = 0,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self.skip_first, self.wait, self.warmup = skip_first, wait, warmup
-        self.asked = self.active = max(1, active)
+        self.adaptive = active is None  # record until the mean step is known (see the module docstring)
+        self.asked = self.active = MAX_ACTIVE if active is None else max(1, active)
         self.max_events = max_events  # 0: record every step asked for
+        self.durations_ms: List[float] = []  # the recorded steps' times, as the window saw them
+        self.half_width: Optional[float] = None  # of the mean step, when the adaptive window ended
+        self.ended_by = ""  # why an adaptive window ended (see ``summary``)
+        self._clock = clock
+        self._recording_since = 0.0
+        self._step_began = 0.0
         self.events_per_step = 0  # counted Python calls of one plain step (0: not counted)
         self._count = 0
         self._counting = False
@@ -51,6 +72,35 @@ class Window:
         if self.max_events and self.events_per_step:
             self.active = max(1, min(self.asked, self.max_events // self.events_per_step))
 
+    def recorded_step_ends(self, step: int, workers: Optional[int]) -> None:
+        """Called at the end of step ``step`` (before ``prof.step()``): time it and, when the window is
+        adaptive and knows the mean step well enough, make the next step its last."""
+        now = self._clock()
+        index = step - (self.skip_first + self.wait + self.warmup)
+        if index < 0 or index >= self.active or not self._step_began:
+            return
+        self.durations_ms.append((now - self._step_began) * 1000.0)
+        if not self.adaptive:
+            return
+        self.half_width = mean_half_width(self.durations_ms)
+        recorded = index + 1
+        if index + 2 >= self.active or recorded < max(MIN_ACTIVE, 2 * (workers or 0)):
+            return
+        if self.half_width is not None and self.half_width <= TARGET_HALF_WIDTH:
+            self.ended_by = "interval"
+        elif now - self._recording_since >= MAX_RECORD_S:
+            self.ended_by = "time"
+        else:
+            return
+        self.active = index + 2
+
+    def step_begins(self, action: ProfilerAction) -> None:
+        """Called after ``prof.step()``: a step starts; it is timed when it is recorded."""
+        recording = action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+        self._step_began = self._clock() if recording else 0.0
+        if recording and not self._recording_since:
+            self._recording_since = self._step_began
+
     def after_step(self, step: int) -> None:
         """Called after ``prof.step()`` moved to ``step``: count the step before the profiler starts."""
         if self.max_events and self(step) == ProfilerAction.NONE and self(step + 1) != ProfilerAction.NONE:
@@ -74,9 +124,26 @@ class Window:
     def _counter(self, frame: Any, event: str, arg: Optional[Any]) -> None:
         self._count += 1
 
+    def ended_early_note(self) -> str:
+        """The warning for an adaptive window that the script's end cut short."""
+        self.ended_by = "script_end"
+        known = f" (the mean step was known to \u00b1{self.half_width:.0%})" if self.half_width is not None else ""
+        return (f"the script ended after {len(self.durations_ms)} recorded steps, before the mean step was known to "
+                f"\u00b1{TARGET_HALF_WIDTH:.0%}{known}: the report covers those steps")
+
+    def summary(self) -> dict:
+        """agent.json's ``meta.window``: how the window was sized and why it ended (``interval``: the mean
+        step known well enough; ``time`` or ``steps``: a cap; ``events``: the event budget of heavy steps;
+        ``script_end``; "" for a fixed window)."""
+        if self.adaptive and not self.ended_by and self.durations_ms:
+            self.ended_by = "steps" if self.asked == self.active or self.active > len(self.durations_ms) else "events"
+        return {"adaptive": self.adaptive, "recorded": len(self.durations_ms), "ended_by": self.ended_by,
+                "half_width": None if self.half_width is None else round(self.half_width, 5),
+                "target_half_width": TARGET_HALF_WIDTH if self.adaptive else None}
+
     def note(self) -> Optional[str]:
         """Why fewer steps were recorded than asked for (None if they were not)."""
-        if self.active >= self.asked:
+        if self.active >= self.asked or self.adaptive:
             return None
         return (
             f"each step makes about {self.events_per_step:,} profiler events (the Python calls of a plain step): "

@@ -315,6 +315,7 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
         torch_version=str(meta.get("torch_version", "")),
         python=str(meta.get("python", "")),
         step_detection=str(meta.get("step_detection") or "none"),
+        window=_window(meta.get("window"), len(steps)),
         steps=steps,
         category_us=category_us,
         lines=attribution.lines.costs(workers_detail),
@@ -338,3 +339,18 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
         memory_shape=decompose(raw, attribution, device),
         gpu_gaps=read_gaps(raw, origin, read_samples(raw, "samples")),
     )
+
+
+def _window(raw: Any, steps: int) -> dict[str, Any] | None:
+    """report.json's ``window`` from agent.json's ``meta.window`` (None when the agent did not write one)."""
+    if not isinstance(raw, dict):
+        return None
+    half = raw.get("half_width")
+    target = raw.get("target_half_width")
+    return {
+        "adaptive": bool(raw.get("adaptive")),
+        "steps": steps,
+        "ended_by": str(raw.get("ended_by") or ""),
+        "half_width": float(half) if isinstance(half, (int, float)) else None,
+        "target_half_width": float(target) if isinstance(target, (int, float)) else None,
+    }

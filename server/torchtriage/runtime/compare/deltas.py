@@ -43,16 +43,16 @@ def _interval_json(interval: Interval | None) -> dict[str, Any] | None:
 def step_time(a: dict[str, Any], b: dict[str, Any], sa: Spread, sb: Spread) -> dict[str, Any]:
     """Mean step before and after, the change, its interval, and whether it is measurable.
 
-    With an interval (both sides have recorded steps): measurable when the interval excludes zero on the
-    side of the change and the change is at least the floor (5 % of the before step).  Reports without step
+    With an interval (both sides have recorded steps): measurable when the whole interval lies beyond the
+    floor (5 % of the before step) on the side of the change.  Reports without step
     times fall back to the larger spread of the two runs, at least the floor."""
     before, after = float(a["step_time_ms"]), float(b["step_time_ms"])
     delta = after - before
     interval = step_interval(a, b)
     if interval is not None:
         threshold = MIN_STEP_CHANGE * before
-        agrees = interval.high_ms < 0 if delta < 0 else interval.low_ms > 0
-        moved = agrees and abs(delta) >= threshold and before > 0 and after > 0
+        beyond = interval.high_ms < -threshold if delta < 0 else interval.low_ms > threshold  # the whole interval
+        moved = beyond and before > 0 and after > 0
     else:
         threshold = step_threshold(before, sa, sb)
         moved = measurable(delta, threshold) and before > 0 and after > 0

@@ -19,10 +19,11 @@ structure of the steps, not from their spread:
 * **The interval.**  ``REPLICATES`` replicates of (mean after - mean before), each
   side resampled independently with a fixed seed (the same reports give the same
   interval), and the 2.5 and 97.5 percentiles: a 95 % interval of the difference.
-* **The call.**  ``faster`` / ``slower`` only when the interval excludes zero *and*
-  the difference is at least the floor (``spread.MIN_STEP_CHANGE`` of the before
-  step): two steady runs of one script differ by a few percent (other programs,
-  caches, clocks), more than either run's own steps show.
+* **The call.**  ``faster`` / ``slower`` only when the whole interval lies beyond
+  the floor (``spread.MIN_STEP_CHANGE`` of the before step) on one side: two
+  steady runs of one script differ by a few percent (other programs, caches,
+  clocks), more than either run's own steps show, so a difference must clear
+  the floor with its uncertainty, not only on average.
 
 This is what pyperf's ``compare_to`` (a significance test, "not significant") and
 criterion.rs (a bootstrap interval and a noise threshold) do for benchmarks,

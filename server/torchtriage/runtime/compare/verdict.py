@@ -77,14 +77,14 @@ def interval_text(interval: dict[str, Any]) -> str:
 
 
 def _within(step: dict[str, Any], spreads: tuple[Spread, Spread]) -> str:
-    """Why the step's difference is not a change: its interval includes zero, it is under the 5% floor, or
-    (reports without step times) it stayed within the larger run's spread."""
+    """Why the step's difference is not a change: its interval includes zero, or reaches under the 5% floor,
+    or (reports without step times) it stayed within the larger run's spread."""
     interval = step.get("interval")
     if interval is not None:
         if interval["low_ms"] <= 0 <= interval["high_ms"] or (interval["high_ms"] < 0) != (step["delta_ms"] < 0):
             return f"the {interval_text(interval)} includes no change"
-        return (f"within {MIN_STEP_CHANGE:.0%} of the step ({ms(step['threshold_ms'])} ms), the least a comparison of two "
-                f"runs calls measurable ({interval_text(interval)})")
+        return (f"the {interval_text(interval)} reaches within {MIN_STEP_CHANGE:.0%} of the step ({ms(step['threshold_ms'])} ms), "
+                "the least a comparison of two runs calls measurable")
     if floor_applies(step["before_ms"], *spreads):
         return f"within {MIN_STEP_CHANGE:.0%} of the step ({ms(step['threshold_ms'])} ms), the least a comparison of two runs calls measurable"
     widest = spreads[0] if spreads[0].step_ms >= spreads[1].step_ms else spreads[1]

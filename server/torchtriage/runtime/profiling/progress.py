@@ -18,6 +18,7 @@ from typing import Any, Optional
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
+from ..agent.step_stats import MAX_ACTIVE
 from .progress_json import progress_line
 
 
@@ -25,9 +26,9 @@ class ProgressDisplay:
     """Shows starting -> waiting/warm-up -> recording step k/N -> analysing."""
 
     def __init__(
-        self, active_steps: int, console: Optional[Console] = None, enabled: bool = True, json_lines: bool = False
+        self, active_steps: Optional[int], console: Optional[Console] = None, enabled: bool = True, json_lines: bool = False
     ) -> None:
-        self.active_steps = max(1, active_steps)
+        self.active_steps = max(1, active_steps or MAX_ACTIVE)  # None: an adaptive window, at most MAX_ACTIVE steps
         self.console = console or Console(stderr=True)
         self.enabled = enabled
         # Machine-readable progress for editors: one JSON object per line on stdout
@@ -90,8 +91,9 @@ class ProgressDisplay:
         elif kind == "step":
             phase = event.get("phase")
             step = event.get("step")
-            if isinstance(event.get("active"), int) and event["active"] >= 1 and not self.recorded:
-                self.active_steps = event["active"]  # the agent may record fewer steps than asked (heavy steps)
+            if isinstance(event.get("active"), int) and event["active"] >= 1 and event["active"] != self.active_steps:
+                # fewer steps than asked (heavy steps), or an adaptive window that knows the mean step well enough
+                self.active_steps = max(event["active"], self.recorded)
                 if self.task is not None:
                     self.progress.update(self.task, total=self.active_steps)
             if phase == "recording":

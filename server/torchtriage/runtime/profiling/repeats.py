@@ -117,35 +117,79 @@ def move_into(source: Path, target: Path) -> None:
     source.rmdir()
 
 
+class Series:
+    """One script's repeat series in progress: its runs so far, staged beside the run folder."""
+
+    def __init__(self, options: RunOptions, count: int) -> None:
+        self.options = options
+        self.count = count
+        self.outcomes: dict[int, tuple[RunOptions, RunOutcome]] = {}
+        self.runs: list[RepeatRun] = []
+
+    def run(self, number: int, run_one: RunOne) -> bool:
+        """Run ``number`` of the series into its staging folder; whether it recorded its steps."""
+        staged = replace(self.options, out_dir=staging_dir(self.options.out_dir, number))
+        if staged.out_dir.exists():
+            shutil.rmtree(staged.out_dir)
+        outcome = run_one(staged, number)
+        self.outcomes[number] = (staged, outcome)
+        summary = summarise(number, profile_from_outcome(outcome, staged))
+        self.runs.append(summary)
+        return summary.recorded
+
+    def finish(self, on_stage: Optional[StageCallback] = None) -> ProfiledRun:
+        """Move the median run (or the failed last one) into the run folder; report every run."""
+        out_dir = self.options.out_dir
+        try:
+            kept = self.runs[-1].run if not self.runs[-1].recorded else median_run(self.runs)
+            move_into(self.outcomes[kept][0].out_dir, out_dir)
+        finally:
+            self.clean()
+        outcome = self.outcomes[kept][1]
+        outcome = replace(outcome, log_path=out_dir / OUTPUT_LOG if outcome.log_path else None)
+        if on_stage is not None:
+            on_stage("attributing the recorded time to lines")
+        profile = profile_from_outcome(outcome, self.options)
+        repeats = Repeats(runs=tuple(self.runs), kept=kept, requested=self.count)
+        return ProfiledRun(outcome, profile, write_outputs(profile, out_dir, on_stage, repeats=repeats.to_json()))
+
+    def clean(self) -> None:
+        """Delete the staging folders left."""
+        for staged, _ in self.outcomes.values():
+            if staged.out_dir.exists():
+                shutil.rmtree(staged.out_dir, ignore_errors=True)
+
+
 def profile_repeated(
     options: RunOptions, count: int, run_one: RunOne, on_stage: Optional[StageCallback] = None
 ) -> ProfiledRun:
     """Run the script ``count`` times through ``run_one``; the run folder gets the median run
     and a report whose ``repeats`` lists them all.  The first failed run ends the series."""
-    out_dir = options.out_dir
-    outcomes: dict[int, tuple[RunOptions, RunOutcome]] = {}
-    runs: list[RepeatRun] = []
+    series = Series(options, count)
     try:
-        for run in range(1, count + 1):
-            staged = replace(options, out_dir=staging_dir(out_dir, run))
-            if staged.out_dir.exists():
-                shutil.rmtree(staged.out_dir)
-            outcome = run_one(staged, run)
-            outcomes[run] = (staged, outcome)
-            summary = summarise(run, profile_from_outcome(outcome, staged))
-            runs.append(summary)
-            if not summary.recorded:
+        for number in range(1, count + 1):
+            if not series.run(number, run_one):
                 break
-        kept = runs[-1].run if not runs[-1].recorded else median_run(runs)
-        move_into(outcomes[kept][0].out_dir, out_dir)
-    finally:
-        for staged, _ in outcomes.values():
-            if staged.out_dir.exists():
-                shutil.rmtree(staged.out_dir, ignore_errors=True)
-    outcome = outcomes[kept][1]
-    outcome = replace(outcome, log_path=out_dir / OUTPUT_LOG if outcome.log_path else None)
-    if on_stage is not None:
-        on_stage("attributing the recorded time to lines")
-    profile = profile_from_outcome(outcome, options)
-    repeats = Repeats(runs=tuple(runs), kept=kept, requested=count)
-    return ProfiledRun(outcome, profile, write_outputs(profile, out_dir, on_stage, repeats=repeats.to_json()))
+    except BaseException:
+        series.clean()
+        raise
+    return series.finish(on_stage)
+
+
+def profile_interleaved(
+    before: RunOptions, after: RunOptions, count: int, run_one: RunOne, on_stage: Optional[StageCallback] = None
+) -> tuple[ProfiledRun, Optional[ProfiledRun]]:
+    """Two repeat series run in turn, before, after, before, after ..., so that a machine that slows down or
+    speeds up meanwhile weighs on both alike.  ``run_one`` gets each side's options (tell them apart by
+    ``out_dir``).  A failed run ends both series; the after side is None when it never ran."""
+    series = (Series(before, count), Series(after, count))
+    try:
+        for number in range(1, count + 1):
+            if not all(side.run(number, run_one) for side in series):
+                break
+    except BaseException:
+        for side in series:
+            side.clean()
+        raise
+    first = series[0].finish(on_stage)
+    return first, series[1].finish(on_stage) if series[1].runs else None

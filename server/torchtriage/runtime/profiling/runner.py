@@ -41,7 +41,7 @@ class RunOptions:
     skip_first: int = 1
     wait: int = 1
     warmup: int = 2
-    active: int = 5
+    active: Optional[int] = None  # None: record until the mean step is known to 5% (agent/window.py)
     device: str = "auto"
     full: bool = False
     timeout_s: Optional[float] = None

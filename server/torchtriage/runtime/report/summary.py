@@ -58,6 +58,9 @@ def _verdict_lines(report: dict[str, Any]) -> list[Text]:
     steps = Text(f"  step {report['step_time_ms']:.2f} ms mean over {report['steps_profiled']} steps on {report['device']}")
     if len(times) > 1 and max(times) > 1.5 * min(times):
         steps.append(f" (they vary {min(times):.0f}\u2013{max(times):.0f} ms)")
+    window = report.get("window") or {}
+    if window.get("half_width") is not None:
+        steps.append(f", mean known to \u00b1{window['half_width']:.0%}")
     lines = [text, steps]
     repeats = report.get("repeats")
     if repeats and repeats["count"] > 1:

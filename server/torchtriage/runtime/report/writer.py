@@ -29,7 +29,7 @@ from .source_texts import source_texts
 # 1.2 added created, sources (the files' text, for matching lines across edits) and repeats; and ranks (multi-process runs);
 # and compile (torch.compile), runtime findings' evidence / recommendations / details, TTR501-TTR503
 # device_facts, matmul_shapes, memory_shape, gpu_idle_gaps, TTR601-TTR604, TTR701-TTR702
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 SCHEMA_PATH = Path(__file__).with_name("report_schema.json")
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
@@ -170,6 +170,7 @@ def build_report(
         },
         "step_detection": profile.step_detection,
         "steps_profiled": profile.steps_profiled,
+        "window": profile.window,
         "step_time_ms": _ms(step_us),
         "step_times_ms": [_ms(s.duration_us) for s in profile.steps],
         "breakdown": {c: _share(diagnosis.breakdown.get(c, 0.0)) for c in CATEGORIES},

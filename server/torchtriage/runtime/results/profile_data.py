@@ -197,6 +197,9 @@ class ProfileData:
     device_facts: DeviceFacts | None = None
     memory_shape: MemoryShape | None = None
     gpu_gaps: list[GpuGap] = field(default_factory=list)
+    # How the recorded window was sized (agent/window.py): {adaptive, recorded, ended_by, half_width,
+    # target_half_width}; None in profiles written before it.
+    window: dict[str, Any] | None = None
 
     @property
     def steps_profiled(self) -> int:

@@ -135,7 +135,7 @@ def comparison_html(c: dict[str, Any], base: Path | None) -> str:
         note = (f"The step time changed by {interval['low_ms']:+.2f} to {interval['high_ms']:+.2f} ms "
                 f"({interval['confidence']:.0%} interval over {interval['steps']['before']} and {interval['steps']['after']} steps, "
                 f"blocks of {interval['block_steps']['before']} and {interval['block_steps']['after']}); a change is called when the "
-                "interval excludes zero and the change is at least 5% of the step. ") + note
+                "whole interval lies beyond 5% of the step. ") + note
     if noise.get("note"):
         note += " " + noise["note"][0].upper() + noise["note"][1:] + "."
     return out + f"<p class='caption'>{escape(note)} Details: compare.json in this folder.</p>"
