@@ -148,7 +148,7 @@ def test_every_compiled_report_validates(runs: dict[str, Run]) -> None:
     validator = jsonschema.Draft202012Validator(load_schema())
     for name, run in runs.items():
         assert not list(validator.iter_errors(run.report)), name
-        assert run.report["schema_version"] == "1.2"
+        assert run.report["schema_version"] == "1.3"
         assert run.report["compile"]["compiles"] >= 1, name
         # float32 models: no dtype churn is possible, so op inputs are not recorded (record_shapes costs every op)
         assert json.loads(Path(run.report["trace"]["agent_json"]).read_text())["meta"]["record_shapes"] is False, name

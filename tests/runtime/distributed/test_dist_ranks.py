@@ -32,7 +32,7 @@ def test_every_rank_gets_its_folder_and_the_run_one_combined_report(slowed: tupl
     combined = report(run)
     schema = load_schema()
     jsonschema.validate(combined, schema)
-    assert combined["schema_version"] == SCHEMA_VERSION == "1.2"
+    assert combined["schema_version"] == SCHEMA_VERSION == "1.3"
     ranks = combined["ranks"]
     assert ranks["covered"] == [0, 1] and ranks["world_size"] == 2 and ranks["shown_rank"] == 0 and ranks["backend"] == "gloo"
     for entry in ranks["per_rank"]:

@@ -70,6 +70,11 @@ class ProgressDisplay:
 
     def stage(self, stage: str, fraction: Optional[float] = None) -> None:
         """A stage of the work after the window (the agent's or the host's)."""
+        if self.recorded and self.active_steps != self.recorded:  # the window ended before the steps it had planned
+            self.active_steps = self.recorded  # (an adaptive window, or the script's end): its recording is complete
+            self.describe(f"recording step {self.recorded}/{self.recorded}")
+            if self.task is not None:
+                self.progress.update(self.task, total=self.active_steps, completed=self.recorded)
         text = f"analysing: {stage}" + (f" ({int(100 * fraction)} %)" if fraction is not None else "")
         self.describe(text, stage=stage, fraction=fraction)
 

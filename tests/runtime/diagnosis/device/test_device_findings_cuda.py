@@ -41,7 +41,7 @@ def test_the_report_carries_the_sections_and_renders_them(raw: dict[str, Any], t
     profile = build_profile(raw)
     report = build_report(profile, diagnose(profile), tmp_path)
     jsonschema.validate(report, load_schema())
-    assert report["schema_version"] == "1.2"
+    assert report["schema_version"] == "1.3"
     assert report["device_facts"] == {"float32_matmul_precision": "highest", "allow_tf32": False, "cudnn_allow_tf32": True,
                                       "compute_capability": "8.0"}
     top = report["matmul_shapes"][0]
