@@ -8,8 +8,13 @@ with ``torchtriage compare --format json``:
 * known speed-ups: a per-element Python loop -> vectorised, a loader without workers -> two workers
   (``persistent_workers``), and a 1.6x longer compute step -- every "none" or "slower" is a miss.
 
-    python bench/compare_calls_bench.py              # 5 pairs of each case
+    python bench/compare_calls_bench.py                          # 5 pairs of each case, single runs
     python bench/compare_calls_bench.py --pairs 10
+    python bench/compare_calls_bench.py --interleaved 2          # compare --profile A B --repeat 2 instead
+
+Single runs are two ``torchtriage profile`` runs and a ``torchtriage compare``; ``--interleaved N`` uses
+``torchtriage compare --profile BEFORE AFTER --repeat N`` (before, after, before, after ...), the protocol
+the docs advise for a small difference.
 
 Prints a Markdown table: the case, its pairs, the calls, the false-call or detection rate, and the
 median interval width as a share of the before step.  Nothing is asserted (a noisy machine moves
@@ -124,15 +129,29 @@ def compare(folder: Path, a: str, b: str) -> dict:
     return json.loads(proc.stdout)
 
 
-def run_case(before: str, after: str, pairs: int) -> tuple[Counter, list[float], list[int]]:
+def interleaved(folder: Path, name: str, before: str, after: str, repeat: int) -> dict:
+    """compare.json of ``torchtriage compare --profile`` on the two texts."""
+    (folder / "before").mkdir(exist_ok=True)
+    (folder / "after").mkdir(exist_ok=True)
+    (folder / "before" / "train.py").write_text(before)
+    (folder / "after" / "train.py").write_text(after)
+    subprocess.run([sys.executable, "-m", "torchtriage", "compare", "--profile", "before/train.py", "after/train.py", "--repeat", str(repeat),
+                    "--out", f"runs/{name}", "--quiet"], cwd=folder, check=True, capture_output=True, timeout=1200)
+    return json.loads((folder / "runs" / name / "after" / "compare.json").read_text())
+
+
+def run_case(before: str, after: str, pairs: int, repeat: int = 0) -> tuple[Counter, list[float], list[int]]:
     calls: Counter = Counter()
     widths, steps = [], []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for i in range(pairs):
-            profile(folder, f"a{i}", before)
-            profile(folder, f"b{i}", after)
-            step = compare(folder, f"a{i}", f"b{i}")["step_time"]
+            if repeat:
+                step = interleaved(folder, f"pair{i}", before, after, repeat)["step_time"]
+            else:
+                profile(folder, f"a{i}", before)
+                profile(folder, f"b{i}", after)
+                step = compare(folder, f"a{i}", f"b{i}")["step_time"]
             calls[step["change"]] += 1
             interval = step.get("interval")
             if interval and step["before_ms"] > 0:
@@ -144,11 +163,18 @@ def run_case(before: str, after: str, pairs: int) -> tuple[Counter, list[float],
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5, help="pairs per case (default 5)")
+    parser.add_argument("--interleaved", type=int, default=0, metavar="N",
+                        help="compare --profile BEFORE AFTER --repeat N instead of two single runs")
+    parser.add_argument("-k", "--keyword", default="", help="only the cases whose name contains this")
     args = parser.parse_args()
+    protocol = f"compare --profile --repeat {args.interleaved}" if args.interleaved else "single runs"
+    print(f"protocol: {protocol}", flush=True)
     rows = ["| case | kind | pairs | faster / none / slower | rate | median steps | median interval width |", "|---|---|---|---|---|---|---|"]
     for kind, cases in (("identical", IDENTICAL), ("speed-up", SPEEDUPS)):
         for name, (before, after) in cases.items():
-            calls, widths, steps = run_case(before, after, args.pairs)
+            if args.keyword not in name:
+                continue
+            calls, widths, steps = run_case(before, after, args.pairs, args.interleaved)
             n = sum(calls.values())
             if kind == "identical":
                 rate = f"false calls {(n - calls['none']) / n:.0%}"
