@@ -14,12 +14,14 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-# Mostly sleeping: the step is ~40 ms whatever else the machine runs, as a data wait would be.
+# Mostly sleeping: the step is ~40 ms whatever else the machine runs, as a data wait would be (one thread:
+# with torch's pool of two, a CPU busy with other tests made the few ops wait for a core, 57 vs 45 ms a step).
 STEADY = '''\
 import time
 
 import torch
 
+torch.set_num_threads(1)
 model = torch.nn.Linear(32, 4)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(60):
