@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..runtime.profiling.runner import RunOptions, RunOutcome
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_CANNOT_RUN = 0, 1, 2
+RANKS_ACTIVE = 5  # the recorded window of a multi-process run when --active is not given (every rank the same)
 
 
 def register(subparsers: Any) -> None:
@@ -40,7 +41,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--warmup", type=int, default=2, help="profiled steps thrown away (default 2)")
     parser.add_argument("--active", type=int, default=None,
                         help="steps recorded (default: until the 95%% interval of the mean step is within 5%% of it, at least "
-                             "5 steps and two worker cycles, at most 30 steps or 6 s of recording)")
+                             "5 steps and two worker cycles, at most 30 steps or 6 s of recording; with --nproc-per-node, 5)")
     parser.add_argument("--full", action="store_true", help="let the script finish after the window")
     parser.add_argument("--timeout", type=float, help="stop the whole run after this many seconds")
     parser.add_argument("--no-step-timeout", type=float, default=120.0, help="give up if no step is seen in this many seconds")
@@ -97,6 +98,8 @@ def run_profile(args: argparse.Namespace) -> int:
     from ..runtime.profiling.runner import RunOptions, run_agent
 
     dist = _distributed_options(args)
+    if dist is not None and args.active is None:
+        args.active = RANKS_ACTIVE  # ranks step together: each must stop after the same steps, not its own adaptive window
     run_dir = args.out.resolve() if args.out else new_run_dir(args.script.stem)
     options = RunOptions(
         script=args.script.resolve(), args=script_args, out_dir=run_dir, python=python, run_name=run_dir.name,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +99,15 @@ def test_each_rank_trace_opens_and_tensorboard_sees_one_worker_per_rank(slowed: 
     loaded = RunLoader("run", str(tb), TbCache(tmp_path)).load()
     assert loaded.workers == ["All", f"{host}_0", f"{host}_1"]
     assert "distributed" in [view.name for view in loaded.views]  # the Distributed view compares the two ranks
+
+
+def test_without_active_every_rank_records_the_same_fixed_window(tmp_path: Path) -> None:
+    """Ranks step together: an adaptive window per rank would let one stop while the others wait in a collective."""
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "torchtriage", "profile", "--quiet", "--out", str(out), "--skip-first", "1", "--wait", "0",
+               "--warmup", "1", "--nproc-per-node", "2", str(SCRIPT)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for rank in (0, 1):
+        window = report(out / f"rank{rank}")["window"]
+        assert window == {"adaptive": False, "steps": 5, "ended_by": "", "half_width": None, "target_half_width": None}
