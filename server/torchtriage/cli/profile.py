@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from ..runtime.profiling.runner import RunOptions, RunOutcome
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_CANNOT_RUN = 0, 1, 2
-RANKS_ACTIVE = 5  # the recorded window of a multi-process run when --active is not given (every rank the same)
 
 
 def register(subparsers: Any) -> None:
@@ -98,8 +97,6 @@ def run_profile(args: argparse.Namespace) -> int:
     from ..runtime.profiling.runner import RunOptions, run_agent
 
     dist = _distributed_options(args)
-    if dist is not None and args.active is None:
-        args.active = RANKS_ACTIVE  # ranks step together: each must stop after the same steps, not its own adaptive window
     run_dir = args.out.resolve() if args.out else new_run_dir(args.script.stem)
     options = RunOptions(
         script=args.script.resolve(), args=script_args, out_dir=run_dir, python=python, run_name=run_dir.name,

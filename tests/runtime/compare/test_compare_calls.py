@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+from compare_calls_bench import LOOPED, VECTORISED  # noqa: E402  (the bench's known speed-up: a Python loop, vectorised)
+
 pytestmark = pytest.mark.slow
 
 # Mostly sleeping: the step is ~40 ms whatever else the machine runs, as a data wait would be (one thread:
@@ -32,37 +35,13 @@ for step in range(60):
     opt.zero_grad()
 '''
 
-# A per-element Python loop over a batch, and the same computation vectorised.
-LOOPED = '''\
-import torch
-
-torch.manual_seed(0)
-torch.set_num_threads(1)
-model = torch.nn.Linear(64, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-data = torch.randn(256, 64)
-for step in range(40):
-    scale = torch.empty(256)
-    for i in range(256):
-        scale[i] = data[i].abs().max()
-    loss = model(data / scale[:, None]).pow(2).mean()
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-'''
-VECTORISED = LOOPED.replace('''    scale = torch.empty(256)
-    for i in range(256):
-        scale[i] = data[i].abs().max()
-''', '''    scale = data.abs().amax(dim=1)
-''')
-
 
 def torchtriage(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "torchtriage", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
 def compared(project: Path, before: str, after: str, name: str = "pair") -> dict:
-    """compare.json of ``torchtriage compare --profile`` on two script texts (the same file name when equal)."""
+    """compare.json of ``torchtriage compare --profile`` on two script texts (``before/train.py``, ``after/train.py``)."""
     first, second = project / "before" / "train.py", project / "after" / "train.py"
     for path, text in ((first, before), (second, after)):
         path.parent.mkdir(exist_ok=True)

@@ -136,7 +136,7 @@ class Window:
         step known well enough; ``time`` or ``steps``: a cap; ``events``: the event budget of heavy steps;
         ``script_end``; "" for a fixed window)."""
         if self.adaptive and not self.ended_by and self.durations_ms:
-            self.ended_by = "steps" if self.asked == self.active or self.active > len(self.durations_ms) else "events"
+            self.ended_by = "steps" if self.active == self.asked else "events"  # the cap, or the event budget
         return {"adaptive": self.adaptive, "recorded": len(self.durations_ms), "ended_by": self.ended_by,
                 "half_width": None if self.half_width is None else round(self.half_width, 5),
                 "target_half_width": TARGET_HALF_WIDTH if self.adaptive else None}

@@ -63,11 +63,6 @@ class Side:
         return sum(len(r) for r in self.runs)
 
     @property
-    def mean_ms(self) -> float:
-        """The mean step over every step of every run (each step weighs the same)."""
-        return sum(sum(r) for r in self.runs) / self.steps if self.steps else 0.0
-
-    @property
     def block_length(self) -> int:
         """The block length of this side: the longest any of its runs needs."""
         return max((block_length(r) for r in self.runs), default=1)
@@ -83,9 +78,6 @@ class Interval:
     steps: tuple[int, int]  # steps behind each side (before, after)
     runs: tuple[int, int]
     blocks: tuple[int, int]  # block length of each side (steps)
-
-    def excludes_zero(self) -> bool:
-        return self.low_ms > 0 or self.high_ms < 0
 
 
 def _resampled_mean(side: Side, length: int, rng: random.Random) -> float:

@@ -32,6 +32,8 @@ from typing import Any, Optional
 from ..profiling.runner import BOOTSTRAP, ChildRun, EventCallback, OutputCallback, RunOptions
 from .reap import MARKER_ENV, kill_marked, kill_groups
 
+RANKS_ACTIVE = 5  # the recorded window of every rank when --active is not given
+
 TORCHRUN_OMP_NOTE = "Setting OMP_NUM_THREADS environment variable for each process"
 DIST_GRACE_S = 15.0  # after SIGTERM: ranks export and walk their window before exiting
 MAX_RANKS_PER_CORE = 2  # more ranks than this per usable core only measures the contention
@@ -134,6 +136,8 @@ class TorchrunChild(ChildRun):
         self._keep_open = os.open(fifo, os.O_WRONLY)  # no end of file before the ranks open their ends
         config = options.agent_config(-1)
         config.update(progress_fd=None, progress_path=fifo, ranks=True)
+        if config["active"] is None:  # ranks step together: each must stop after the same steps, not its own window
+            config["active"] = RANKS_ACTIVE
         env = dict(os.environ)
         env["TORCHTRIAGE_AGENT"] = json.dumps(config)
         env[MARKER_ENV] = self.marker

@@ -187,9 +187,8 @@ def profile_interleaved(
         for number in range(1, count + 1):
             if not all(side.run(number, run_one) for side in series):
                 break
-    except BaseException:
+        first = series[0].finish(on_stage)
+        return first, series[1].finish(on_stage) if series[1].runs else None
+    finally:
         for side in series:
-            side.clean()
-        raise
-    first = series[0].finish(on_stage)
-    return first, series[1].finish(on_stage) if series[1].runs else None
+            side.clean()  # what a failure left staged (finish already cleaned its own)
