@@ -17,6 +17,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
 
 def train_one_epoch(model, loader, optimizer, max_steps: int):
     total = 0.0
@@ -39,10 +41,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40)
     args = parser.parse_args()
     torch.manual_seed(0)
-    x = torch.randn(4096, 128)
-    y = torch.randint(0, 16, (4096,))
+    x = torch.randn(4096, 128, device=device)
+    y = torch.randint(0, 16, (4096,), device=device)
     loader = DataLoader(TensorDataset(x, y), batch_size=128, shuffle=True)
-    model = nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 16))
+    model = nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 16)).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
 
     done, mean = 0, torch.zeros(())

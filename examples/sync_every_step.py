@@ -17,12 +17,14 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
 
 def make_loader(samples: int = 2048, features: int = 32) -> DataLoader:
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(samples, features, generator=generator)
     y = (x[:, :4].sum(dim=1, keepdim=True) > 0).float()
-    return DataLoader(TensorDataset(x, y), batch_size=64, shuffle=True, num_workers=0)
+    return DataLoader(TensorDataset(x.to(device), y.to(device)), batch_size=64, shuffle=True, num_workers=0)
 
 
 def main() -> None:
@@ -31,7 +33,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(0)
 
-    model = nn.Sequential(nn.Linear(32, 128), nn.ReLU(), nn.Linear(128, 1))
+    model = nn.Sequential(nn.Linear(32, 128), nn.ReLU(), nn.Linear(128, 1)).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     criterion = nn.BCEWithLogitsLoss()
     loader = make_loader()

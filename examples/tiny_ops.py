@@ -17,6 +17,8 @@ import argparse
 import torch
 from torch import nn
 
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
 
 class TinyBlocks(nn.Module):
     """``depth`` residual blocks of a ``width``-wide linear layer."""
@@ -37,10 +39,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     args = parser.parse_args()
     torch.manual_seed(0)
-    model = TinyBlocks()
+    model = TinyBlocks().to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
-    inputs = torch.randn(args.steps, 4, 16)
-    targets = torch.randn(args.steps, 4, 1)
+    inputs = torch.randn(args.steps, 4, 16, device=device)
+    targets = torch.randn(args.steps, 4, 1, device=device)
 
     for step in range(args.steps):
         x, y = inputs[step], targets[step]

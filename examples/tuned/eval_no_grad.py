@@ -11,12 +11,14 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
 
 @torch.inference_mode()
 def evaluate(model, loader, criterion, max_batches: int):
     model.eval()
-    correct = torch.zeros((), dtype=torch.long)
-    total_loss = torch.zeros(())
+    correct = torch.zeros((), dtype=torch.long, device=device)
+    total_loss = torch.zeros((), device=device)
     batches = 0
     for batch_idx, (x, y) in enumerate(loader):
         if batch_idx >= max_batches:
@@ -33,10 +35,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     args = parser.parse_args()
     torch.manual_seed(0)
-    x = torch.randn(2048, 256)
-    y = torch.randint(0, 10, (2048,))
+    x = torch.randn(2048, 256, device=device)
+    y = torch.randint(0, 10, (2048,), device=device)
     loader = DataLoader(TensorDataset(x, y), batch_size=64)
-    model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 10))
+    model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 10)).to(device)
     loss, correct = evaluate(model, loader, nn.CrossEntropyLoss(), args.steps)
     print(f"tuned eval_no_grad: {args.steps} batches, loss {loss.item():.4f}, correct {correct.item()}")
 

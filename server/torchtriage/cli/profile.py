@@ -59,6 +59,11 @@ def register(subparsers: Any) -> None:
         "--record-shapes", choices=("auto", "on", "off"), default="auto",
         help="record the operand shapes of matmuls and convolutions (Tensor-Core findings); auto: on CUDA runs only",
     )
+    parser.add_argument(
+        "--memory-snapshot", action="store_true",
+        help="CUDA runs: record the caching allocator's history over the recorded window and save it as "
+        "memory_snapshot.pickle in the run folder (open it at pytorch.org/memory_viz); on the CPU it only warns",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no script output")
     parser.add_argument(
         "--progress", choices=("bar", "json"), default="bar",
@@ -102,7 +107,7 @@ def run_profile(args: argparse.Namespace) -> int:
         script=args.script.resolve(), args=script_args, out_dir=run_dir, python=python, run_name=run_dir.name,
         skip_first=args.skip_first, wait=args.wait, warmup=args.warmup, active=args.active, device=args.device,
         full=args.full, timeout_s=args.timeout, no_step_timeout_s=args.no_step_timeout, sample_interval_ms=args.sample_interval_ms,
-        max_events=args.max_events, record_shapes=args.record_shapes,
+        max_events=args.max_events, record_shapes=args.record_shapes, memory_snapshot=args.memory_snapshot,
     )
     if dist is not None:
         run: Any = _profile_ranks(options, dist, args)

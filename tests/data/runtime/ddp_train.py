@@ -8,7 +8,7 @@ N micro-batches per optimizer step, every one synchronised (no ``no_sync``);
 that forward never uses; ``--no-sync``: the accumulation micro-batches but the
 last run under ``model.no_sync()``; ``--hang-rank K --hang-step S``: rank K
 ignores SIGTERM and sleeps for an hour at step S (the others block in the next
-all-reduce).
+all-reduce); ``--backend nccl``: NCCL, each rank on ``cuda:LOCAL_RANK`` (the GPU runs).
 """
 import argparse
 import contextlib
@@ -64,19 +64,24 @@ def main():
     parser.add_argument("--hang-rank", type=int, default=-1)
     parser.add_argument("--hang-step", type=int, default=3)
     parser.add_argument("--no-sync", action="store_true")
+    parser.add_argument("--backend", choices=("gloo", "nccl"), default="gloo")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    dist.init_process_group("gloo")
+    device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', '0')}") if args.backend == "nccl" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    dist.init_process_group(args.backend)
     rank = dist.get_rank()
     torch.manual_seed(0)
     delay = args.slow_ms / 1000.0 if rank == args.slow_rank else 0.0
     data = Batches(8 * args.steps * args.accumulate * dist.get_world_size(), delay)
     loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data, shuffle=False))
-    model = DistributedDataParallel(Net(args.spare), find_unused_parameters=args.find_unused)
+    model = DistributedDataParallel(Net(args.spare).to(device), find_unused_parameters=args.find_unused)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     micro = 0
     step = 0
     for x, y in loader:
+        x, y = x.to(device), y.to(device)
         micro += 1
         last = micro % args.accumulate == 0
         sync = contextlib.nullcontext() if last or not args.no_sync else model.no_sync()

@@ -27,6 +27,7 @@ from .wire import WIRE_VERSION, encode_samples
 from .collect import Collector
 from .describe import device_name, user_traceback
 from .memfacts import OptimizerRegistry
+from .memsnapshot import CPU_WARNING, SNAPSHOT_NAME, MemorySnapshot
 from .resources import resource_records
 from .ranks import DdpWatch, rank_identity, tensorboard_name
 from .dtypes import DtypeRecorder
@@ -83,6 +84,7 @@ class Session:
         self.meta: Dict[str, Any] = {}
         self.status: Dict[str, Any] = {"status": "completed", "message": "", "traceback": "", "exit_code": 0}
         self.warnings: List[str] = []
+        self.snapshot = self._memory_snapshot()  # --memory-snapshot: the allocator's history over the window (CUDA only)
 
     # -- setup ---------------------------------------------------------------
     def _device(self) -> str:
@@ -90,6 +92,15 @@ class Session:
         if wanted == "cuda" and not cuda_available():
             raise RuntimeError("--device cuda was asked for but torch.cuda.is_available() is False")
         return "cuda" if wanted == "cuda" or (wanted == "auto" and cuda_available()) else "cpu"
+
+    def _memory_snapshot(self) -> Optional[MemorySnapshot]:
+        """What ``--memory-snapshot`` asks for on this device: a snapshot on CUDA, a warning on the CPU."""
+        if not self.config.get("memory_snapshot"):
+            return None
+        if self.device != "cuda":
+            self.warnings.append(CPU_WARNING)
+            return None
+        return MemorySnapshot(self.out_dir)
 
     def _profiler(self) -> profile:
         activities = [ProfilerActivity.CPU]
@@ -138,6 +149,7 @@ class Session:
         if action in RECORDING:
             self.step_hints.append((before, after))
             self.sampler.start()
+            self._start_snapshot()
         phase = {ProfilerAction.WARMUP: "warmup", ProfilerAction.NONE: "waiting"}.get(action, "recording")
         self.channel.send("step", step=self.steps_seen, phase=phase, active=self.window.active)
 
@@ -151,6 +163,7 @@ class Session:
             self.meta["stop_s"] = round(time.perf_counter() - self._stopping_at, 3)
         previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
         try:
+            self._stop_snapshot()
             self._save(prof)
         finally:
             signal.signal(signal.SIGTERM, previous)
@@ -158,6 +171,25 @@ class Session:
             self.status.update(status="stopped_after_window", message="stopped once the active window was recorded")
             self._write_agent_json()
             self.channel.done_and_exit(self.status["status"])
+
+    # -- memory snapshot -----------------------------------------------------
+    def _start_snapshot(self) -> None:
+        """The window records: start the allocator's history (once; a failure is a warning)."""
+        if self.snapshot is not None:
+            self._warn(self.snapshot.start())
+
+    def _stop_snapshot(self) -> None:
+        """The window ended: save the snapshot into the run folder and stop the history."""
+        if self.snapshot is None or not self.snapshot.recording:
+            return
+        self._stage("saving the CUDA memory snapshot")
+        self._warn(self.snapshot.stop())
+        if self.snapshot.saved:
+            self.meta["memory_snapshot"] = SNAPSHOT_NAME
+
+    def _warn(self, warning: Optional[str]) -> None:
+        if warning and warning not in self.warnings:
+            self.warnings.append(warning)
 
     # -- outputs -------------------------------------------------------------
     def _stage(self, stage: str, fraction: Optional[float] = None) -> None:
@@ -334,6 +366,7 @@ class Session:
             if not recording and self.steps_seen == 0 and self.status["status"] == "completed":
                 self.status.update(status="no_steps", message="the script finished without an optimizer step, loader iteration or forward call")
         self.sampler.stop()
+        self._stop_snapshot()  # still recording only when the profiler failed to stop: keep the snapshot all the same
         self._write_agent_json()
         self.channel.send("done", status=self.status["status"])
 

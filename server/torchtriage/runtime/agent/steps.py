@@ -42,8 +42,10 @@ class StepDetector:
         self._forward_calls = 0
         self._depth = 0
         self._original_next: Any = None
+        self._patched_next: Any = None
         self._original_scaler_step: Any = None
         self._in_scaler_step = 0
+        self._in_optimizer_hook = 0
         self.enabled = True
 
     # -- installation -------------------------------------------------
@@ -66,6 +68,7 @@ class StepDetector:
             return original(iterator)
 
         self._original_next = original
+        self._patched_next = __next__
         base.__next__ = __next__  # type: ignore[method-assign]
         self._patch_grad_scaler()
 
@@ -92,15 +95,24 @@ class StepDetector:
         GradScaler.step = step  # type: ignore[method-assign]
 
     def uninstall(self) -> None:
+        """Stop counting and take the hooks out, except what cannot be taken out safely now.
+
+        Inside an optimizer step torch is iterating over the global hook dict: removing
+        ours there breaks the step of any script (or tool) with a global hook after ours
+        ("OrderedDict mutated during iteration"), so the hook stays, disabled.  A
+        ``DataLoader.__next__`` that someone patched over ours is left as they set it.
+        """
         self.enabled = False
         self._drop_forward_hooks()
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
+        if not self._in_optimizer_hook:
+            for handle in self._handles:
+                handle.remove()
+            self._handles.clear()
         if self._original_next is not None:
             from torch.utils.data import dataloader
 
-            dataloader._BaseDataLoaderIter.__next__ = self._original_next  # type: ignore[method-assign]
+            if dataloader._BaseDataLoaderIter.__next__ is self._patched_next:
+                dataloader._BaseDataLoaderIter.__next__ = self._original_next  # type: ignore[method-assign]
             self._original_next = None
         if self._original_scaler_step is not None:
             from torch.amp.grad_scaler import GradScaler
@@ -125,7 +137,11 @@ class StepDetector:
     def _optimizer_stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self._in_scaler_step:
             return  # counted when scaler.step() returns, skipped or not
-        self._stepped(optimizer)
+        self._in_optimizer_hook += 1
+        try:
+            self._stepped(optimizer)
+        finally:
+            self._in_optimizer_hook -= 1
 
     def _stepped(self, optimizer: Any) -> None:
         if not self.enabled:

@@ -87,7 +87,22 @@ def profile_from_outcome(outcome: RunOutcome, options: RunOptions) -> ProfileDat
             extra["trace"] = str(trace)
             extra["tensorboard_logdir"] = str(options.out_dir / "tb")
             break
+    snapshot = memory_snapshot(raw["meta"], options.out_dir)
+    if snapshot is not None:
+        extra["memory_snapshot"] = str(snapshot)
     return build_profile(raw, status=status, extra=extra)
+
+
+def memory_snapshot(meta: dict[str, Any], run_dir: Path) -> Optional[Path]:
+    """The run folder's CUDA memory snapshot (``--memory-snapshot``), when the agent wrote one and it is there.
+
+    agent.json's ``meta.memory_snapshot`` names the file inside the folder the agent wrote to, so a run
+    staged elsewhere and moved (``--repeat``) still finds its own."""
+    name = meta.get("memory_snapshot")
+    if not isinstance(name, str) or not name:
+        return None
+    path = run_dir / Path(name).name
+    return path if path.is_file() else None
 
 
 def static_findings(profile: ProfileData) -> list[Finding]:

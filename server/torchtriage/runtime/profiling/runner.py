@@ -49,6 +49,7 @@ class RunOptions:
     sample_interval_ms: float = 1.0
     max_events: int = 300_000  # profiler events per run (fewer recorded steps when steps are heavy); 0: no limit
     record_shapes: str = "auto"  # operand shapes of matmuls/convolutions: "auto" (CUDA runs only), "on", "off"
+    memory_snapshot: bool = False  # CUDA runs: the allocator's history over the window as memory_snapshot.pickle
 
     def agent_config(self, progress_fd: int) -> dict[str, Any]:
         return {
@@ -63,6 +64,7 @@ class RunOptions:
             "sample_interval_s": self.sample_interval_ms / 1000.0,
             "max_events": self.max_events,
             "record_shapes": {"on": True, "off": False}.get(self.record_shapes, "auto"),
+            "memory_snapshot": self.memory_snapshot,
             "progress_fd": progress_fd,
         }
 
