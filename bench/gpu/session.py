@@ -54,6 +54,7 @@ STEPS = {
 OVERHEAD = ("big_matmul", "tiny_ops", "sync_every_step", "slow_loader")
 LAB_ORDER = ("big_matmul", "tiny_ops", "sync_every_step", "device_moves", "graph_leak", "slow_loader")
 TRACE_BUDGET = 15 * 1024 * 1024
+TRIM_LIMIT = 3 * 1024 * 1024
 
 
 class Session:
@@ -65,6 +66,11 @@ class Session:
         self.device = device
         self.figures: dict[str, Any] = {"device": device, "profile": {}, "timing": {}, "lab": {}, "extra": {}}
         self.log_file = (work / "log.txt").open("a", encoding="utf-8")
+        self.examples: list[str] = list(STEPS)
+        self.timed: list[str] = list(STEPS)
+        self.labs: list[str] = list(LAB_ORDER)
+        self.lab_modes = "fp32,bf16,bf16+compile"
+        self.snapshot = True
 
     def log(self, message: str) -> None:
         line = f"[{time.strftime('%H:%M:%S')}] {message}"
@@ -122,7 +128,8 @@ def facts(session: Session) -> None:
 
 
 def profile_examples(session: Session) -> None:
-    for name, steps in STEPS.items():
+    for name in session.examples:
+        steps = STEPS[name]
         out = session.work / "runs" / name
         result = session.run(f"profile-{name}", torchtriage("profile", "--device", session.device, "--quiet", "--out", str(out),
                                                             str(EXAMPLES / f"{name}.py"), "--", "--steps", str(steps)), 120)
@@ -152,7 +159,7 @@ def clocked(session: Session, label: str, script: Path, steps: int, profiled: bo
 
 
 def overhead(session: Session) -> None:
-    for name in OVERHEAD:
+    for name in (n for n in OVERHEAD if n in session.timed):
         script = EXAMPLES / f"{name}.py"
         session.figures["timing"].setdefault(name, {})["before"] = clocked(session, f"{name}-before", script, STEPS[name], False)
         session.figures["timing"][name]["profiled"] = clocked(session, f"{name}-profiled", script, STEPS[name], True)
@@ -161,7 +168,8 @@ def overhead(session: Session) -> None:
 def fixes_and_tuned(session: Session) -> None:
     fixed_dir = session.work / "fixed"
     fixed_dir.mkdir(exist_ok=True)
-    for name, steps in STEPS.items():
+    for name in session.timed:
+        steps = STEPS[name]
         timing = session.figures["timing"].setdefault(name, {})
         if "before" not in timing:
             timing["before"] = clocked(session, f"{name}-before", EXAMPLES / f"{name}.py", steps, False)
@@ -182,9 +190,9 @@ def fixes_and_tuned(session: Session) -> None:
 
 
 def labs(session: Session) -> None:
-    for name in LAB_ORDER:
+    for name in session.labs:
         out = session.work / "labs" / name
-        result = session.run(f"lab-{name}", torchtriage("lab", "--quiet", "--steps", "15", "--warmup", "3", "--timeout", "100",
+        result = session.run(f"lab-{name}", torchtriage("lab", "--quiet", "--modes", session.lab_modes, "--steps", "15", "--warmup", "3", "--timeout", "100",
                                                         "--out", str(out), str(EXAMPLES / f"{name}.py"), "--", "--steps", "40"), 200)
         lab = _read_json(out / "lab.json")
         if lab:
@@ -194,7 +202,7 @@ def labs(session: Session) -> None:
 
 def extras(session: Session) -> None:
     helps = subprocess.run(torchtriage("profile", "--help"), capture_output=True, text=True, timeout=60, cwd=ROOT).stdout
-    if "--memory-snapshot" in helps:
+    if "--memory-snapshot" in helps and session.snapshot:
         out = session.work / "runs" / "graph_leak_snapshot"
         result = session.run("profile-snapshot", torchtriage("profile", "--device", session.device, "--quiet", "--memory-snapshot",
                                                              "--out", str(out), str(EXAMPLES / "graph_leak.py"), "--", "--steps", "30"), 90)
@@ -234,7 +242,8 @@ def pack(session: Session, out: Path) -> None:
     (session.work / "figures.json").write_text(json.dumps(session.figures, indent=1, default=str), encoding="utf-8")
     traces: list[Path] = []
     for trace in sorted(session.work.glob("*runs/*/trace.json.gz")):
-        trim_trace(trace, trace.with_name("trace_trimmed.json.gz"))
+        if trace.stat().st_size <= TRIM_LIMIT:  # a big one takes a minute to parse: it travels whole or not at all
+            trim_trace(trace, trace.with_name("trace_trimmed.json.gz"))
         traces.append(trace)
     with tarfile.open(out / "cuda_results.tar.gz", "w:gz") as tar:
         for path in sorted(session.work.rglob("*")):
@@ -254,6 +263,10 @@ def pack(session: Session, out: Path) -> None:
     session.log(f"packed: {[(p.name, p.stat().st_size) for p in out.iterdir()]}")
 
 
+def split(names: str) -> list[str]:
+    return [n for n in names.split(",") if n]
+
+
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -268,11 +281,18 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=380.0, help="seconds for everything before packing")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--parts", default="profile,overhead,fixes,extras,lab")
+    parser.add_argument("--examples", default=",".join(STEPS), help="examples to profile")
+    parser.add_argument("--timed", default=",".join(STEPS), help="examples to time before and after fixes")
+    parser.add_argument("--labs", default=",".join(LAB_ORDER), help="examples to run the lab on")
+    parser.add_argument("--lab-modes", default="fp32,bf16,bf16+compile")
+    parser.add_argument("--no-snapshot", action="store_true")
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     session = Session(args.work, args.budget, args.device)
+    session.examples, session.timed, session.labs = (split(v) for v in (args.examples, args.timed, args.labs))
+    session.lab_modes, session.snapshot = args.lab_modes, not args.no_snapshot
     parts = {"profile": profile_examples, "overhead": overhead, "fixes": fixes_and_tuned, "extras": extras, "lab": labs}
     try:
         facts(session)

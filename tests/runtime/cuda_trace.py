@@ -77,9 +77,10 @@ class Tree:
     def launch(self, kernel: str, cpu_start: int, gpu_start: int, gpu_ns: int) -> list[SimpleNamespace]:
         """A ``cudaLaunchKernel`` on the main thread and the kernel it queued on the GPU."""
         self.correlation += 1
-        runtime = self._node(EventType.Kineto, "cudaLaunchKernel", cpu_start, cpu_start + 8 * US, [], correlation=self.correlation)
         kernel_node = self._node(EventType.Kineto, kernel, gpu_start, gpu_start + gpu_ns, [], tid=GPU_TID, correlation=self.correlation)
-        return [runtime, kernel_node]
+        # As torch builds the tree (checked on an H100, torch 2.11): the kernel is a child of its launch.
+        runtime = self._node(EventType.Kineto, "cudaLaunchKernel", cpu_start, cpu_start + 8 * US, [kernel_node], correlation=self.correlation)
+        return [runtime]
 
     def sync(self, start: int, end: int) -> SimpleNamespace:
         return self._node(EventType.Kineto, "cudaStreamSynchronize", start, end, [], correlation=0)

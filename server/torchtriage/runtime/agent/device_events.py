@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-from .event_tree import NodeState, is_runtime
+from .event_tree import KINETO, NodeState, is_runtime
 from .step_timeline import StepTimeline
 from .wire import Alloc, GpuActivity, Sync
 
@@ -58,6 +58,17 @@ class DeviceEvents(StepTimeline):
             if step >= 0:
                 self._charge(step, state.chain, category, name, state.root, main, ns)
                 self.op_table.add(name, "cpu", main, ns, ns, (self._chain(state.chain), state.root), ns)
+            for child in node.children:  # torch hangs the kernel or copy under the call that launched it
+                if child.tag.value == KINETO and not is_runtime(child.name):
+                    self.events += 1
+                    self._device_activity(child, state)
+            return
+        self._device_activity(node, state)
+
+    def _device_activity(self, node: Any, state: NodeState) -> None:
+        """A GPU kernel, copy or memset; a GPU-side annotation (``ProfilerStep#N`` and
+        ``record_function`` ranges mirrored on the stream: no launch, correlation id 0) is not work."""
+        if not node.correlation_id:
             return
         if state.chain or state.root >= 0:
             self._gpu_activity(node, (state.chain, state.root), state.shape)
