@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
+GPU_ANNOTATIONS = ("gpu_user_annotation",)
 
 
 @dataclass(frozen=True)
@@ -40,19 +42,60 @@ class Trace:
 
     @property
     def steps(self) -> list[TraceEvent]:
-        return sorted((e for e in self.events if e.name.startswith("ProfilerStep#")), key=lambda e: e.start_us)
+        """The CPU's ``ProfilerStep#N`` ranges (not their mirror on the GPU's timeline)."""
+        return sorted((e for e in self.events if e.name.startswith("ProfilerStep#") and e.category not in GPU_ANNOTATIONS),
+                      key=lambda e: e.start_us)
 
     def kernels(self) -> list[TraceEvent]:
         return [e for e in self.events if e.category in KERNEL_CATEGORIES]
 
+    def launch_times(self) -> dict[Any, float]:
+        """Correlation id -> when the CPU launched it (runtime and driver API calls)."""
+        return {e.args.get("correlation"): e.start_us for e in self.events if e.category in LAUNCH_CATEGORIES}
+
     def kernels_per_step(self) -> list[int]:
         """GPU activities whose launch falls in each step (by correlation to the runtime call)."""
-        launches = {e.args.get("correlation"): e.start_us for e in self.events if e.category == "cuda_runtime"}
+        launches = self.launch_times()
         launched = sorted(launches.get(k.args.get("correlation"), k.start_us) for k in self.kernels())
         counts = []
         for step in self.steps:
             counts.append(bisect_left(launched, step.end_us) - bisect_left(launched, step.start_us))
         return counts
+
+    def device_work(self) -> dict[int, "StepWork"]:
+        """Step number -> the GPU work its launches queued: busy time, NCCL time, when the last of it ended.
+
+        Read here rather than from the agent's event tree, which on an H100 (torch 2.11) did not hold
+        the backward pass's launches (they run on the autograd engine's device thread)."""
+        steps = self.steps
+        starts = [s.start_us for s in steps]
+        launches = self.launch_times()
+        work: dict[int, StepWork] = {}
+        for kernel in self.kernels():
+            launched = launches.get(kernel.args.get("correlation"))
+            if launched is None:
+                continue
+            position = bisect_left(starts, launched + 1e-9) - 1
+            if position < 0 or launched >= steps[position].end_us:
+                continue
+            number = int(steps[position].name.split("#", 1)[1]) if steps[position].name[13:].isdigit() else position
+            entry = work.setdefault(number, StepWork())
+            entry.kernels += 1
+            entry.busy_us += kernel.duration_us
+            entry.end_us = max(entry.end_us, kernel.end_us)
+            if "nccl" in kernel.name.lower():
+                entry.communication_us += kernel.duration_us
+        return work
+
+
+@dataclass
+class StepWork:
+    """The GPU work one step's launches queued (times in the trace's microseconds)."""
+
+    kernels: int = 0
+    busy_us: float = 0.0
+    communication_us: float = 0.0
+    end_us: float = 0.0
 
 
 def parse_events(raw: Iterable[Any]) -> tuple[list[TraceEvent], int]:

@@ -29,6 +29,7 @@ from ..results.profile_data import (
     SyncPoint,
 )
 from .compiles import read_compiles
+from .device_time import device_work, gpu_bound_steps
 from .dtypes import read_dtype_lines
 from .samples import FrameSample, LineResolver, read_samples
 from ..results.device_facts import facts_from_wire
@@ -274,6 +275,10 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
         times = {c: round(raw_times.get(c, 0.0), 3) for c in CATEGORIES}
         times["idle"] = round(max(0.0, step.duration_us - sum(times.values()) - raw_times.get("profiler", 0.0)), 3)
         per_step.append(times)
+    work = device_work(steps, attribution.gpu, (extra or {}).get("trace")) if device == "cuda" else {}
+    gpu_paced = gpu_bound_steps(steps, work, per_step) if work else 0
+    if gpu_paced:  # those steps' categories are the GPU's now: the totals follow
+        category_us = {c: round(sum(times[c] for times in per_step), 3) for c in CATEGORIES}
     workers = meta.get("loader_workers")
     worker_samples = read_samples(raw, "worker_samples")
     sampled = attribution.charge_worker_lines(worker_samples, raw_steps[0].start_ns, raw_steps[-1].end_ns) if raw_steps else 0
@@ -299,6 +304,12 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
     if meta.get("dynamo"):
         info["dynamo"] = meta["dynamo"]
     warnings = list(raw.get("warnings", []))
+    if gpu_paced:
+        info["gpu_paced_steps"] = gpu_paced
+        warnings.append(
+            f"the GPU set the pace in {gpu_paced} of {len(steps)} recorded steps (the CPU launched ahead of it): "
+            "those steps run to the end of their kernels, and their time is the GPU's (kernels, and idle between them)"
+        )
     compiling = [(s.index, s.compile_us) for s in steps if s.compile_us >= 1.0]
     if compiling:
         warnings.append(
@@ -323,7 +334,7 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
         memory_steps=memory_steps,
         memory_lines=memory_lines,
         ops_per_step=float(raw.get("top_level_ops", 0)) / n,
-        kernels_per_step=len(gpu) / n,
+        kernels_per_step=(sum(w.kernels for w in work.values()) if work else len(gpu)) / n,
         loader_workers=workers,
         status=status or RunStatus(**{k: agent_status[k] for k in ("status", "message", "traceback", "exit_code") if k in agent_status}),
         warnings=warnings,

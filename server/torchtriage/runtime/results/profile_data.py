@@ -41,10 +41,11 @@ class StepTiming:
     start_us: float
     end_us: float
     compile_us: float = 0.0  # torch.compile compiling inside this step: not step time (left out of duration_us)
+    device_backlog_us: float = 0.0  # the GPU still ran this step's kernels after the CPU ended it (attribution/device_time.py)
 
     @property
     def duration_us(self) -> float:
-        return self.end_us - self.start_us - self.compile_us
+        return self.end_us - self.start_us - self.compile_us + self.device_backlog_us
 
 
 @dataclass
