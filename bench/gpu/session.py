@@ -216,8 +216,9 @@ def extras(session: Session) -> None:
         session.figures["extra"]["nccl"] = result
 
 
-def trim_trace(source: Path, target: Path, steps: int = 2) -> bool:
-    """Keep the metadata and the events of the first STEPS recorded steps (GPU work that runs late included)."""
+def trim_trace(source: Path, target: Path, steps: int = 2, drop: tuple[str, ...] = ()) -> bool:
+    """Keep the metadata and the events of the first STEPS recorded steps (GPU work that runs late included),
+    less the categories in DROP."""
     try:
         with gzip.open(source, "rt", encoding="utf-8") as handle:
             trace = json.load(handle)
@@ -230,7 +231,7 @@ def trim_trace(source: Path, target: Path, steps: int = 2) -> bool:
         return False
     start, end = marks[0][0], marks[min(steps, len(marks)) - 1][1]
     end += end - start  # kernels queued in the window may finish after it
-    trace["traceEvents"] = [e for e in events if e.get("ph") == "M" or start <= float(e.get("ts", start)) <= end]
+    trace["traceEvents"] = [e for e in events if e.get("ph") == "M" or (start <= float(e.get("ts", start)) <= end and e.get("cat") not in drop)]
     with gzip.open(target, "wt", encoding="utf-8") as handle:
         json.dump(trace, handle)
     return True

@@ -15,7 +15,7 @@ from typing import Any, Optional, Tuple
 
 from .event_tree import KINETO, NodeState, is_runtime
 from .step_timeline import StepTimeline
-from .wire import Alloc, GpuActivity, Sync
+from .wire import Alloc, GpuActivity, Sync, is_gpu_annotation
 
 CUDA_SYNCS = {
     "cudaStreamSynchronize": "stream_sync",
@@ -68,7 +68,7 @@ class DeviceEvents(StepTimeline):
     def _device_activity(self, node: Any, state: NodeState) -> None:
         """A GPU kernel, copy or memset; a GPU-side annotation (``ProfilerStep#N`` and
         ``record_function`` ranges mirrored on the stream: no launch, correlation id 0) is not work."""
-        if not node.correlation_id:
+        if not node.correlation_id or is_gpu_annotation(node.name) or node.name in self.annotations:
             return
         if state.chain or state.root >= 0:
             self._gpu_activity(node, (state.chain, state.root), state.shape)

@@ -75,6 +75,7 @@ class NodeVisitor(DeviceEvents):
         elif tag == TORCH_OP:
             fields = node.extra_fields
             if fields.scope == USER_SCOPE:
+                self.annotations.add(node.name)  # its mirror on the GPU's timeline is no kernel either
                 return None  # record_function ranges (ProfilerStep#N, Optimizer.step#...) are labels, not work
             name = op_name = node.name
             if state.scope >= 0:  # reached from user code without a Python call: line unknown

@@ -10,7 +10,7 @@ itself and the output records are in ``collect.py``.  Standard library and torch
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .comms import CollectiveIntervals
 from .dtypes import DtypeRecorder
@@ -80,6 +80,7 @@ class WalkRecords:
         self._anchors: Dict[int, Tuple[Tuple[int, ...], int]] = {}
         self._launches: Dict[int, Tuple[Tuple[int, ...], int, int, int]] = {}
         self._orphans: List[Any] = []
+        self.annotations: Set[str] = set()  # names of the record_function ranges met (agent/device_events.py)
         self._window_start = 0
         self.collectives = CollectiveIntervals()
         self._compile_spans: List[Tuple[int, int]] = []  # outermost compile-context nodes

@@ -295,6 +295,12 @@ RECORDS: Dict[str, Type[Any]] = {
 }
 
 
+def is_gpu_annotation(name: str) -> bool:
+    """A ``record_function`` range that torch mirrors on the GPU's timeline (``ProfilerStep#N``,
+    ``Optimizer.step#SGD.step``): a label spanning kernels, not GPU work."""
+    return name.startswith("ProfilerStep#") or (name.startswith("Optimizer.") and "#" in name)
+
+
 def read_records(rows: Iterable[Iterable[Any]], record: Type[Record]) -> List[Record]:
     """Rows read from agent.json as ``record`` tuples; a row of the wrong length raises ValueError."""
     out = []

@@ -16,7 +16,7 @@ from __future__ import annotations
 import collections
 from typing import Any, Optional
 
-from ..agent.wire import WIRE_VERSION, Alloc, Charge, GpuActivity, OpStat, Root, Site, Step, Sync, read_records
+from ..agent.wire import WIRE_VERSION, Alloc, Charge, GpuActivity, OpStat, Root, Site, Step, Sync, is_gpu_annotation, read_records
 from ..results.profile_data import (
     CATEGORIES,
     LineCost,
@@ -93,7 +93,8 @@ class Attribution:
         self.sites = read_records(raw.get("sites", []), Site)
         self.chains: list[list[int]] = raw.get("chains", [])
         self.charges = read_records(raw.get("charges", []), Charge)
-        self.gpu = read_records(raw.get("gpu", []), GpuActivity)
+        # agent.json written before the agent left GPU-side annotations out may hold them
+        self.gpu = [g for g in read_records(raw.get("gpu", []), GpuActivity) if not is_gpu_annotation(g.name)]
         self.syncs = read_records(raw.get("syncs", []), Sync)
         self.allocs = read_records(raw.get("allocs", []), Alloc)
         interval = (raw.get("meta") or {}).get("sample_interval_s")

@@ -1,0 +1,110 @@
+"""Keep a GPU session's run folders as test data: ``tests/data/runtime/cuda/<case>/``.
+
+    python bench/gpu/save_cases.py SESSION_DIR [SESSION_DIR...]   # unpacked cuda_results (+ cuda_traces)
+
+For each example run found (a later SESSION_DIR wins) it writes, in the case's folder:
+``agent.json.gz`` (what the agent recorded on the GPU), ``trace.json.gz`` when
+the trace is small (``FULL_TRACE_LIMIT``; the CI tests rebuild the report from
+it) or else ``trace_trimmed.json.gz`` (two steps, for reading), the example
+script as it ran (``script.py``: the line numbers in the records are its
+lines), and ``report.json`` rebuilt from those records by this checkout's host
+code.  ``cases.json`` lists the cases with the GPU, torch and driver they ran on; ``clocks.json``
+holds the step times the workloads' own synchronised clock read (``step_clock.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "server"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from session import trim_trace  # noqa: E402
+from torchtriage.runtime.attribution.lines import build_profile  # noqa: E402
+from torchtriage.runtime.profiling.finish import write_outputs  # noqa: E402
+
+TARGET = ROOT / "tests" / "data" / "runtime" / "cuda"
+FULL_TRACE_LIMIT = 1024 * 1024
+
+
+def save_case(run: Path, facts: dict, manifest: dict) -> None:
+    case = run.name
+    target = TARGET / case
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    raw = json.loads((run / "agent.json").read_text(encoding="utf-8"))
+    with gzip.open(target / "agent.json.gz", "wt", encoding="utf-8") as handle:
+        json.dump(raw, handle, separators=(",", ":"))
+    trace = run / "trace.json.gz"
+    extra: dict = {}
+    if trace.exists() and trace.stat().st_size <= FULL_TRACE_LIMIT:
+        shutil.copy(trace, target / "trace.json.gz")
+        extra["trace"] = str(target / "trace.json.gz")
+    elif trace.exists():
+        trim_trace(trace, target / "trace_trimmed.json.gz", steps=1, drop=("python_function", "cpu_instant_event"))
+    script = Path(raw["meta"]["script"])
+    shutil.copy(ROOT / "examples" / script.name, target / "script.py")
+    with tempfile.TemporaryDirectory() as scratch:
+        profile = build_profile(raw, extra=extra)
+        report = write_outputs(profile, Path(scratch))
+    (target / "report.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    manifest[case] = {
+        "script": script.name,
+        "argv": raw["meta"].get("argv"),
+        "device": raw["meta"].get("device"),
+        "device_name": raw["meta"].get("device_name"),
+        "torch_version": raw["meta"].get("torch_version"),
+        "driver": facts.get("nvidia_smi", ""),
+        "full_trace": "trace" in extra,
+        "verdict": report["bottleneck"]["kind"] if report else None,
+    }
+    print(f"{case}: {manifest[case]['verdict']}, {sum(p.stat().st_size for p in target.iterdir()) // 1024} KiB")
+
+
+def save_clocks(sessions: list[Path]) -> dict:
+    """Per example and variant, the synchronised clock's step times (ms): median and mean past the first 5
+    steps, or over the profiled steps for a profiled run; a later session's runs replace an earlier's."""
+    clocks: dict = {}
+    for session in sessions:
+        timed = {path.stem.rsplit("-", 1)[0] for path in (session / "clock").glob("*.json")}
+        for example in timed:  # a later session's example may have changed: none of the earlier runs stay
+            clocks.pop(example, None)
+        for path in sorted((session / "clock").glob("*.json")):
+            example, variant = path.stem.rsplit("-", 1)
+            data = json.loads(path.read_text(encoding="utf-8"))
+            steps = [ms for ms, on in zip(data["steps_ms"], data["profiled"]) if on] if variant == "profiled" else data["steps_ms"][5:]
+            if steps:
+                clocks.setdefault(example, {})[variant] = {
+                    "median_ms": round(statistics.median(steps), 3), "mean_ms": round(statistics.fmean(steps), 3), "steps": len(steps)}
+    (TARGET / "clocks.json").write_text(json.dumps(clocks, indent=1) + "\n", encoding="utf-8")
+    return clocks
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sessions", nargs="+", type=Path)
+    parser.add_argument("--skip", default="", help="comma-separated cases to leave out")
+    args = parser.parse_args()
+    runs: dict[str, tuple[Path, dict]] = {}
+    for session in args.sessions:
+        facts = json.loads((session / "facts.json").read_text(encoding="utf-8"))
+        for run in sorted((session / "runs").iterdir()):
+            if (run / "agent.json").exists() and (ROOT / "examples" / f"{run.name}.py").exists() and run.name not in args.skip:
+                runs[run.name] = (run, facts)
+    manifest: dict = {}
+    for name in sorted(runs):
+        save_case(runs[name][0], runs[name][1], manifest)
+    (TARGET / "cases.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    save_clocks(args.sessions)
+
+
+if __name__ == "__main__":
+    main()

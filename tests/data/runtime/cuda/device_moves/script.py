@@ -1,0 +1,67 @@
+"""CUDA-style code with avoidable host-to-device traffic; it still runs on the CPU.
+
+Hazards the linter reports: TT301 (``.to(device)`` without ``non_blocking``),
+TT305 (``torch.zeros(...).to(device)`` built on the CPU and copied every
+step), TT302/TT303 (loader without workers or pinned memory), plus the
+optimizer/precision rules when present (no ``fused=True``, no autocast).
+Tuned counterpart: ``tuned/device_moves.py``.
+
+    python examples/device_moves.py --steps 30
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class Classifier(nn.Module):
+    def __init__(self, features: int = 128, hidden: int = 256, classes: int = 10) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.body(x))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=30)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    features = torch.randn(2048, 128)
+    labels = torch.randint(0, 10, (2048,))
+    train_loader = DataLoader(TensorDataset(features, labels), batch_size=64, shuffle=True)
+
+    model = Classifier().to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    criterion = nn.CrossEntropyLoss()
+
+    step = 0
+    for epoch in range(100):
+        model.train()
+        for images, targets in train_loader:
+            images = images.to(device)
+            targets = targets.to(device)
+            noise = torch.zeros(images.shape).to(device)
+            logits = model(images + noise)
+            loss = criterion(logits, targets)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            step += 1
+            if step == args.steps:
+                break
+        if step == args.steps:
+            break
+    print(f"device_moves: {step} steps on {device}, final loss {loss.item():.4f}")
+
+
+if __name__ == "__main__":
+    main()
