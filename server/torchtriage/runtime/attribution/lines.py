@@ -211,6 +211,8 @@ class Attribution:
     def sync_points(self) -> list[SyncPoint]:
         grouped: dict[tuple[str, int, str], SyncPoint] = {}
         for sync in self.syncs:
+            if sync.step < 0:
+                continue  # between recorded steps (the window's edges): counted per recorded step
             alternatives, _ = self.resolve(sync.chain, sync.root)
             if not alternatives:
                 continue
@@ -298,7 +300,7 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
         sample_interval_s=meta.get("sample_interval_s"),
         profiler_overhead_us=round(attribution.profiler_us, 3),
         unresolved_us=round(attribution.resolver.unresolved_us, 3),
-        gpu_busy_us=round(sum(g.ns for g in gpu) / 1000.0, 3),
+        gpu_busy_us=round(sum(w.busy_us for w in work.values()) if work else sum(g.ns for g in gpu) / 1000.0, 3),
         collect_s=meta.get("collect_s"),
         executable=meta.get("executable"),
     )

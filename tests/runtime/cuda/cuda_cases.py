@@ -1,0 +1,110 @@
+"""The profiles recorded on a GPU (``tests/data/runtime/cuda/``, see its README) and what both the recorded
+and the live-GPU tests check on a profile of one of the examples.
+
+Each check takes a ``ProfileData`` built by this checkout's host code and the script as it ran, so the
+same assertions hold a recorded H100 run (in CI, no GPU) and a fresh one (``-m cuda`` on a GPU machine).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import statistics
+from pathlib import Path
+from typing import Any, Optional
+
+from torchtriage.runtime.attribution.lines import build_profile
+from torchtriage.runtime.diagnosis.bottleneck import diagnose
+from torchtriage.runtime.results.profile_data import ProfileData
+from torchtriage.runtime.trace import Trace, load_trace
+
+CASES = Path(__file__).resolve().parents[2] / "data" / "runtime" / "cuda"
+MIB = 1024 * 1024
+
+# big_matmul.py on a GPU: Linear(1024, 4096) -> GELU -> Linear(4096, 1024) on a batch of 8192, fp32, SGD.
+BIG_MATMUL_PARAMS = (1024 * 4096 + 4096 + 4096 * 1024 + 1024) * 4
+BIG_MATMUL_INPUTS = 2 * 8192 * 1024 * 4  # data and target
+BIG_MATMUL_SAVED = 2 * 8192 * 4096 * 4  # the first layer's output and GELU's, kept for backward
+# Matrix products a step: 2 forward; backward, both weight gradients and the second layer's input gradient.
+BIG_MATMUL_GEMMS = 5
+# eval_no_grad.py: each batch's kept loss holds its graph, whose saved tensors are the batch's input
+# (64 x 256) and the hidden activation (64 x 1024), in fp32.
+EVAL_KEPT_PER_BATCH = (64 * 256 + 64 * 1024) * 4
+
+
+def cases() -> dict[str, dict[str, Any]]:
+    return json.loads((CASES / "cases.json").read_text(encoding="utf-8"))
+
+
+def clocks() -> dict[str, dict[str, Any]]:
+    return json.loads((CASES / "clocks.json").read_text(encoding="utf-8"))
+
+
+def recorded(case: str) -> tuple[ProfileData, Path, Optional[Trace]]:
+    """The case's profile rebuilt from what the agent recorded on the GPU, its script, and its full trace if kept."""
+    folder = CASES / case
+    with gzip.open(folder / "agent.json.gz", "rt", encoding="utf-8") as handle:
+        raw = json.load(handle)
+    trace_path = folder / "trace.json.gz"
+    extra = {"trace": str(trace_path)} if trace_path.exists() else {}
+    return build_profile(raw, extra=extra), folder / "script.py", (load_trace(trace_path) if trace_path.exists() else None)
+
+
+def line_of(script: Path, text: str) -> int:
+    """The one line of SCRIPT that holds TEXT."""
+    found = [n for n, line in enumerate(script.read_text(encoding="utf-8").splitlines(), 1) if text in line]
+    assert len(found) == 1, (text, found)
+    return found[0]
+
+
+def verdict(profile: ProfileData) -> str:
+    return diagnose(profile).bottleneck.kind
+
+
+def mean_step_ms(profile: ProfileData) -> float:
+    return statistics.fmean(s.duration_us for s in profile.steps) / 1000.0
+
+
+def check_big_matmul(profile: ProfileData, script: Path) -> None:
+    """GPU-bound: the step lasts as long as its kernels; the forward matmuls are on the line that called the model."""
+    assert profile.device == "cuda" and profile.device_name.startswith("NVIDIA")
+    assert verdict(profile) == "compute"
+    busy_ms = profile.extra["gpu_busy_us"] / len(profile.steps) / 1000.0
+    assert 0.8 * mean_step_ms(profile) <= busy_ms <= 1.05 * mean_step_ms(profile)
+    forward = line_of(script, "out = model(data)")
+    gemm_lines = {c.line for c in profile.lines if c.category == "compute" and any("gemm" in n for n in c.top_names)}
+    assert forward in gemm_lines, gemm_lines
+    peaks = [m.peak_bytes for m in profile.memory_steps]
+    ends = [m.end_bytes for m in profile.memory_steps]
+    assert len(set(ends)) == 1, "each step frees what it allocates"
+    floor = BIG_MATMUL_PARAMS + BIG_MATMUL_INPUTS + BIG_MATMUL_SAVED
+    assert floor <= min(peaks) <= max(peaks) <= 2 * floor
+
+
+def check_sync_lines(profile: ProfileData, script: Path) -> None:
+    """Three stream synchronisations a step (``if loss.isnan()``, ``.item()``, ``print(loss)``), found at the
+    ``.item()`` and ``print`` lines.  The ``if`` reaches the sync through ``Tensor.__bool__``, with no Python
+    call for the tree to name its line: the frame samples place it, not always on its own line."""
+    item = line_of(script, "running += loss.item()")
+    printed = line_of(script, 'print(f"step {step} loss {loss}")')
+    steps = len(profile.steps)
+    stream = {p.line: p for p in profile.sync_points if p.kind == "stream_sync"}
+    assert item in stream and printed in stream, sorted(stream)
+    assert stream[printed].count == steps and stream[item].count >= steps
+    assert sum(p.count for p in stream.values()) == 3 * steps
+    assert all(p.stall_us > 0 for p in (stream[item], stream[printed]))
+
+
+def check_eval_growth(profile: ProfileData) -> None:
+    """The evaluation loop that keeps each batch's loss grows by that batch's saved tensors a step."""
+    assert verdict(profile) == "memory_growth"
+    ends = [m.end_bytes for m in profile.memory_steps]
+    growth = statistics.median(b - a for a, b in zip(ends, ends[1:]))
+    assert EVAL_KEPT_PER_BATCH <= growth <= 1.25 * EVAL_KEPT_PER_BATCH, growth
+
+
+def check_tiny_ops(profile: ProfileData) -> None:
+    """200 tiny layers: thousands of kernels a step, each far shorter than its launch: launch overhead."""
+    assert profile.kernels_per_step > 2000
+    assert profile.extra["gpu_busy_us"] / len(profile.steps) < 0.2 * mean_step_ms(profile) * 1000.0
+    assert verdict(profile) == "launch_overhead"
