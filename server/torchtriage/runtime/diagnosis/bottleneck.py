@@ -18,9 +18,11 @@ tests/runtime/diagnosis/):
    Python between them) that Python is per-op glue (Module.__call__,
    autograd bookkeeping) which fusion removes, so python_overhead moves too.
    A user's Python loop shows as far more Python per op and stays
-   python_overhead.  On CUDA, when launching the kernels takes longer than
-   running them (``kernels_per_step * CUDA_LAUNCH_US`` > kernel time) the
-   excess is GPU idle caused by launches and moves from idle.
+   python_overhead.  On CUDA the same two rules apply on top of the measured
+   launch calls (the host's side of a GPU op is all dispatch), and when
+   launching the kernels takes longer than running them
+   (``kernels_per_step * CUDA_LAUNCH_US`` > kernel time) the excess is GPU
+   idle caused by launches and moves from idle.
 3. A steady memory growth (``growth_is_steady``) wins outright: a leak ends
    the run with an out-of-memory error whatever the step time.
 4. Otherwise categories are tried in the order guides investigate them
