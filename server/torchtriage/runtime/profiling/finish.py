@@ -8,12 +8,13 @@ profile.json, report.json and report.html.  Hosts decide how to show it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ...findings import Finding
+from ...findings import INTERNAL_ERROR_CODE, SYNTAX_ERROR_CODE, Finding
 from ..agent.wire import EXIT_NO_TORCH
 from ..attribution.lines import build_profile
 from ..results.profile_data import CANNOT_RUN_STATUSES, OK_STATUSES, ProfileData, RunStatus
@@ -106,17 +107,26 @@ def memory_snapshot(meta: dict[str, Any], run_dir: Path) -> Optional[Path]:
 
 
 def static_findings(profile: ProfileData) -> list[Finding]:
-    """Static findings for the script and the user files among the hot lines."""
-    from ...analysis import analyze_source  # the linter loads only once a run has lines to link
+    """Static findings for the script and the user files among the hot lines, as ``torchtriage check``
+    gives them: each file analysed within its project, with the project's ``[tool.torchtriage]``
+    settings (the nearest pyproject.toml above the script).  Paths come back absolute."""
+    from ...checker import check_project_paths  # the linter loads only once a run has lines to link
+    from ...config import load_settings
 
     files = [profile.script] + [line.path for line in profile.lines]
-    findings: list[Finding] = []
-    for path in list(dict.fromkeys(p for p in files if p))[:HOT_FILES]:
-        try:
-            findings += analyze_source(Path(path).read_text(encoding="utf-8"), path)
-        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-            continue
-    return findings
+    base = Path(profile.cwd or ".")
+    paths = [base / p for p in dict.fromkeys(p for p in files if p)]
+    paths = [p for p in paths if p.suffix == ".py" and p.is_file()][:HOT_FILES]
+    if not paths:
+        return []
+    settings, _ = load_settings(paths[0].parent)
+    try:
+        reports = check_project_paths(paths, settings, jobs=1)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return []
+    here = Path.cwd()  # the checker names files relative to this process's folder
+    return [dataclasses.replace(f, path=str((here / f.path).resolve())) for report in reports for f in report.findings
+            if f.code not in (SYNTAX_ERROR_CODE, INTERNAL_ERROR_CODE)]
 
 
 StageCallback = Callable[[str], None]
