@@ -41,3 +41,35 @@ def test_not_a_trace_is_a_clear_error(tmp_path: Path) -> None:
     path.write_text(json.dumps({"something": "else"}))
     with pytest.raises(ValueError, match="no traceEvents list"):
         load_trace(path)
+
+
+def test_each_steps_gpu_work_is_read_by_its_launch_runtime_or_driver(tmp_path: Path) -> None:
+    events = [
+        _event("ProfilerStep#7", "user_annotation", 0, 100),
+        _event("ProfilerStep#8", "user_annotation", 100, 100),
+        _event("ProfilerStep#7", "gpu_user_annotation", 20, 400),  # the step's mirror on the GPU: not a step
+        _event("cudaLaunchKernel", "cuda_runtime", 10, 5, correlation=1),
+        _event("cuLaunchKernel", "cuda_driver", 60, 5, correlation=2),  # backward GEMMs are launched by the driver API
+        _event("cudaLaunchKernel", "cuda_runtime", 150, 5, correlation=3),
+        _event("gemm", "kernel", 20, 150, correlation=1),
+        _event("gemm", "kernel", 170, 150, correlation=2),  # launched in step 7, ends at 320
+        _event("ncclDevKernel_AllReduce", "kernel", 320, 80, correlation=3),
+    ]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    trace = load_trace(path)
+    assert [s.category for s in trace.steps] == ["user_annotation", "user_annotation"]
+    work = trace.device_work()
+    assert sorted(work) == [7, 8]
+    assert (work[7].kernels, work[7].busy_us, work[7].end_us, work[7].communication_us) == (2, 300, 320, 0)
+    assert (work[8].kernels, work[8].busy_us, work[8].end_us, work[8].communication_us) == (1, 80, 400, 80)
+
+
+def test_a_cut_off_trace_is_a_clear_error(tmp_path: Path) -> None:
+    import gzip
+
+    whole = gzip.compress(json.dumps({"traceEvents": [_event("x", "kernel", 0, 1)] * 2000}).encode())
+    path = tmp_path / "trace.json.gz"
+    path.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ValueError, match="not a readable gzip file"):
+        load_trace(path)

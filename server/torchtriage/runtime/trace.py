@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import gzip
 import json
-from bisect import bisect_left
+import zlib
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -17,6 +18,7 @@ from typing import Any, Iterable
 KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 GPU_ANNOTATIONS = ("gpu_user_annotation",)
+STEP_PREFIX = "ProfilerStep#"
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class Trace:
     @property
     def steps(self) -> list[TraceEvent]:
         """The CPU's ``ProfilerStep#N`` ranges (not their mirror on the GPU's timeline)."""
-        return sorted((e for e in self.events if e.name.startswith("ProfilerStep#") and e.category not in GPU_ANNOTATIONS),
+        return sorted((e for e in self.events if e.name.startswith(STEP_PREFIX) and e.category not in GPU_ANNOTATIONS),
                       key=lambda e: e.start_us)
 
     def kernels(self) -> list[TraceEvent]:
@@ -75,16 +77,11 @@ class Trace:
             launched = launches.get(kernel.args.get("correlation"))
             if launched is None:
                 continue
-            position = bisect_left(starts, launched + 1e-9) - 1
+            position = bisect_right(starts, launched) - 1
             if position < 0 or launched >= steps[position].end_us:
                 continue
-            number = int(steps[position].name.split("#", 1)[1]) if steps[position].name[13:].isdigit() else position
-            entry = work.setdefault(number, StepWork())
-            entry.kernels += 1
-            entry.busy_us += kernel.duration_us
-            entry.end_us = max(entry.end_us, kernel.end_us)
-            if "nccl" in kernel.name.lower():
-                entry.communication_us += kernel.duration_us
+            number = steps[position].name[len(STEP_PREFIX):]
+            work.setdefault(int(number) if number.isdigit() else position, StepWork()).add(kernel.name, kernel.start_us, kernel.duration_us)
         return work
 
 
@@ -96,6 +93,14 @@ class StepWork:
     busy_us: float = 0.0
     communication_us: float = 0.0
     end_us: float = 0.0
+
+    def add(self, name: str, start_us: float, duration_us: float) -> None:
+        """One more kernel, copy or memset of the step (an NCCL kernel is communication too)."""
+        self.kernels += 1
+        self.busy_us += duration_us
+        self.end_us = max(self.end_us, start_us + duration_us)
+        if "nccl" in name.lower():
+            self.communication_us += duration_us
 
 
 def parse_events(raw: Iterable[Any]) -> tuple[list[TraceEvent], int]:
@@ -120,7 +125,10 @@ def parse_events(raw: Iterable[Any]) -> tuple[list[TraceEvent], int]:
 def load_trace(path: Path) -> Trace:
     """Read a chrome trace (gzip-compressed when its name ends in .gz); raises ValueError when it is not one."""
     path = Path(path)
-    text = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    try:
+        text = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:  # cut off while it was written, or not gzip at all
+        raise ValueError(f"{path}: not a readable gzip file ({exc})") from exc
     data = json.loads(text)
     raw = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(raw, list):
