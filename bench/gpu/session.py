@@ -60,17 +60,15 @@ TRIM_LIMIT = 3 * 1024 * 1024
 class Session:
     """The deadline, the log, and the figures gathered so far."""
 
-    def __init__(self, work: Path, budget_s: float, device: str) -> None:
+    def __init__(self, work: Path, budget_s: float, args: argparse.Namespace) -> None:
         self.work = work
         self.deadline = time.monotonic() + budget_s
-        self.device = device
-        self.figures: dict[str, Any] = {"device": device, "profile": {}, "timing": {}, "lab": {}, "extra": {}}
+        self.device: str = args.device
+        self.figures: dict[str, Any] = {"device": args.device, "profile": {}, "timing": {}, "lab": {}, "extra": {}}
         self.log_file = (work / "log.txt").open("a", encoding="utf-8")
-        self.examples: list[str] = list(STEPS)
-        self.timed: list[str] = list(STEPS)
-        self.labs: list[str] = list(LAB_ORDER)
-        self.lab_modes = "fp32,bf16,bf16+compile"
-        self.snapshot = True
+        self.examples, self.timed, self.labs = (split(names) for names in (args.examples, args.timed, args.labs))
+        self.lab_modes: str = args.lab_modes
+        self.snapshot = not args.no_snapshot
 
     def log(self, message: str) -> None:
         line = f"[{time.strftime('%H:%M:%S')}] {message}"
@@ -291,9 +289,7 @@ def main() -> None:
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    session = Session(args.work, args.budget, args.device)
-    session.examples, session.timed, session.labs = (split(v) for v in (args.examples, args.timed, args.labs))
-    session.lab_modes, session.snapshot = args.lab_modes, not args.no_snapshot
+    session = Session(args.work, args.budget, args)
     parts = {"profile": profile_examples, "overhead": overhead, "fixes": fixes_and_tuned, "extras": extras, "lab": labs}
     try:
         facts(session)

@@ -66,8 +66,9 @@ class DeviceEvents(StepTimeline):
         self._device_activity(node, state)
 
     def _device_activity(self, node: Any, state: NodeState) -> None:
-        """A GPU kernel, copy or memset; a GPU-side annotation (``ProfilerStep#N`` and
-        ``record_function`` ranges mirrored on the stream: no launch, correlation id 0) is not work."""
+        """A GPU kernel, copy or memset.  Not work: a node with no launch to tie it to (correlation id 0),
+        and a ``record_function`` range mirrored on the GPU's timeline (``ProfilerStep#N``, the ranges
+        met in this walk), which on an H100 came with a correlation id of its own."""
         if not node.correlation_id or is_gpu_annotation(node.name) or node.name in self.annotations:
             return
         if state.chain or state.root >= 0:

@@ -129,9 +129,7 @@ class Session:
         if self.ddp is not None:
             self.ddp.mark_step()
         self.window.before_step()  # a counted step ends: the window may get shorter
-        note = self.window.note()
-        if note and note not in self.warnings:
-            self.warnings.append(note)
+        self._warn(self.window.note())
         if self.dtypes.wants_shapes and not prof.record_shapes and self.config.get("record_shapes", "auto") in (None, "auto"):
             prof.record_shapes = True  # 16-bit parameters: read op inputs for dtype churn (from the warm-up on)
         self.window.recorded_step_ends(prof.step_num, self.detector.loader_workers)  # an adaptive window may end next step
@@ -188,6 +186,7 @@ class Session:
             self.meta["memory_snapshot"] = SNAPSHOT_NAME
 
     def _warn(self, warning: Optional[str]) -> None:
+        """Keep a warning for agent.json, once."""
         if warning and warning not in self.warnings:
             self.warnings.append(warning)
 

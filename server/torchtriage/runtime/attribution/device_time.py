@@ -38,12 +38,7 @@ def agent_work(steps: Sequence[StepTiming], gpu: Sequence[GpuActivity]) -> dict[
     work: dict[int, StepWork] = {}
     for kernel in gpu:
         if 0 <= kernel.step < len(steps):
-            entry = work.setdefault(steps[kernel.step].index, StepWork())
-            entry.kernels += 1
-            entry.busy_us += kernel.ns / 1000.0
-            entry.end_us = max(entry.end_us, (kernel.start_ns + kernel.ns) / 1000.0)
-            if "nccl" in kernel.name.lower():
-                entry.communication_us += kernel.ns / 1000.0
+            work.setdefault(steps[kernel.step].index, StepWork()).add(kernel.name, kernel.start_ns / 1000.0, kernel.ns / 1000.0)
     return work
 
 
