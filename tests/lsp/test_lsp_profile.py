@@ -166,6 +166,12 @@ async def test_profile_settings_choose_steps_timeout_and_run_folder(client: Lang
     client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"profileSteps": 2, "profileTimeout": 300, "runFolder": "runs"})
     )
+    # a workspace folder holding the script: its code is the user's (passed as --user-root), one that does not is not
+    workspace, unrelated = tmp_path.parent, tmp_path / "unrelated"
+    unrelated.mkdir()
+    client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(event=types.WorkspaceFoldersChangeEvent(
+        added=[types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in (workspace, unrelated)], removed=[],
+    )))
     script = tmp_path / "tiny_train.py"
     shutil.copy(DATA / "tiny_train.py", script)
     open_text(client, script.as_uri(), script.read_text())
@@ -174,7 +180,9 @@ async def test_profile_settings_choose_steps_timeout_and_run_folder(client: Lang
     )
     report_path = Path(result["reportPath"])
     assert report_path.is_relative_to(tmp_path / "runs")  # relative to the document's folder
-    assert json.loads(report_path.read_text())["steps_profiled"] == 2
+    report = json.loads(report_path.read_text())
+    assert report["steps_profiled"] == 2
+    assert str(workspace.resolve()) in report["user_roots"] and str(unrelated.resolve()) not in report["user_roots"]
 
 
 async def test_profile_this_cell_runs_the_cells_up_to_it(client: LanguageClient, tmp_path: Path):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from .script_target import add_user_root_option
 
 
 def register(subparsers: Any) -> None:
@@ -35,6 +36,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--out", type=Path, help="with --profile: the folder for before/ and after/ (default .torchtriage/runs/compare-...)")
     parser.add_argument("--python", help="with --profile: the interpreter that runs the scripts (default: this one)")
     parser.add_argument("--quiet", action="store_true", help="with --profile: no progress display")
+    add_user_root_option(parser, "with --profile: ")
     parser.add_argument(
         "--baseline", choices=("last",),
         help="last: compare RUN with the previous successful run of the same script in the same runs folder",
@@ -92,7 +94,7 @@ def _profile_both(args: argparse.Namespace) -> tuple[Path, Path | None]:
     from ..runtime.profiling.progress import ProgressDisplay
     from ..runtime.profiling.repeats import profile_interleaved
     from ..runtime.profiling.runner import RunOptions, RunOutcome, run_agent
-    from .script_target import script_args_and_python
+    from .script_target import script_args_and_python, user_root_folders
 
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1")
@@ -103,7 +105,8 @@ def _profile_both(args: argparse.Namespace) -> tuple[Path, Path | None]:
         scripts.append(script.resolve())
     _, python = script_args_and_python(argparse.Namespace(script=scripts[0], python=args.python or sys.executable, script_args=[]))
     folder = args.out.resolve() if args.out else new_run_dir(scripts[1].stem, prefix="compare-")
-    sides = [RunOptions(script=script, args=[], out_dir=folder / name, python=python, run_name=name)
+    roots = user_root_folders(args)
+    sides = [RunOptions(script=script, args=[], out_dir=folder / name, python=python, run_name=name, user_roots=roots)
              for script, name in zip(scripts, ("before", "after"))]
     with ProgressDisplay(None, enabled=not args.quiet) as display:
 

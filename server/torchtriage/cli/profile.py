@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import UsageError
-from .script_target import script_args_and_python
+from .script_target import add_user_root_option, script_args_and_python, user_root_folders
 
 if TYPE_CHECKING:
     from ..runtime.results.profile_data import ProfileData
@@ -64,6 +64,7 @@ def register(subparsers: Any) -> None:
         help="CUDA runs: record the caching allocator's history over the recorded window and save it as "
         "memory_snapshot.pickle in the run folder (open it at pytorch.org/memory_viz); on the CPU it only warns",
     )
+    add_user_root_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no script output")
     parser.add_argument(
         "--progress", choices=("bar", "json"), default="bar",
@@ -108,6 +109,7 @@ def run_profile(args: argparse.Namespace) -> int:
         skip_first=args.skip_first, wait=args.wait, warmup=args.warmup, active=args.active, device=args.device,
         full=args.full, timeout_s=args.timeout, no_step_timeout_s=args.no_step_timeout, sample_interval_ms=args.sample_interval_ms,
         max_events=args.max_events, record_shapes=args.record_shapes, memory_snapshot=args.memory_snapshot,
+        user_roots=user_root_folders(args),
     )
     if dist is not None:
         run: Any = _profile_ranks(options, dist, args)

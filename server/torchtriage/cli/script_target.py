@@ -1,4 +1,5 @@
-"""What ``profile`` and ``lab`` both read from their command line: the script's arguments and the interpreter."""
+"""What ``profile``, ``lab`` and ``compare --profile`` read from their command line: the script's arguments, the
+interpreter, the folders of user code."""
 
 from __future__ import annotations
 
@@ -21,3 +22,24 @@ def script_args_and_python(args: argparse.Namespace) -> tuple[list[str], str]:
     if python is None:
         raise UsageError(f"interpreter not found: {args.python} (set --python to a Python with torch installed)")
     return script_args, python
+
+
+def add_user_root_option(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    """``--user-root DIR`` (repeatable), for the commands that profile a script; ``prefix`` starts its help."""
+    parser.add_argument(
+        "--user-root", action="append", type=Path, default=[], metavar="DIR",
+        help=prefix + "a folder whose code is yours: time in it is charged to its lines, not to the call into it (repeatable). "
+        "Already yours: the script's project (nearest pyproject.toml, setup.py, setup.cfg or .git), its folder, "
+        "the working directory and its project, PYTHONPATH and editable installs; site-packages, the standard "
+        "library and torch never are",
+    )
+
+
+def user_root_folders(args: argparse.Namespace) -> list[Path]:
+    """The ``--user-root`` folders, absolute; a usage error for one that is not a folder."""
+    folders = []
+    for folder in args.user_root:
+        if not folder.expanduser().is_dir():
+            raise UsageError(f"--user-root {folder}: no such folder")
+        folders.append(folder.expanduser().resolve())
+    return folders

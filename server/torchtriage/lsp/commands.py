@@ -192,6 +192,8 @@ class Commands:
             command += ["--timeout", f"{self.settings.profile_timeout_s:g}"]
         if nproc is not None:  # under torchrun; the run folder's report is rank `rank`'s
             command += ["--nproc-per-node", str(nproc), "--show-rank", str(rank or 0)]
+        for folder in self._workspace_roots(state, script):  # the workspace's code is the user's too
+            command += ["--user-root", str(folder)]
         command.append(str(script))
         progress = self.client.progress
         if token is None and self.support.work_done_progress:
@@ -221,6 +223,11 @@ class Commands:
         payload = self._load(state, report_path, mapper, script, ran_text)
         run.end(progress, f"{payload['summary']['bottleneck']} bound")
         return payload
+
+    def _workspace_roots(self, state: DocumentState, script: Path) -> list[Path]:
+        """The workspace folders holding the document (a notebook's, whose script is written to the run folder)."""
+        document = (state.path or script).resolve()
+        return [folder.resolve() for folder in self.texts.folders() if folder.is_dir() and document.is_relative_to(folder.resolve())]
 
     def _run_folder(self, state: DocumentState) -> Path:
         """A new folder for this run: under the ``runFolder`` setting (relative to the document's folder), else temporary."""

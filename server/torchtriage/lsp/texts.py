@@ -7,10 +7,12 @@ negotiated column encoding (:class:`Positions`).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.uris import to_fs_path
 from pygls.workspace import Workspace
 
 from .documents import DocumentState
@@ -32,6 +34,16 @@ class EditorTexts:
         except RuntimeError:  # not initialized yet
             encoding = types.PositionEncodingKind.Utf16
         return Positions(text, str(encoding))
+
+    def folders(self) -> list[Path]:
+        """The client's workspace folders as local paths (its root when it named no folders); empty before initialize."""
+        try:
+            workspace = self._workspace()
+        except RuntimeError:  # not initialized yet
+            return []
+        uris = [folder.uri for folder in workspace.folders.values()] or ([workspace.root_uri] if workspace.root_uri else [])
+        paths = [to_fs_path(uri) for uri in uris if uri.startswith("file:")]
+        return [Path(path) for path in paths if path]
 
     def source(self, uri: str) -> str:
         """The current text of an open text document or cell."""

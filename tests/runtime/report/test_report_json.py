@@ -76,6 +76,7 @@ def profiles(draw: st.DrawFn) -> ProfileData:
         loader_workers=draw(st.one_of(st.none(), st.integers(0, 32))),
         status=RunStatus(draw(st.sampled_from(RUN_STATUSES)), draw(st.text(max_size=20))),
         extra=draw(st.sampled_from([{}, {"memory_snapshot": "/w/snap.pickle"}, {"trace": "/w/t.json"}])),
+        user_roots=draw(st.sampled_from([[], ["/w"], ["/", "/w", "/w/scripts"]])),
     )
 
 

@@ -26,6 +26,7 @@ from .channel import Channel, write_json
 from .wire import WIRE_VERSION, encode_samples
 from .collect import Collector
 from .describe import device_name, user_traceback
+from .losses import LossRecorder, seed_everything
 from .memfacts import OptimizerRegistry
 from .memsnapshot import CPU_WARNING, SNAPSHOT_NAME, MemorySnapshot
 from .resources import resource_records
@@ -36,7 +37,7 @@ from .sampler import FrameSampler
 from .shapes import wants_shapes
 from .steps import StepDetector, cuda_available
 from .tracefile import RAW_NAME, TraceWriter
-from .usercode import UserCode, default_roots
+from .usercode import UserCode, default_roots, import_roots
 from .window import Window
 from .workers import FLUSH_S, WorkerSampling
 
@@ -60,7 +61,9 @@ class Session:
         self.script: str = os.path.abspath(config["script"])
         self.agent_dir = os.path.dirname(os.path.abspath(__file__))
         torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
-        self.user = UserCode(config.get("user_roots") or default_roots(self.script), [self.agent_dir, torch_dir])
+        excluded = [self.agent_dir, torch_dir]
+        # the roots the host found (the script's project and folder, the cwd, --user-root), then PYTHONPATH and editable installs
+        self.user = UserCode([*(config.get("user_roots") or default_roots(self.script)), *import_roots(excluded)], excluded)
         self.device = self._device()
         self.sampler = FrameSampler(threading.get_ident(), self.user.is_user, config.get("sample_interval_s", 0.001))
         self.detector = StepDetector(self._on_step, self._on_mode)
@@ -85,6 +88,7 @@ class Session:
         self.status: Dict[str, Any] = {"status": "completed", "message": "", "traceback": "", "exit_code": 0}
         self.warnings: List[str] = []
         self.snapshot = self._memory_snapshot()  # --memory-snapshot: the allocator's history over the window (CUDA only)
+        self.losses = LossRecorder() if config.get("record_losses") else None  # fix --verify: what each version learns
 
     # -- setup ---------------------------------------------------------------
     def _device(self) -> str:
@@ -292,6 +296,8 @@ class Session:
         dynamo = self.dynamo.summary()
         if dynamo:
             data["meta"]["dynamo"] = dynamo
+        if self.losses is not None:
+            data["losses"] = self.losses.values()
         data["wire_version"] = WIRE_VERSION
         data["status"] = self.status
         data["warnings"] = self.warnings
@@ -313,6 +319,9 @@ class Session:
         self.optimizers.install()
         self.workers.install()
         self.dynamo.install()
+        if self.losses is not None:
+            self.losses.install()
+        seed_everything(self.config.get("seed"))
         self.prof.start()
         self.channel.send("phase", phase="running", device=self.device)
         code = 0
@@ -350,6 +359,8 @@ class Session:
         self.detector.uninstall()
         self.dtypes.uninstall()
         self.optimizers.uninstall()
+        if self.losses is not None:
+            self.losses.uninstall()
         if not self.saved and self.prof is not None:
             recording = self.prof.current_action in RECORDING
             if recording and self.window.adaptive:

@@ -1,11 +1,15 @@
-"""Which source files count as the user's code (script folder / cwd, not libraries)."""
+"""Which source files count as the user's code (the roots the host names, what this interpreter imports from
+outside its installed libraries; never site-packages, dist-packages, the standard library or torch)."""
 
 from __future__ import annotations
 
+import json
 import os
 import site
+import sys
 import sysconfig
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, Optional
+from urllib.parse import unquote, urlparse
 
 _LIBRARY_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
@@ -63,3 +67,51 @@ class UserCode:
 def default_roots(script: str) -> List[str]:
     """The script's folder and the working directory."""
     return [os.path.dirname(os.path.abspath(script)), os.getcwd()]
+
+
+def import_roots(excluded: Iterable[str] = (), path: Optional[Iterable[str]] = None) -> List[str]:
+    """The folders this interpreter imports from that no installer manages: ``PYTHONPATH`` entries, the
+    folders ``.pth`` files add (``setup.py develop``, ``conda develop``, editable installs that add their
+    source folder), and the project folders of editable installs (``direct_url.json`` with
+    ``dir_info.editable``, which also covers those whose ``.pth`` installs an import hook instead).
+
+    They are found here, inside the interpreter that runs the script, and not by the host: the script may
+    run under another interpreter (``--python``), whose site-packages and ``.pth`` files the host cannot
+    see without starting it, and ``sys.path`` already holds what that interpreter made of ``PYTHONPATH``
+    and the ``.pth`` files.  ``path``: the entries to read (default ``sys.path``, read before the script
+    runs).  Entries in a library (site-packages, the standard library, ``excluded``) are left out."""
+    libraries = _library_prefixes(excluded)
+    found: List[str] = []
+    for entry in [*(sys.path if path is None else path), *_editable_projects()]:
+        if not isinstance(entry, str) or not os.path.isdir(entry or os.curdir):
+            continue  # zip archives, folders that do not exist
+        real = os.path.realpath(entry or os.curdir).rstrip(os.sep) + os.sep
+        if any(part in real for part in _LIBRARY_PARTS) or any(real.startswith(p) for p in libraries):
+            continue
+        if real not in found:
+            found.append(real)
+    return found
+
+
+def _editable_projects() -> List[str]:
+    """The source folders of the editable installs this interpreter sees (PEP 610's ``direct_url.json``)."""
+    try:
+        from importlib import metadata
+    except ImportError:  # pragma: no cover - Python 3.7
+        return []
+    folders: List[str] = []
+    try:
+        for dist in metadata.distributions():
+            try:
+                text = dist.read_text("direct_url.json")
+                data = json.loads(text) if text else None
+            except (OSError, ValueError):
+                continue
+            if not isinstance(data, dict) or not (data.get("dir_info") or {}).get("editable"):
+                continue
+            url = urlparse(str(data.get("url", "")))
+            if url.scheme == "file" and url.path:
+                folders.append(unquote(url.path))
+    except Exception:  # a broken distribution must not stop the run: its folder is just not user code
+        return folders
+    return folders

@@ -14,6 +14,7 @@ charges of one step add up to at most that step's main-thread time.
 from __future__ import annotations
 
 import collections
+import os
 from typing import Any, Optional
 
 from ..agent.wire import WIRE_VERSION, Alloc, Charge, GpuActivity, OpStat, Root, Site, Step, Sync, is_gpu_annotation, read_records
@@ -330,6 +331,7 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
         python=str(meta.get("python", "")),
         step_detection=str(meta.get("step_detection") or "none"),
         window=_window(meta.get("window"), len(steps)),
+        user_roots=sorted({str(r).rstrip(os.sep) or os.sep for r in meta.get("user_roots") or []}),
         steps=steps,
         category_us=category_us,
         lines=attribution.lines.costs(workers_detail),

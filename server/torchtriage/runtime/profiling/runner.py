@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional
 
 from .groups import signal_group
 from .noise import is_profiler_noise
+from .user_roots import host_user_roots
 
 AGENT_DIR = Path(__file__).resolve().parent.parent / "agent"
 BOOTSTRAP = AGENT_DIR / "bootstrap.py"
@@ -44,17 +45,21 @@ class RunOptions:
     active: Optional[int] = None  # None: record until the mean step is known to 5% (agent/window.py)
     device: str = "auto"
     full: bool = False
+    user_roots: list[Path] = field(default_factory=list)  # --user-root: more folders of user code (user_roots.py)
     timeout_s: Optional[float] = None
     no_step_timeout_s: Optional[float] = 60.0
     sample_interval_ms: float = 1.0
     max_events: int = 300_000  # profiler events per run (fewer recorded steps when steps are heavy); 0: no limit
     record_shapes: str = "auto"  # operand shapes of matmuls/convolutions: "auto" (CUDA runs only), "on", "off"
     memory_snapshot: bool = False  # CUDA runs: the allocator's history over the window as memory_snapshot.pickle
+    seed: Optional[int] = None  # seed Python, NumPy and torch before the script starts (fix --verify)
+    record_losses: bool = False  # keep every backward pass's loss in agent.json's "losses" (fix --verify)
 
     def agent_config(self, progress_fd: int) -> dict[str, Any]:
         return {
             "out_dir": str(self.out_dir),
             "run_name": self.run_name,
+            "user_roots": host_user_roots(self.script, Path.cwd(), self.user_roots),  # the child runs in this cwd
             "skip_first": self.skip_first,
             "wait": self.wait,
             "warmup": self.warmup,
@@ -65,6 +70,8 @@ class RunOptions:
             "max_events": self.max_events,
             "record_shapes": {"on": True, "off": False}.get(self.record_shapes, "auto"),
             "memory_snapshot": self.memory_snapshot,
+            "seed": self.seed,
+            "record_losses": self.record_losses,
             "progress_fd": progress_fd,
         }
 

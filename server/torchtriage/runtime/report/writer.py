@@ -158,6 +158,7 @@ def build_report(
         "script": profile.script,
         "argv": list(profile.argv),
         "cwd": profile.cwd,
+        "user_roots": list(profile.user_roots),
         "device": profile.device,
         "device_name": profile.device_name,
         "torch_version": profile.torch_version,

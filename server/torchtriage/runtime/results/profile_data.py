@@ -201,6 +201,9 @@ class ProfileData:
     # How the recorded window was sized (agent/window.py): {adaptive, recorded, ended_by, half_width,
     # target_half_width}; None in profiles written before it.
     window: dict[str, Any] | None = None
+    # The folders whose code counted as the user's (runtime/profiling/user_roots.py, agent/usercode.py);
+    # empty in profiles written before them.
+    user_roots: list[str] = field(default_factory=list)
 
     @property
     def steps_profiled(self) -> int:
