@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import queue
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +37,12 @@ class Executed:
 
 
 class Kernel:
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, watch_fds: bool = False) -> None:
+        """``watch_fds``: ipykernel shows what is written to fds 1 and 2 in the cell, as in a notebook
+        (it does not under pytest, which it recognises by PYTEST_CURRENT_TEST)."""
         env = dict(os.environ)
+        if watch_fds:
+            env.pop("PYTEST_CURRENT_TEST", None)
         env["PYTHONPATH"] = SERVER + os.pathsep + env.get("PYTHONPATH", "")
         env["OMP_NUM_THREADS"] = "1"
         self.manager = KernelManager(kernel_name="python3")

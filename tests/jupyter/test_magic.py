@@ -200,3 +200,116 @@ def test_check_lints_the_cells_run_so_far(kernel):
     ]
     assert f"In [{loop}] line 5: TT102" in bundle["text/plain"]
     assert first < loop
+
+
+def test_static_findings_see_the_cells_as_one_notebook(kernel):
+    """The loader is built in a cell no time is charged to: the profile still links the TT302 the editor
+    shows on it (the cells analysed as one notebook, as %torchtriage_check does), on that cell's file."""
+    assert kernel.run(cell("""
+        import torch
+        from torch import nn
+        from torch.utils.data import DataLoader, Dataset
+
+        class Windows(Dataset):
+            def __len__(self):
+                return 4096
+            def __getitem__(self, i):
+                series = torch.sin(torch.arange(4000, dtype=torch.float32) * (i + 1))
+                return series.unfold(0, 16, 16).mean(0), torch.tensor(i % 2)
+    """)).reply["status"] == "ok"
+    built = kernel.run(cell("""
+        ds = Windows()
+        model = nn.Linear(16, 2)
+        loader = DataLoader(ds, batch_size=16)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    """))
+    assert built.reply["status"] == "ok", built.reply
+    number = built.reply["execution_count"]
+    _, bundle = profile(kernel, "--active 3 --out run-notebook-findings", """
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """)
+    data = bundle[MIME]
+    cells = {c["execution_count"]: c["path"] for c in data["notebook"]["cells"]}
+    report = json.loads((Path(data["run_dir"]) / "report.json").read_text())
+    assert report["bottleneck"]["kind"] == "data_loading", report["bottleneck"]
+    tt302 = [f for f in report["static_findings"] if f["code"] == "TT302" and f["path"] == cells.get(number)]
+    assert [(f["line"], f["category"]) for f in tt302] == [(3, "data_loading")], report["static_findings"]
+    assert tt302[0]["category_share"] == report["breakdown"]["data_loading"] > 0.3
+    assert "TT302" in json.dumps(report["bottleneck"]["evidence"]), report["bottleneck"]
+    assert not [f for f in report["runtime_findings"] if f["code"] == "TTR302"], report["runtime_findings"]
+    # The loop line is where the loading is charged.
+    loop = [h for h in report["hotspots"] if h["path"] == data["notebook"]["cell_path"] and h["line"] == 2]
+    assert loop and loop[0]["category"] == "data_loading", report["hotspots"]
+    assert data["report"]["static_findings"] == report["static_findings"]
+    # under the [tool.torchtriage] settings of the kernel's working directory, as `torchtriage check` there
+    pyproject = kernel.folder / "pyproject.toml"
+    pyproject.write_text('[tool.torchtriage]\nignore = ["TT302"]\n')
+    try:
+        _, bundle = profile(kernel, "--active 2", "for x, y in loader:\n    opt.zero_grad()\n    model(x).sum().backward()\n    opt.step()\n")
+    finally:
+        pyproject.unlink()
+    assert not [f for f in bundle[MIME]["report"]["static_findings"] if f["code"] == "TT302"]
+
+
+@pytest.fixture(scope="module")
+def notebook_kernel(tmp_path_factory):
+    """A kernel that shows fd-level writes in the cell, as a notebook does."""
+    folder = tmp_path_factory.mktemp("nb-fds")
+    k = Kernel(folder, watch_fds=True)
+    assert k.run("%load_ext torchtriage").reply["status"] == "ok"
+    k.folder = folder
+    yield k
+    k.close()
+
+
+KINETO_LINE = "USDT:2026-11-22 10:38:36 11139:11139 SyncActivityProfilerHandler.cpp:52] profiler_start"
+
+
+def test_profiler_log_lines_go_to_output_log_not_the_cell(notebook_kernel):
+    shown = notebook_kernel.run("import os; os.write(2, b'fd 2 reaches the cell\\n')")
+    assert "fd 2 reaches the cell" in shown.stderr  # else this kernel would not show the lines this test hides
+    out, bundle = profile(notebook_kernel, "--active 2 --out run-native", f"""
+        import os, sys, torch
+        os.write(2, b"{KINETO_LINE}\\n")
+        os.write(2, b"a native line from the cell\\n")
+        print("a python line from the cell", file=sys.stderr)
+        w = torch.randn(8, 8, requires_grad=True)
+        opt = torch.optim.SGD([w], lr=0.1)
+        for step in range(10):
+            (w @ w).sum().backward()
+            opt.step()
+    """)
+    data = bundle[MIME]
+    assert data["status"]["status"] == "stopped_after_window"
+    assert "a native line from the cell" in out.stderr and "a python line from the cell" in out.stderr
+    # torch's own markers (profiler_start/stop, the CPUAllocator warning) are hidden like the cell's fake one
+    assert "profiler_start" not in out.stderr and "profiler_stop" not in out.stderr, out.stderr
+    assert "CPUAllocator" not in out.stderr, out.stderr
+    log = Path(data["run_dir"]) / "output.log"
+    text = log.read_text()
+    assert KINETO_LINE in text and "a native line from the cell" in text
+    assert "profiler_stop" in text  # written by torch itself
+    assert data["report"]["trace"]["output_log"] == str(log), data["report"]["trace"]
+    # fd 2 is the kernel's again
+    assert "fd 2 after the profile" in notebook_kernel.run("os.write(2, b'fd 2 after the profile\\n')").stderr
+
+
+def test_interrupted_cell_gives_fd_2_back(notebook_kernel):
+    before = notebook_kernel.run("print(os.fstat(2).st_ino)").stdout.strip()
+    out, bundle = profile(notebook_kernel, "--active 2 --full", """
+        import os, time, torch
+        w = torch.randn(8, 8, requires_grad=True)
+        opt = torch.optim.SGD([w], lr=0.1)
+        while True:
+            (w @ w).sum().backward()
+            opt.step()
+            os.write(2, b"")
+            time.sleep(0.02)
+    """, interrupt_after=4.0)
+    assert bundle[MIME]["status"]["status"] == "interrupted"
+    assert notebook_kernel.run("print(os.fstat(2).st_ino)").stdout.strip() == before
+    assert "still shown" in notebook_kernel.run("os.write(2, b'still shown\\n')").stderr

@@ -13,7 +13,9 @@ from __future__ import annotations
 import linecache
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
+
+from ..findings import Finding
 
 
 class KernelCells:
@@ -56,6 +58,29 @@ class KernelCells:
             written[name] = written[os.path.realpath(name)] = str(target.resolve())
         return written
 
+    def notebook(self, current: int, renames: dict[str, str]) -> tuple[list[str], list[int], dict[int, str]]:
+        """In [1] .. In [current] as a notebook's code cells: their texts, their numbers, and the file the
+        profile knows each cell as (number -> path; ``renames`` from :meth:`materialise`).
+
+        A cell with a file (a profiled cell's own, else the one materialised in the run folder) is that
+        file's text, so a finding's lines are the lines the profile charges; a cell with none is its
+        input as typed, there for what it defines."""
+        files = {n: path for path in renames.values() if (n := self.number_of(path)) is not None}
+        files.update((n, path) for path, n in self.profiled.items() if n <= current)
+        manager = getattr(self.shell, "history_manager", None)
+        typed = list(getattr(manager, "input_hist_raw", None) or self.shell.user_ns.get("In", None) or [])
+        texts: list[str] = []
+        numbers: list[int] = []
+        for number in range(1, current + 1):
+            text = _read(files[number]) if number in files else None
+            if text is None:
+                files.pop(number, None)
+                text = str(typed[number]) if number < len(typed) else ""
+            if text.strip():
+                texts.append(text)
+                numbers.append(number)
+        return texts, numbers, {n: files[n] for n in numbers if n in files}
+
     def number_of(self, path: str) -> int | None:
         """The execution count a (materialised or profiled) cell file stands for."""
         if path in self.profiled:
@@ -78,3 +103,16 @@ def remap_paths(raw: dict[str, Any], renames: dict[str, str]) -> dict[str, Any]:
     for key in ("samples", "worker_samples"):
         out[key] = [[row[0], renames.get(row[1], row[1]), *row[2:]] for row in raw.get(key, [])]
     return out
+
+
+def findings_in_files(findings: Iterable[Finding], files: dict[int, str]) -> list[Finding]:
+    """Findings of notebook cells (cell-local spans, ``cell.cell`` the execution count) on the file each
+    cell is known as (:meth:`KernelCells.notebook`); those in cells with no file are left out."""
+    return [f.with_changes(path=files[f.cell.cell]) for f in findings if f.cell is not None and f.cell.cell in files]
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -85,6 +85,9 @@ class TorchtriageMagics(Magics):
         from ..runtime.attribution.lines import build_profile
         from ..runtime.results.profile_data import RunStatus
         from ..runtime.profiling.finish import write_outputs
+        from ..runtime.profiling.runner import OUTPUT_LOG
+        from .native_stderr import NativeStderr
+        from ..runtime.profiling.user_roots import in_process_user_roots
 
         number = self.cells.current()
         run_dir = _run_dir(args.out, number)
@@ -101,20 +104,21 @@ class TorchtriageMagics(Magics):
             "timeout_s": args.timeout, "sample_interval_s": args.sample_interval_ms / 1000.0,
             "meta": {"script": str(cell_file), "argv": [f"In [{number}]"], "cwd": os.getcwd()},
         }
-        roots = [str(run_dir), os.getcwd(), *self.cells.roots()]
+        roots = [str(run_dir), *in_process_user_roots(Path.cwd()), *self.cells.roots()]
         import torch
 
         excluded = [PACKAGE_DIR, str(Path(torch.__file__).resolve().parent)]
         user_ns = self.shell.user_ns
-        raw = CellProfiler(config, roots, excluded, PACKAGE_DIR).run(lambda: exec(code, user_ns))
+        with NativeStderr(run_dir / OUTPUT_LOG) as native:  # kineto's C++ log lines: output.log, not the cell
+            raw = CellProfiler(config, roots, excluded, PACKAGE_DIR).run(lambda: exec(code, user_ns))
         raw = remap_paths(raw, renames)
         (run_dir / "agent.json").write_text(json.dumps(raw), encoding="utf-8")
         status = RunStatus(**{k: raw["status"][k] for k in ("status", "message", "traceback", "exit_code")})
-        extra: dict[str, Any] = {"run_dir": str(run_dir), "output_log": None}
+        extra: dict[str, Any] = {"run_dir": str(run_dir), "output_log": str(native.log) if native.written else None}
         if (run_dir / "trace.json").exists():
             extra.update(trace=str(run_dir / "trace.json"), tensorboard_logdir=str(run_dir / "tb"))
         profile = build_profile(raw, status=status, extra=extra)
-        report = write_outputs(profile, run_dir) if profile.steps else None
+        report = write_outputs(profile, run_dir, findings=self._static_findings(profile, number, renames)) if profile.steps else None
         if report is None:
             profile.save(run_dir / "profile.json")
         if status.status in ("raised", "exited") and status.traceback:
@@ -128,6 +132,21 @@ class TorchtriageMagics(Magics):
         status_json = {"status": status.status, "message": status.message}
         data = payload(report, status_json, notebook, run_dir)
         return data, html_fallback(run_dir, status_json), text_summary(report, status_json, run_dir, cells)
+
+    def _static_findings(self, profile: Any, number: int, renames: dict[str, str]) -> list[Any]:
+        """The findings the profile links: the kernel's cells In [1] .. In [number] analysed as one notebook
+        (as the editor and %torchtriage_check see them, under the cwd's [tool.torchtriage] settings), each on
+        the file the profile knows its cell as, then the hot files outside the notebook as `profile` checks them."""
+        from ..runtime.profiling.finish import cell_static_findings, static_findings
+        from .cells import findings_in_files
+
+        try:
+            texts, numbers, files = self.cells.notebook(number, renames)
+            found = findings_in_files(cell_static_findings(texts, numbers, Path(profile.cwd or os.getcwd())), files)
+            return found + static_findings(profile, skip={*renames.values(), *self.cells.profiled})
+        except Exception as exc:  # a linter bug must not lose the profile
+            profile.warnings.append(f"static check failed: {type(exc).__name__}: {exc}")
+            return []
 
     @line_magic("torchtriage_check")
     def torchtriage_check(self, line: str) -> None:

@@ -39,7 +39,7 @@ class SettingsManager:
         self.client = Settings()
         self.debounce_ms: float | None = None  # None: adaptive
         self.interpreter: str | None = None  # Python that runs profiles; None: this server's
-        self.profile_steps: int | None = None  # recorded steps per profile (--active); None: the CLI's default
+        self.profile_steps: int | None = None  # recorded steps per profile (--active); None: the CLI's adaptive window
         self.profile_timeout_s: float | None = None  # --timeout of a profile run; None: none
         self.run_folder: str | None = None  # where profile runs go; None: a temporary folder
         self._folders: dict[Path, _Cached] = {}
@@ -62,7 +62,8 @@ class SettingsManager:
             errors.append(f"interpreter: expected a path to a Python executable, got {interpreter!r}")
             interpreter = None
         self.interpreter = interpreter or None
-        self.profile_steps = _number(options.pop("profileSteps", None), "profileSteps", 1, 1000, errors, integer=True)
+        steps = _number(options.pop("profileSteps", None), "profileSteps", 0, 1000, errors, integer=True)
+        self.profile_steps = steps or None  # 0 (or none): automatic, the CLI's adaptive window
         self.profile_timeout_s = _number(options.pop("profileTimeout", None), "profileTimeout", 1, 86400, errors)
         run_folder = options.pop("runFolder", None)
         if run_folder is not None and not isinstance(run_folder, str):

@@ -33,5 +33,10 @@ def test_noise_patterns_match_only_profiler_lines() -> None:
         "[W1122 10:38:48.070888130 CPUAllocator.cpp:245] Memory block of unknown size was allocated before "
         "the profiling started, profiler results will not include the deallocation event"
     )
+    assert is_profiler_noise("STAGE:2024-09-04 18:43:09 17203:17203 ActivityProfilerController.cpp:312] Completed Stage: Warm Up")
+    assert is_profiler_noise(
+        "[W CPUAllocator.cpp:305] Memory block of unknown size was allocated before the profiling started, "
+        "profiler results will not include the deallocation event"
+    )
     assert not is_profiler_noise("profiler_start")  # a script may print this itself
     assert not is_profiler_noise("[W1122 10:38:48.07 Conv.cpp:10] a real warning from torch about the model")

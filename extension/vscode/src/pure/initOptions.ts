@@ -15,7 +15,8 @@ export interface ExtensionSettings {
   device: string;
   annotationsEnable: boolean;
   traceServer: string;
-  profileSteps: number;
+  /** null or 0: automatic (the CLI's adaptive window, no `--active`). */
+  profileSteps: number | null;
   profileTimeout: number;
   runFolder: string;
 }
@@ -29,7 +30,7 @@ export const DEFAULT_SETTINGS: ExtensionSettings = {
   device: "auto",
   annotationsEnable: true,
   traceServer: "off",
-  profileSteps: 5,
+  profileSteps: null,
   profileTimeout: 300,
   runFolder: "",
 };
@@ -63,7 +64,8 @@ export function toServerOptions(settings: Partial<ExtensionSettings>, resolvedPy
   }
   if (settings.device && settings.device !== "auto") options.device = settings.device;
   if (resolvedPython) options.interpreter = resolvedPython;
-  if (Number.isInteger(settings.profileSteps) && (settings.profileSteps as number) >= 1) options.profileSteps = settings.profileSteps;
+  const steps = settings.profileSteps;  // null or 0: automatic, nothing sent
+  if (typeof steps === "number" && Number.isInteger(steps) && steps >= 1) options.profileSteps = steps;
   if (typeof settings.profileTimeout === "number" && settings.profileTimeout > 0) options.profileTimeout = settings.profileTimeout;
   if (typeof settings.runFolder === "string" && settings.runFolder.trim()) options.runFolder = settings.runFolder.trim();
   return options;

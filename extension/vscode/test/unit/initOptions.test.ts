@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { DEFAULT_SETTINGS, needsRestart, toServerOptions } from "../../src/pure/initOptions";
 
-test("defaults send only the interpreter and the profile's steps and timeout", () => {
-  const profile = { profileSteps: 5, profileTimeout: 300 };
+test("defaults send only the interpreter and the profile's timeout (steps: automatic)", () => {
+  const profile = { profileTimeout: 300 };
   assert.deepEqual(toServerOptions(DEFAULT_SETTINGS), profile);
   assert.deepEqual(toServerOptions(DEFAULT_SETTINGS, "/env/bin/python"), { ...profile, interpreter: "/env/bin/python" });
 });
@@ -15,6 +15,15 @@ test("profile settings map onto profileSteps, profileTimeout and runFolder", () 
   assert.deepEqual(bad, {});
 });
 
+test("profile steps null or 0 are automatic: not sent, so the server passes no --active", () => {
+  for (const profileSteps of [null, 0, undefined]) {
+    const options = toServerOptions({ ...DEFAULT_SETTINGS, profileSteps });
+    assert.ok(!("profileSteps" in options), String(profileSteps));
+  }
+  assert.equal(DEFAULT_SETTINGS.profileSteps, null);
+  assert.equal(toServerOptions({ ...DEFAULT_SETTINGS, profileSteps: 1 }).profileSteps, 1);
+});
+
 test("settings map onto the server's [tool.torchtriage] keys", () => {
   const options = toServerOptions(
     { ...DEFAULT_SETTINGS, select: ["TT1", " TT302 ", ""], ignore: ["TT504"], severity: { tt101: "ERROR" }, device: "cuda" },
@@ -22,7 +31,7 @@ test("settings map onto the server's [tool.torchtriage] keys", () => {
   );
   assert.deepEqual(options, {
     select: ["TT1", "TT302"], ignore: ["TT504"], severity: { TT101: "error" }, device: "cuda", interpreter: "/py",
-    profileSteps: 5, profileTimeout: 300,
+    profileTimeout: 300,
   });
 });
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Collection, Optional, Sequence
 
 from ...findings import INTERNAL_ERROR_CODE, SYNTAX_ERROR_CODE, Finding
 from ..agent.wire import EXIT_NO_TORCH
@@ -106,17 +107,19 @@ def memory_snapshot(meta: dict[str, Any], run_dir: Path) -> Optional[Path]:
     return path if path.is_file() else None
 
 
-def static_findings(profile: ProfileData) -> list[Finding]:
+def static_findings(profile: ProfileData, skip: Collection[str] = ()) -> list[Finding]:
     """Static findings for the script and the user files among the hot lines, as ``torchtriage check``
     gives them: each file analysed within its project, with the project's ``[tool.torchtriage]``
-    settings (the nearest pyproject.toml above the script).  Paths come back absolute."""
+    settings (the nearest pyproject.toml above the script).  Paths come back absolute.
+    ``skip``: files the host analyses another way (a notebook's cells), left out here."""
     from ...checker import check_project_paths  # the linter loads only once a run has lines to link
     from ...config import load_settings
 
     files = [profile.script] + [line.path for line in profile.lines]
     base = Path(profile.cwd or ".")
+    skipped = {os.path.realpath(base / p) for p in skip}
     paths = [base / p for p in dict.fromkeys(p for p in files if p)]
-    paths = [p for p in paths if p.suffix == ".py" and p.is_file()][:HOT_FILES]
+    paths = [p for p in paths if p.suffix == ".py" and p.is_file() and os.path.realpath(p) not in skipped][:HOT_FILES]
     if not paths:
         return []
     settings, _ = load_settings(paths[0].parent)
@@ -129,20 +132,42 @@ def static_findings(profile: ProfileData) -> list[Finding]:
             if f.code not in (SYNTAX_ERROR_CODE, INTERNAL_ERROR_CODE)]
 
 
+def cell_static_findings(cells: Sequence[str], numbers: Sequence[int], cwd: Path) -> list[Finding]:
+    """Static findings for a kernel's cells analysed as one notebook (one virtual module, as the editor
+    and ``%torchtriage_check`` see them), with the ``[tool.torchtriage]`` settings of the nearest
+    pyproject.toml above ``cwd``.  Spans are cell-local and ``finding.cell.cell`` is the cell's number
+    (from ``numbers``): the host knows which file each cell is."""
+    from ...analysis.notebooks import analyze_cells
+    from ...config import load_settings
+
+    if not cells:
+        return []
+    settings, _ = load_settings(cwd)
+    found = analyze_cells(cells, "<kernel>", settings, numbers)
+    return [f for f in found if f.code not in (SYNTAX_ERROR_CODE, INTERNAL_ERROR_CODE)]
+
+
 StageCallback = Callable[[str], None]
 
 
 def write_outputs(
-    profile: ProfileData, run_dir: Path, on_stage: Optional[StageCallback] = None, repeats: Optional[dict[str, Any]] = None
+    profile: ProfileData,
+    run_dir: Path,
+    on_stage: Optional[StageCallback] = None,
+    repeats: Optional[dict[str, Any]] = None,
+    findings: Optional[Sequence[Finding]] = None,
 ) -> Optional[dict[str, Any]]:
     """profile.json, then report.json and report.html; returns the report (None when the report failed).
-    ``repeats``: report.json's ``repeats`` object when the run is one of a ``--repeat`` series."""
+    ``repeats``: report.json's ``repeats`` object when the run is one of a ``--repeat`` series.
+    ``findings``: the static findings to link, when the host has them (the Jupyter magic: the kernel's
+    cells as one notebook); by default :func:`static_findings` of the script and hot files."""
     stage = on_stage or (lambda _: None)
     run_dir.mkdir(parents=True, exist_ok=True)
     profile.save(run_dir / "profile.json")
     try:
-        stage("checking the hot files for static findings")
-        findings = static_findings(profile)
+        if findings is None:
+            stage("checking the hot files for static findings")
+            findings = static_findings(profile)
         stage("writing report.json and report.html")
         return write_reports(profile, run_dir, findings, repeats=repeats).report
     except Exception as exc:  # a report bug must not lose the profile
