@@ -21,7 +21,7 @@ from . import check, compare, lab, lsp, profile
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
-INTERRUPTIBLE_COMMANDS = ("profile", "lab")  # they run the user's script and stop it on SIGINT
+INTERRUPTIBLE_COMMANDS = ("profile", "lab", "fix")  # they run the user's script and stop it on SIGINT
 COMMAND_GROUPS = (check, profile, compare, lab, lsp)
 
 

@@ -23,6 +23,7 @@ from ..checker import FileReport, check_paths, write_fixes
 from ..config import DEVICE_CHOICES, Settings, load_settings
 from ..errors import UsageError
 from ..findings import INTERNAL_ERROR_CODE, Applicability
+from . import verify
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -169,14 +170,20 @@ def run_explain(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
+def _run_fix(args: argparse.Namespace) -> int:
+    """``fix``: apply the fixes, or with ``--verify`` measure them first (cli/verify.py)."""
+    return verify.run_verify(args) if args.verify else run_check(args)
+
+
 def register(sub: Any) -> None:
     """Add check, fix, rules and explain to the top-level subparsers."""
     check = sub.add_parser("check", help="check files, folders and notebooks for hot-loop hazards")
     _add_check_arguments(check)
     check.set_defaults(handler=run_check)
-    fix = sub.add_parser("fix", help="same as `check --fix`")
+    fix = sub.add_parser("fix", help="same as `check --fix`; with --verify SCRIPT, measure each fix on runs of the script")
     _add_check_arguments(fix)
-    fix.set_defaults(handler=run_check, fix=True)
+    verify.add_arguments(fix)
+    fix.set_defaults(handler=_run_fix, fix=True)
     rules = sub.add_parser("rules", help="list the rules")
     rules.add_argument("--format", choices=("text", "json"), default="text", dest="output_format")
     rules.set_defaults(handler=run_rules)
