@@ -192,14 +192,22 @@ def test_check_lints_the_cells_run_so_far(kernel):
             opt.step()
             print(loss)
     """)).reply["execution_count"]
+    timed = kernel.run(cell("""
+        %%time
+        for step in range(3):
+            loss = (w * w).sum()
+            loss.backward()
+            print(loss)
+    """)).reply["execution_count"]
     out = kernel.run("%torchtriage_check")
     bundle = out.bundle("application/vnd.torchtriage.findings+json")
     findings = bundle["application/vnd.torchtriage.findings+json"]["findings"]
-    assert {"code": "TT102", "execution_count": loop, "line": 5} in [
-        {"code": f["code"], "execution_count": f["execution_count"], "line": f["line"]} for f in findings
-    ]
+    found = [{"code": f["code"], "execution_count": f["execution_count"], "line": f["line"]} for f in findings]
+    assert {"code": "TT102", "execution_count": loop, "line": 5} in found
     assert f"In [{loop}] line 5: TT102" in bundle["text/plain"]
-    assert first < loop
+    # A cell magic's body is checked as typed (IPython's ``In`` holds it as a string argument).
+    assert {"code": "TT102", "execution_count": timed, "line": 5} in found
+    assert first < loop < timed
 
 
 def test_static_findings_see_the_cells_as_one_notebook(kernel):

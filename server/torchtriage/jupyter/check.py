@@ -6,16 +6,19 @@ import html
 from typing import Any, Sequence
 
 from ..analysis.notebooks import analyze_cells
+from ..config import Settings
 from ..findings import Finding
 
 CHECK_MIME = "application/vnd.torchtriage.findings+json"
 
 
-def check_history(history: Sequence[str], current: int) -> dict[str, Any]:
-    """Findings for In [1] .. In [current] (IPython's ``In`` list), as a display bundle."""
+def check_history(history: Sequence[str], current: int, settings: Settings | None = None) -> dict[str, Any]:
+    """Findings for In [1] .. In [current], as a display bundle.  ``history`` is the raw input history
+    (``input_hist_raw``: cell magics such as ``%%torchtriage`` or ``%%time`` as typed, so their bodies are
+    analysed as the editor analyses them, not as the string IPython turns them into)."""
     numbers = [n for n in range(1, min(current, len(history) - 1) + 1) if history[n].strip()]
     cells = [history[n] for n in numbers]
-    findings = analyze_cells(cells, "<kernel>", None, numbers) if cells else []
+    findings = analyze_cells(cells, "<kernel>", settings, numbers) if cells else []
     return {
         CHECK_MIME: {"findings": [_json(f) for f in findings], "cells": numbers},
         "text/plain": _text(findings, len(cells)),

@@ -150,12 +150,17 @@ class TorchtriageMagics(Magics):
 
     @line_magic("torchtriage_check")
     def torchtriage_check(self, line: str) -> None:
-        """Lint the cells run so far in this kernel (In [1] ... this one), as `torchtriage check` would."""
+        """Lint the cells run so far in this kernel (In [1] ... this one), as `torchtriage check` would: cells as
+        typed (a cell magic's body included) and the project's settings."""
         from IPython.display import display
 
         from .check import check_history
 
-        display(check_history(list(self.shell.user_ns.get("In", [])), self.cells.current()), raw=True)
+        from ..config import load_settings
+
+        history = list(self.shell.history_manager.input_hist_raw) or list(self.shell.user_ns.get("In", []))
+        settings, _ = load_settings(Path.cwd())  # the project's [tool.torchtriage], as `torchtriage check` reads it
+        display(check_history(history, self.cells.current(), settings), raw=True)
 
 
 def _run_dir(out: Optional[Path], number: int) -> Path:
