@@ -14,6 +14,7 @@ import { showAnotherRank } from "./rankView";
 import { ReportView } from "./reportView";
 import { ServerManager } from "./server";
 import { TensorBoard, openPerfetto } from "./traceViewers";
+import { Verifier } from "./verify";
 
 const PROFILE_REPORT = "torchtriage/profileReport";
 
@@ -25,6 +26,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const tensorboard = new TensorBoard(log);
   let profiler: Profiler | undefined;
   let lab: Lab | undefined;
+  let verifier: Verifier | undefined;
 
   const middleware: Middleware = {
     // Server commands reached from code lenses: profiling runs user code (trust, progress), reports open here.
@@ -35,6 +37,10 @@ export function activate(context: vscode.ExtensionContext): void {
         return profiler?.profileScript(uri);
       }
       if (command === "torchtriage.lab" && typeof args[0] === "string") return lab?.run(vscode.Uri.parse(args[0]));
+      if (command === "torchtriage.verifyFixes") {
+        const target = typeof args[0] === "string" ? args[0] : args[0]?.uri;
+        return verifier?.run(typeof target === "string" ? vscode.Uri.parse(target) : undefined);
+      }
       if (command === "torchtriage.showReport" && typeof args[0] === "string") return showReport(args[0]);
       return next(command, args);
     },
@@ -56,6 +62,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const server = new ServerManager(log, locator, middleware);
   profiler = new Profiler(server, annotations, reportView, log);
   lab = new Lab(server, reportView, log);
+  verifier = new Verifier(server, log);
   server.onDidStart((client) => {
     client.onNotification(PROFILE_REPORT, (payload: ProfileReportPayload) => void annotations.onReport(payload));
   });
@@ -80,6 +87,8 @@ export function activate(context: vscode.ExtensionContext): void {
   register("torchtriage.profileScriptWithProcesses", (uri?: vscode.Uri) => profiler!.profileScriptWithProcesses(uri instanceof vscode.Uri ? uri : undefined));
   register("torchtriage.showRank", () => showAnotherRank(annotations, reportView));
   register("torchtriage.runLab", (uri?: vscode.Uri) => lab!.run(uri instanceof vscode.Uri ? uri : undefined));
+  // Not `torchtriage.verifyFixes`: the language client registers the server's command under that name.
+  register("torchtriage.verifyFixesInFile", (uri?: vscode.Uri) => verifier!.run(uri instanceof vscode.Uri ? uri : undefined));
   register("torchtriage.compareWithPrevious", () => compareWithPrevious(server, annotations, reportView, log));
   register("torchtriage.showLastReport", () => showReport());
   register("torchtriage.clearAnnotations", async () => {

@@ -3,6 +3,11 @@
 ``torchtriage.lab [uri | {uri, modes, steps, warmup, repeat}]`` runs ``python -m torchtriage lab``
 on the file the same way and returns (and notifies) the ``torchtriage/labReport`` payload.
 
+``torchtriage.verifyFixes [{uri, repeat}]`` runs ``python -m torchtriage fix --verify`` on the saved script the
+same way and returns (and notifies as ``torchtriage/verifyReport``) verify.json with ``uri`` and ``verifyJson``;
+``torchtriage.applyVerifiedFixes [{uri, verifyJson}]`` applies the fixes that help via ``workspace/applyEdit``
+while the editor's text is the text that was verified (see ``verify_report``).
+
 ``torchtriage.profile [uri | {uri, cell, nprocPerNode, rank}]`` runs ``python -m torchtriage profile --out DIR
 [--python INTERPRETER] [--active N] [--timeout S] [--nproc-per-node N [--show-rank K]] FILE`` in its own process group (a
 notebook: its code cells joined into a temporary script, up to ``cell`` when given; ``nprocPerNode``: under
@@ -38,10 +43,15 @@ from .code_lens import step_loop_lines
 from .comparison import ProfileComparisons, hot_line_deltas
 from .diagnostics import DiagnosticsEngine
 from .documents import DocumentState, DocumentStore, LineMap, shift_annotations
+from .edits import text_edits, versioned_edit
 from .fix_all import FixAll
 from .lab_report import LAB_REPORT, lab_options, lab_payload
 from .settings import SettingsManager
 from .texts import EditorTexts
+from .verify_report import (
+    VERIFY_JSON, VERIFY_REPORT, chosen_fix, effective_edits, fix_edits, load_verification, stale_reason, verify_options,
+    verify_path_argument, verify_payload, verify_summary,
+)
 
 log = logging.getLogger(__name__)
 
@@ -318,6 +328,71 @@ class Commands:
         self.client.notify(LAB_REPORT, payload)
         run.end(self.client.progress, payload["reading"][0] if payload["reading"] else "done")
         return payload
+
+    # --- torchtriage.verifyFixes / torchtriage.applyVerifiedFixes ------------------------
+
+    async def verify_fixes(self, arguments: list[Any] | None, token: types.ProgressToken | None) -> dict[str, Any]:
+        """``fix --verify`` on the document's saved script, in the background; verify.json with ``uri`` and ``verifyJson``."""
+        uri = _uri_argument(arguments)
+        state = self.store.get(uri)
+        if state is None:
+            raise JsonRpcInvalidParams(f"{uri} is not open")
+        if state.notebook:
+            raise JsonRpcInvalidParams("torchtriage.verifyFixes verifies the fixes of a .py script, not of a notebook")
+        options = verify_options(arguments)
+        out = self._run_folder(state)
+        script, _ = self._script_for(state, out)
+        target = state.targets.get(state.uri)
+        if target is not None and target.text != script.read_text(encoding="utf-8", errors="replace"):
+            self.client.show(
+                f"torchtriage: verifying the fixes of the saved {script.name}; unsaved edits are not in this run "
+                "(and its fixes apply only to the text that was verified)",
+                types.MessageType.Info,
+            )
+        command = [sys.executable, "-m", "torchtriage", "fix", "--verify", "--progress", "json", "--out", str(out / "verify"), *options]
+        if self.settings.interpreter:
+            command += ["--python", self.settings.interpreter]
+        if self.settings.profile_timeout_s is not None:
+            command += ["--timeout", f"{self.settings.profile_timeout_s:g}"]
+        command.append(str(script))
+        run, code = await self._run_cli(command, script.parent, token, f"Verifying the fixes of {script.name}")
+        verify_path = out / "verify" / VERIFY_JSON
+        if not verify_path.is_file():
+            run.end(self.client.progress, "failed")
+            detail = "\n".join(run.tail[-8:])
+            self.client.show(f"torchtriage fix --verify failed (exit {code}): {detail}", types.MessageType.Error)
+            raise ProfileFailed(f"fix --verify exited with {code} and no verify.json: {detail}")
+        payload = verify_payload(uri, verify_path)
+        self.client.notify(VERIFY_REPORT, payload)
+        run.end(self.client.progress, verify_summary(payload))
+        return payload
+
+    async def apply_verified_fixes(self, arguments: list[Any] | None) -> bool:
+        """The fixes of a verify.json that help, via ``workspace/applyEdit``, while the editor's text is the
+        text that was verified (else a message says why nothing was applied); whether the client applied them."""
+        uri = _uri_argument(arguments)
+        verify_path = verify_path_argument(arguments)
+        state = self.store.get(uri)
+        if state is None:
+            raise JsonRpcInvalidParams(f"{uri} is not open")
+        if state.notebook:
+            raise JsonRpcInvalidParams("torchtriage.applyVerifiedFixes applies to a .py script, not to a notebook")
+        document = load_verification(verify_path)
+        script = Path(document["script"])
+        if state.path is not None and state.path.exists() and not _same_file(str(script), state.path):
+            raise JsonRpcInvalidParams(f"{verify_path} verified {script}, not {state.path}")
+        fix = chosen_fix(document)
+        if fix is None:
+            self.client.show(f"torchtriage: no verified fix makes {script.name} measurably faster; nothing to apply")
+            return False
+        [(_, version, text)] = self.texts.snapshot(state)
+        problem = stale_reason(document, fix, text)
+        if problem is not None:
+            self.client.show(f"torchtriage: nothing applied: {problem}. Verify the fixes again.", types.MessageType.Warning)
+            return False
+        edits = text_edits(effective_edits(text, fix_edits(fix)), self.texts.positions(text))
+        label = f"torchtriage: apply the verified fix ({fix['code']})"
+        return await self.client.apply_edit(versioned_edit(uri, version, edits), label=label)
 
     async def _run_cli(self, command: list[str], cwd: Path, token: types.ProgressToken | None, title: str) -> tuple["_Run", int]:
         """Run a torchtriage CLI command in its own process group with ``$/progress``; the run and its exit code."""

@@ -151,7 +151,7 @@ def register_language_features(
 
 
 def register_commands(on: Registrar, runner: Commands, protocol: TorchTriageProtocol) -> None:
-    """``workspace/executeCommand``: profile, lab, clearProfile, showReport, fixAll."""
+    """``workspace/executeCommand``: profile, lab, verifyFixes, applyVerifiedFixes, clearProfile, showReport, fixAll."""
 
     @on.command("torchtriage.profile")
     async def profile(*arguments: Any) -> Any:
@@ -168,6 +168,18 @@ def register_commands(on: Registrar, runner: Commands, protocol: TorchTriageProt
             return await runner.lab(list(arguments), protocol.command_token.get())
         finally:
             forget()
+
+    @on.command("torchtriage.verifyFixes")
+    async def verify_fixes(*arguments: Any) -> Any:
+        forget = protocol.cancel_with_request(asyncio.current_task())  # $/cancelRequest kills the runs
+        try:
+            return await runner.verify_fixes(list(arguments), protocol.command_token.get())
+        finally:
+            forget()
+
+    @on.command("torchtriage.applyVerifiedFixes")
+    async def apply_verified_fixes(*arguments: Any) -> bool:
+        return await runner.apply_verified_fixes(list(arguments))
 
     @on.command("torchtriage.clearProfile")
     def clear_profile(*arguments: Any) -> None:

@@ -11,6 +11,12 @@ Commands (``workspace/executeCommand``):
                                       bf16 autocast and bf16 + torch.compile in the background;
                                       ``$/progress``, cancellable; returns the
                                       ``torchtriage/labReport`` payload.
+  ``torchtriage.verifyFixes [{uri, repeat}]``  measure each fix on runs of the saved script
+                                      (``fix --verify``) in the background; ``$/progress``,
+                                      cancellable; returns the ``torchtriage/verifyReport`` payload.
+  ``torchtriage.applyVerifiedFixes [{uri, verifyJson}]``  apply the fixes that helped via
+                                      ``workspace/applyEdit`` (refused, with a message, when the
+                                      editor's text is not the text verified); whether applied.
   ``torchtriage.clearProfile [uri]``  remove profile inlay hints, diagnostics and lenses.
   ``torchtriage.showReport [reportPath]``  open report.html (else report.json) via
                                       ``window/showDocument``.
@@ -26,6 +32,9 @@ Notification (server -> client) ``torchtriage/profileReport``::
 
 Notification (server -> client) ``torchtriage/labReport``: lab.json in brief (see
 ``lsp/lab_report.py``): ``{uri, labPath, htmlPath, device, verdict, reading, rows}``.
+
+Notification (server -> client) ``torchtriage/verifyReport``: the verify.json document with
+``uri`` and ``verifyJson`` (its path) added (see ``lsp/verify_report.py``).
 
 Code action kinds: ``quickfix`` (one per fix, one noqa suppression per finding) and
 ``source.fixAll.torchtriage`` (resolved lazily through ``codeAction/resolve`` for a

@@ -104,8 +104,10 @@ try {
   // --- a trusted workspace ---------------------------------------------------------------
   const trusted = workspace("trusted", {
     "[python]": { "editor.codeActionsOnSave": { "source.fixAll.torchtriage": "explicit" } },
+    "torchtriage.verify.repeat": 2, // two runs of each version: enough for the loader fix's interval
   });
   copyFileSync(path.join(REPO, "tests", "data", "lab", "lab_train.py"), path.join(trusted, "lab_train.py")); // runs enough steps for the lab
+  copyFileSync(path.join(REPO, "tests", "data", "runtime", "verify", "loader_bound.py"), path.join(trusted, "loader_bound.py")); // its TT302 fix helps
   const server = await startCodeServer({ tools, root: path.join(root, "cs-trusted"), vsix: VSIX, userSettings: userSettings(false), env: {} });
   servers.push(server);
   const context = await browser.newContext({ viewport: { width: 1500, height: 950 } });
@@ -199,6 +201,24 @@ try {
     const text = await verdict.innerText();
     if (!/take both|take lower precision|take torch\.compile|neither lower precision nor torch\.compile|incomplete/.test(text)) throw new Error(`lab verdict: ${text}`);
     await page.locator(".tab", { hasText: "torchtriage lab — lab_train.py" }).first().waitFor({ timeout: 30_000 });
+  });
+
+  const VERIFY = "verify fixes: each fix measured, Apply writes the one that helps";
+  await scenario(page, VERIFY, async () => {
+    await ui.command(page, "Notifications: Clear All Notifications"); // the lab's verdict, if it ran
+    await ui.openFile(page, "loader_bound.py");
+    await ui.command(page, "torchtriage: Verify fixes");
+    await page.locator(".notifications-toasts", { hasText: "verifying the fixes of loader_bound.py" }).first().waitFor({ timeout: 60_000 }); // the progress
+    const result = page.locator(".notifications-toasts .notification-toast", { hasText: "torchtriage fix --verify (loader_bound.py" }).first();
+    await result.waitFor({ timeout: 400_000 }); // a baseline and two fixed copies, two runs each, on a shared machine
+    const text = (await result.innerText()).replace(/\s+/g, " ");
+    if (!/TT302 line \d+: [\d.]+ → [\d.]+ ms, faster ×[\d.]+ \(95% interval −[\d.]+ to −[\d.]+ ms\)/.test(text)) throw new Error(`verify result: ${text}`);
+    if (!/Apply writes it/.test(text)) throw new Error(`no fix to apply: ${text}`);
+    const before = readFileSync(path.join(trusted, "loader_bound.py"), "utf-8");
+    await result.locator(".monaco-button", { hasText: /^Apply$/ }).first().click();
+    await ui.waitForText(page, "num_workers=4", 30_000);
+    await page.locator(".notifications-toasts", { hasText: "applied TT302" }).first().waitFor({ timeout: 10_000 });
+    if (readFileSync(path.join(trusted, "loader_bound.py"), "utf-8") !== before) throw new Error("the file was written without a save");
   });
 
   await scenario(page, "notebook: cell diagnostics", async () => {
