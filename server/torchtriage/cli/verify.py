@@ -68,16 +68,25 @@ def run_verify(args: argparse.Namespace) -> int:
             display.restart(f"{staged.run_name}, run {number} of {args.repeat}: starting the script")
             return run_agent(staged, on_event=display.handle, on_output=display.output)
 
-        result = verify_fixes(base, args.repeat, run_one, seed=args.seed, on_stage=display.stage)
-    applied = False
+        try:
+            result = verify_fixes(base, args.repeat, run_one, seed=args.seed, on_stage=display.stage)
+        except UnicodeDecodeError:
+            raise UsageError(f"{script} is not UTF-8 text") from None
+        except OSError as exc:  # the fixed versions are written beside the script
+            raise UsageError(f"cannot write the fixed versions beside {script}: {exc}") from None
+    applied = changed = False
     if args.apply and result.kept_text is not None:
-        if script.read_text(encoding="utf-8") != result.original:
-            raise UsageError(f"{script} changed while the fixes were measured: nothing written (verify.json has the diff)")
-        script.write_text(result.kept_text, encoding="utf-8")
-        applied = True
+        changed = script.read_bytes().decode("utf-8", errors="replace") != result.original
+        if not changed:
+            script.write_bytes(result.kept_text.encode("utf-8"))
+            applied = True
     document = verify_document(result, applied, [str(script), *script_args])
+    if changed:
+        document["warnings"].append(f"{script} changed while the fixes were measured: nothing was written (the diff is here)")
     written = write_verification(document, out)
     _print(document, written, args)
+    if changed:
+        raise UsageError(f"{script} changed while the fixes were measured: nothing written ({written} has the diff)")
     return EXIT_OK if document["baseline"]["step_time_ms"] is not None else EXIT_SCRIPT_FAILED
 
 

@@ -129,3 +129,6 @@ def test_usage_errors(tmp_path: Path) -> None:
     assert "no such script" in run("missing.py").stderr
     (tmp_path / "a.py").write_text("x = 1\n", encoding="utf-8")
     assert run("--repeat", "0", "a.py").returncode == 2
+    (tmp_path / "latin.py").write_bytes(b"# caf\xe9\nx = 1\n")
+    latin = run("latin.py")
+    assert latin.returncode == 2 and "is not UTF-8 text" in latin.stderr and "Traceback" not in latin.stderr

@@ -158,7 +158,7 @@ def verify_fixes(
     ``run_one`` runs one profile (the host's progress display wraps it); ``on_plan`` hears the
     candidates once the baseline's first run has said which runtime advice applies."""
     script = base.script.resolve()
-    original = script.read_text(encoding="utf-8")
+    original = script.read_bytes().decode("utf-8")  # newlines as they are: --apply keeps CRLF files CRLF
     out_dir = base.out_dir
     base = replace(base, seed=seed, record_losses=True)
     baseline = _trial(BASELINE, base, out_dir, repeat, None, script)
@@ -179,8 +179,8 @@ def verify_fixes(
         trials = []
         for index, candidate in enumerate(candidates, start=1):
             path = _fixed_path(script, index)
-            path.write_text(candidate.text, encoding="utf-8")
             written.append(path)
+            path.write_bytes(candidate.text.encode("utf-8"))
             trials.append(_trial(f"fix-{index}-{candidate.code}", base, out_dir, repeat, candidate, path))
         for number in range(1, repeat + 1):
             for trial in ([] if number == 1 else [baseline]) + trials:
@@ -192,8 +192,8 @@ def verify_fixes(
         combination = _combination(helpful, original)
         if combination is not None:
             path = _fixed_path(script, 0)
-            path.write_text(combination.text, encoding="utf-8")
             written.append(path)
+            path.write_bytes(combination.text.encode("utf-8"))
             trial = _trial(COMBINED, base, out_dir, repeat, combination, path)
             for number in range(1, repeat + 1):
                 if trial.alive:
