@@ -317,13 +317,8 @@ class Commands:
         if self.settings.profile_timeout_s is not None:
             command += ["--timeout", f"{self.settings.profile_timeout_s:g}"]
         command.append(str(script))
-        run, code = await self._run_cli(command, script.parent, token, f"Lab: fp32 / bf16 / compile on {script.name}")
         lab_path = out / "lab" / "lab.json"
-        if not lab_path.is_file():
-            run.end(self.client.progress, "failed")
-            detail = "\n".join(run.tail[-8:])
-            self.client.show(f"torchtriage lab failed (exit {code}): {detail}", types.MessageType.Error)
-            raise ProfileFailed(f"lab exited with {code} and no lab.json: {detail}")
+        run = await self._run_cli_for(lab_path, command, script.parent, token, f"Lab: fp32 / bf16 / compile on {script.name}", "lab")
         payload = lab_payload(uri, lab_path)
         self.client.notify(LAB_REPORT, payload)
         run.end(self.client.progress, payload["reading"][0] if payload["reading"] else "done")
@@ -355,13 +350,8 @@ class Commands:
         if self.settings.profile_timeout_s is not None:
             command += ["--timeout", f"{self.settings.profile_timeout_s:g}"]
         command.append(str(script))
-        run, code = await self._run_cli(command, script.parent, token, f"Verifying the fixes of {script.name}")
         verify_path = out / "verify" / VERIFY_JSON
-        if not verify_path.is_file():
-            run.end(self.client.progress, "failed")
-            detail = "\n".join(run.tail[-8:])
-            self.client.show(f"torchtriage fix --verify failed (exit {code}): {detail}", types.MessageType.Error)
-            raise ProfileFailed(f"fix --verify exited with {code} and no verify.json: {detail}")
+        run = await self._run_cli_for(verify_path, command, script.parent, token, f"Verifying the fixes of {script.name}", "fix --verify")
         payload = verify_payload(uri, verify_path)
         self.client.notify(VERIFY_REPORT, payload)
         run.end(self.client.progress, verify_summary(payload))
@@ -393,6 +383,18 @@ class Commands:
         edits = text_edits(effective_edits(text, fix_edits(fix)), self.texts.positions(text))
         label = f"torchtriage: apply the verified fix ({fix['code']})"
         return await self.client.apply_edit(versioned_edit(uri, version, edits), label=label)
+
+    async def _run_cli_for(
+        self, output: Path, command: list[str], cwd: Path, token: types.ProgressToken | None, title: str, name: str
+    ) -> "_Run":
+        """:meth:`_run_cli`, then the file the command writes: when it is missing the failure is shown and raised."""
+        run, code = await self._run_cli(command, cwd, token, title)
+        if not output.is_file():
+            run.end(self.client.progress, "failed")
+            detail = "\n".join(run.tail[-8:])
+            self.client.show(f"torchtriage {name} failed (exit {code}): {detail}", types.MessageType.Error)
+            raise ProfileFailed(f"{name} exited with {code} and no {output.name}: {detail}")
+        return run
 
     async def _run_cli(self, command: list[str], cwd: Path, token: types.ProgressToken | None, title: str) -> tuple["_Run", int]:
         """Run a torchtriage CLI command in its own process group with ``$/progress``; the run and its exit code."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from lsprotocol import types
 
@@ -153,29 +153,21 @@ def register_language_features(
 def register_commands(on: Registrar, runner: Commands, protocol: TorchTriageProtocol) -> None:
     """``workspace/executeCommand``: profile, lab, verifyFixes, applyVerifiedFixes, clearProfile, showReport, fixAll."""
 
-    @on.command("torchtriage.profile")
-    async def profile(*arguments: Any) -> Any:
-        forget = protocol.cancel_with_request(asyncio.current_task())  # $/cancelRequest kills the run
-        try:
-            return await runner.profile(list(arguments), protocol.command_token.get())
-        finally:
-            forget()
+    def cancellable(run: Callable[[list[Any], Any], Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        """A command that runs the CLI in the background: ``$/cancelRequest`` kills its runs."""
 
-    @on.command("torchtriage.lab")
-    async def lab(*arguments: Any) -> Any:
-        forget = protocol.cancel_with_request(asyncio.current_task())  # $/cancelRequest kills the runs
-        try:
-            return await runner.lab(list(arguments), protocol.command_token.get())
-        finally:
-            forget()
+        async def command(*arguments: Any) -> Any:
+            forget = protocol.cancel_with_request(asyncio.current_task())
+            try:
+                return await run(list(arguments), protocol.command_token.get())
+            finally:
+                forget()
 
-    @on.command("torchtriage.verifyFixes")
-    async def verify_fixes(*arguments: Any) -> Any:
-        forget = protocol.cancel_with_request(asyncio.current_task())  # $/cancelRequest kills the runs
-        try:
-            return await runner.verify_fixes(list(arguments), protocol.command_token.get())
-        finally:
-            forget()
+        return command
+
+    on.command("torchtriage.profile")(cancellable(runner.profile))
+    on.command("torchtriage.lab")(cancellable(runner.lab))
+    on.command("torchtriage.verifyFixes")(cancellable(runner.verify_fixes))
 
     @on.command("torchtriage.applyVerifiedFixes")
     async def apply_verified_fixes(*arguments: Any) -> bool:
