@@ -62,3 +62,42 @@ def test_too_few_common_losses_say_nothing() -> None:
     check = compare_losses([1.0], [2.0, 3.0])
     assert check.compared == 1 and check.max_relative_diff is None and not check.changed
     assert compare_losses([], []).to_json()["max_relative_diff"] is None
+
+
+def test_a_fix_that_moves_the_loss_is_warned_about_and_the_document_validates(tmp_path) -> None:
+    import sys
+
+    import jsonschema
+
+    from torchtriage.findings import Edit, Span
+    from torchtriage.runtime.profiling.repeats import Series
+    from torchtriage.runtime.profiling.runner import RunOptions
+    from torchtriage.runtime.verify import load_schema, verify_document
+    from torchtriage.runtime.verify.candidates import Candidate
+    from torchtriage.runtime.verify.measure import Measured, Trial, Verification
+
+    script = tmp_path / "train.py"
+    original = "import torch\nx = torch.ones(2)\n"
+
+    def trial(name, candidate):
+        options = RunOptions(script=script, args=[], out_dir=tmp_path / name, python=sys.executable, run_name=name)
+        return Trial(name, candidate, script, Series(options, 1))
+
+    edit = Edit(Span(2, 5, 2, 17), "torch.ones(2, dtype=torch.bfloat16)")
+    candidate = Candidate("TT504", 2, "Run the step in bf16", "static", "unsafe", (edit,),
+                          "import torch\nx = torch.ones(2, dtype=torch.bfloat16)\n")
+    step = {"before_ms": 10.0, "after_ms": 6.0, "delta_ms": -4.0, "delta_pct": -40.0, "speedup": 1.667, "change": "faster",
+            "interval": {"method": "block bootstrap", "confidence": 0.95, "low_ms": -4.5, "high_ms": -3.5,
+                         "steps": {"before": 10, "after": 10}, "runs": {"before": 1, "after": 1}, "block_steps": {"before": 1, "after": 1}},
+            "threshold_ms": 0.5}
+    measured = Measured(trial("fix-1-TT504", candidate), step_time=step, verdict="faster",
+                        losses=compare_losses([1.0, 0.9, 0.8], [1.0, 0.95, 0.85]))
+    result = Verification(script, original, tmp_path, 1, 0, trial("baseline", None), fixes=[measured], kept_text=candidate.text)
+    document = verify_document(result, applied=False)
+    jsonschema.validate(document, load_schema())
+    assert document["fixes"][0]["losses"]["changed"] and document["fixes"][0]["losses"]["first_changed"] == 1
+    assert any(w.startswith("TT504 (line 2) changes the loss trajectory beyond float noise: from backward pass 2 on")
+               for w in document["warnings"])
+    assert any("one run per version" in w for w in document["warnings"])
+    assert document["kept"] == [{"code": "TT504", "line": 2}]
+    assert "+x = torch.ones(2, dtype=torch.bfloat16)" in document["diff"]
