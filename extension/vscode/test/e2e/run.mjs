@@ -206,6 +206,8 @@ try {
   const VERIFY = "verify fixes: each fix measured, Apply writes the one that helps";
   await scenario(page, VERIFY, async () => {
     await ui.command(page, "Notifications: Clear All Notifications"); // the lab's verdict, if it ran
+    // One editor group: beside the lab's webview, openFile would focus the first group's editor instead.
+    await ui.command(page, "View: Close All Editor Groups");
     await ui.openFile(page, "loader_bound.py");
     await ui.command(page, "torchtriage: Verify fixes");
     await page.locator(".notifications-toasts", { hasText: "verifying the fixes of loader_bound.py" }).first().waitFor({ timeout: 60_000 }); // the progress
