@@ -1,4 +1,4 @@
-"""Command line: ``torchtriage check | fix | rules | explain | profile | compare | lab | lsp``.
+"""Command line: ``torchtriage check | fix | rules | explain | profile | analyze | compare | lab | lsp``.
 
 A host: it translates flags into calls of the core and prints what comes back;
 nothing below it imports it.  One module per command group registers its
@@ -17,12 +17,12 @@ from typing import Sequence
 
 from .. import __version__
 from ..errors import UsageError
-from . import check, compare, lab, lsp, profile
+from . import analyze, check, compare, lab, lsp, profile
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 INTERRUPTIBLE_COMMANDS = ("profile", "lab", "fix")  # they run the user's script and stop it on SIGINT
-COMMAND_GROUPS = (check, profile, compare, lab, lsp)
+COMMAND_GROUPS = (check, profile, analyze, compare, lab, lsp)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -62,6 +62,13 @@ def _verdict_lines(report: dict[str, Any]) -> list[Text]:
     if window.get("half_width") is not None:
         steps.append(f", mean known to \u00b1{window['half_width']:.0%}")
     lines = [text, steps]
+    busy = report.get("gpu_busy")  # torchtriage analyze of a CUDA trace
+    if busy:
+        lines.append(Text(f"  GPU busy {busy['share']:.0%} of the step time (kernels, copies and memsets inside each ProfilerStep)"))
+    source = report.get("source")
+    if source:
+        rank = f" (rank {source['rank']})" if source.get("rank") is not None else ""
+        lines.append(Text(f"  analysed from the trace {source['path']}{rank}", style="dim"))
     repeats = report.get("repeats")
     if repeats and repeats["count"] > 1:
         spread = repeats["step_time_ms"]

@@ -257,7 +257,13 @@ def build_report(
         "repeats": repeats,
         "compile": compile_report(profile),
         **device_sections(profile, src),
+        **_trace_analysis(profile),
     }
+
+
+def _trace_analysis(profile: ProfileData) -> dict[str, Any]:
+    """``source`` and ``gpu_busy`` of a run made from a recorded trace (``torchtriage analyze``); absent for a profiled run."""
+    return {key: profile.extra[key] for key in ("source", "gpu_busy") if isinstance(profile.extra.get(key), dict)}
 
 
 def _runtime_finding_json(f: Finding) -> dict[str, Any]:

@@ -1,0 +1,90 @@
+"""``analyze_trace(PATH)``: a trace recorded anywhere -> the run folder ``torchtriage profile`` writes.
+
+The stages: pick the trace (``inputs``), read it one event at a time into
+compact records while noting its steps and threads (``reader``, ``events``),
+put the records in time order with bounded memory (``ordering``), sweep them
+into the agent's wire records (``sweep``), and hand those to the same host code
+as a profiled run: ``build_profile`` -> diagnosis -> report.json / report.html
+(``profiling.finish.write_outputs``).  Bad input raises ``TraceError`` with a
+one-line message; a trace that can be partly used gives a report with warnings.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from ..attribution.lines import build_profile
+from ..profiling.finish import new_run_dir, write_outputs
+from ..results.profile_data import ProfileData
+from .events import PY, TraceScan
+from .frames import CodeMap
+from .inputs import choose_trace
+from .ordering import RUN, SortedRecords
+from .raw import gpu_busy_block, raw_record, source_block
+from .reader import TraceError, read_trace
+from .steps import find_steps
+from .sweep import Sweep
+
+__all__ = ["AnalyzedRun", "TraceError", "analyze_trace", "run_name"]
+
+Stage = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class AnalyzedRun:
+    """The analysed trace, its profile, report.json (None when the report failed) and the run folder."""
+
+    trace: Path
+    profile: ProfileData
+    report: Optional[dict[str, Any]]
+    run_dir: Path
+
+
+def run_name(trace: Path) -> str:
+    """``analyze-<name>`` for the run folder: the file name without its trace suffixes and timestamp."""
+    name = re.sub(r"(\.pt\.trace)?\.json(\.gz)?$", "", Path(trace).name)
+    name = re.sub(r"\.\d{10,}$", "", name)
+    return "analyze-" + (re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "trace")
+
+
+def analyze_trace(path: Path, out_dir: Optional[Path] = None, on_stage: Optional[Stage] = None, run_size: int = RUN,
+                  roots: Sequence[Path] = ()) -> AnalyzedRun:
+    """Analyse the trace at PATH (a file, or a folder of them) and write the run folder (default
+    ``.torchtriage/runs/<time>-analyze-<name>``).  ``roots``: folders to find the trace's relative
+    file names in before the trace's folder and the current one; ``run_size``: records sorted in memory at a time."""
+    stage = on_stage or (lambda _: None)
+    choice = choose_trace(Path(path))
+    stage(f"reading {choice.path}")
+    header, events = read_trace(choice.path)
+    scan = TraceScan()
+    records = SortedRecords(run=run_size)
+    try:
+        for event in events:
+            record = scan.record(event)
+            if record is not None:
+                records.add(record)
+        if not records.count and not scan.steps:
+            raise TraceError(f"{choice.path}: the trace holds no events torch.profiler records (operators, Python frames, GPU activity)")
+        steps, main, step_warnings = find_steps(scan)
+        if not steps:
+            raise TraceError(f"{choice.path}: no step to analyse: no ProfilerStep# range and no operator or Python frame on a CPU thread")
+        stage("attributing the recorded time to lines")
+        code = CodeMap(choice.path.parent, roots=roots)
+        sweep = Sweep(steps, main, code, call_stacks=not scan.counts[PY])
+        sweep.feed(records)
+        sweep.finish()
+    finally:
+        records.close()
+    raw = raw_record(header, scan, sweep, code, choice, step_warnings)
+    run_dir = Path(out_dir).resolve() if out_dir is not None else new_run_dir(run_name(choice.path))
+    extra: dict[str, Any] = {"run_dir": str(run_dir), "chrome_trace": str(choice.path.resolve()),
+                             "source": source_block(header, scan, choice)}
+    busy = gpu_busy_block(sweep)
+    if busy is not None:
+        extra["gpu_busy"] = busy
+    profile = build_profile(raw, extra=extra)
+    report = write_outputs(profile, run_dir, on_stage)
+    return AnalyzedRun(trace=choice.path, profile=profile, report=report, run_dir=run_dir)

@@ -1,0 +1,167 @@
+"""Trace events -> compact records, and what one pass over them learns (steps, threads, what was recorded).
+
+Each event the analysis uses becomes one tuple, ``(start_ns, -duration_ns,
+kind, seq, thread, name, a, b, c, d)``, so that sorting the tuples orders them
+by start, an enclosing event before what it encloses (longer first at the same
+start), then by ``kind``; ``seq`` (the event's position in the file) keeps the
+rest from ever being compared.  The kinds and their extra fields:
+
+=========  ==================================================================
+ANNOT      a ``record_function`` range (``user_annotation``): no extras
+PY         a ``python_function`` frame or C call: no extras
+OP         an operator (``cpu_op``; ``Operator`` in 1.9-era traces): a = sequence
+           number (-1 none), b = its "Call stack" argument ("" none), c = its
+           "Fwd thread id" (> 0: a backward op, run for the thread that ran forward)
+RUNTIME    a CUDA runtime / driver call on the CPU: a = correlation id
+MEM        a ``[memory]`` instant: a = bytes (< 0 a free), b = total allocated,
+           c = address, d = device ("cpu", "cuda"...)
+GPU        a kernel, copy or memset: a = correlation id
+=========  ==================================================================
+
+``ProfilerStep#N`` ranges on the CPU are not records: ``TraceScan`` keeps them
+as the steps, with the thread that stepped.  Times are integer nanoseconds
+(the trace's microseconds times 1000, rounded).
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+ANNOT, PY, OP, RUNTIME, MEM, GPU = range(6)
+STEP_PREFIX = "ProfilerStep#"
+
+Record = tuple  # (start_ns, -duration_ns, kind, seq, thread, name, a, b, c, d)
+
+_CATEGORIES = {  # the trace's category -> kind (``cpu_op`` since torch 1.10, ``Operator`` / ``Runtime`` / ``Kernel`` before)
+    **dict.fromkeys(("python_function", "python"), PY),
+    **dict.fromkeys(("cpu_op", "operator"), OP),
+    "user_annotation": ANNOT,
+    **dict.fromkeys(("cuda_runtime", "cuda_driver", "runtime", "privateuse1_runtime", "privateuse1_driver"), RUNTIME),
+    **dict.fromkeys(("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"), GPU),
+}
+_CATEGORIES.update({k.capitalize(): v for k, v in list(_CATEGORIES.items())})
+_DEVICE_TYPES = {0: "cpu", 1: "cuda"}  # c10::DeviceType of a [memory] event
+
+
+def is_label(name: str) -> bool:
+    """A ``record_function`` range that older traces file among the operators: labels, not work."""
+    return name.startswith(("enumerate(DataLoader)", STEP_PREFIX)) or (name.startswith("Optimizer.") and "#" in name)
+
+
+@dataclass(frozen=True)
+class StepRange:
+    number: int
+    start_ns: int
+    end_ns: int
+    thread: int
+
+
+@dataclass
+class TraceScan:
+    """What the pass over the events saw: steps, threads, counts per kind, and the events it skipped."""
+
+    steps: list[StepRange] = field(default_factory=list)
+    threads: dict[tuple[Any, Any], int] = field(default_factory=dict)  # (pid, tid) -> thread number
+    counts: list[int] = field(default_factory=lambda: [0] * 6)  # kind -> events
+    thread_events: collections.Counter[int] = field(default_factory=collections.Counter)  # thread -> PY and OP events
+    thread_span: dict[int, list[int]] = field(default_factory=dict)  # thread -> [first start, last end] of its PY / OP events
+    call_stacks: int = 0  # operators with a "Call stack" argument
+    skipped: int = 0  # events that were not objects or had no usable time
+    events: int = 0
+    names: dict[str, str] = field(default_factory=dict)  # one string object per distinct name
+
+    def thread(self, pid: Any, tid: Any) -> int:
+        key = (pid, tid)
+        number = self.threads.get(key)
+        if number is None:
+            number = self.threads[key] = len(self.threads)
+        return number
+
+    def _name(self, name: str) -> str:
+        return self.names.setdefault(name, name)
+
+    def record(self, event: Any) -> Optional[Record]:
+        """The record for one trace event (None: not used), noting steps and counts on the way."""
+        self.events += 1
+        if not isinstance(event, dict):
+            self.skipped += 1
+            return None
+        ph = event.get("ph")
+        if ph not in ("X", "i", "I"):
+            return None
+        category = event.get("cat")
+        name = event.get("name")
+        try:
+            start = round(float(event["ts"]) * 1000)
+            duration = max(0, round(float(event.get("dur") or 0) * 1000)) if ph == "X" else 0
+        except (KeyError, TypeError, ValueError):
+            self.skipped += 1
+            return None
+        if not isinstance(name, str):
+            name = str(name)
+        args = event.get("args")
+        if not isinstance(args, dict):
+            args = {}
+        seq = self.events
+        if ph != "X":
+            if name != "[memory]":
+                return None
+            thread = self.thread(event.get("pid"), event.get("tid"))
+            self.counts[MEM] += 1
+            device = args.get("Device Type", 0)
+            return (start, 0, MEM, seq, thread, name, _int(args.get("Bytes")), _int(args.get("Total Allocated")),
+                    _int(args.get("Addr")), _DEVICE_TYPES.get(device, str(device)))
+        kind = _CATEGORIES.get(category) if isinstance(category, str) else None
+        if kind is None:
+            kind = _CATEGORIES.get(str(category or "").lower())
+            if kind is None:
+                return None  # flows, GPU-side annotations, the trace span, kineto's overhead events
+        if kind == OP and is_label(name):
+            kind = ANNOT
+        key = (event.get("pid"), event.get("tid"))
+        thread = self.threads.get(key)
+        if thread is None:
+            thread = self.thread(*key)
+        end = start + duration
+        if kind == ANNOT and name.startswith(STEP_PREFIX):
+            number = name[len(STEP_PREFIX):]
+            self.steps.append(StepRange(int(number) if number.isdigit() else len(self.steps), start, end, thread))
+            return None
+        self.counts[kind] += 1
+        name = self.names.setdefault(name, name)
+        if kind == PY or kind == OP:
+            self.thread_events[thread] += 1
+            span = self.thread_span.get(thread)
+            if span is None:
+                self.thread_span[thread] = [start, end]
+            else:
+                if start < span[0]:
+                    span[0] = start
+                if end > span[1]:
+                    span[1] = end
+        if kind == OP:
+            stack = args.get("Call stack")
+            stack = self._name(stack) if isinstance(stack, str) and stack else ""
+            self.call_stacks += bool(stack)
+            return (start, -duration, OP, seq, thread, name, _int(args.get("Sequence number"), -1), stack,
+                    _int(args.get("Fwd thread id")), 0)
+        if kind == RUNTIME or kind == GPU:
+            return (start, -duration, kind, seq, thread, name, _int(args.get("correlation"), -1), 0, 0, 0)
+        return (start, -duration, kind, seq, thread, name, 0, 0, 0, 0)
+
+    def main_thread(self) -> Optional[int]:
+        """The stepping thread: that of the ``ProfilerStep`` ranges, else the thread with the most Python and op events."""
+        if self.steps:
+            return collections.Counter(s.thread for s in self.steps).most_common(1)[0][0]
+        if self.thread_events:
+            return self.thread_events.most_common(1)[0][0]
+        return None
+
+
+def _int(value: Any, default: int = 0) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
