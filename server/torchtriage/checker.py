@@ -171,10 +171,16 @@ def _load_project(root: Path, files: list[Path], settings: Settings):  # type: i
     return Project(entries, settings)
 
 
-def check_project_paths(paths: Sequence[Path], settings: Settings, jobs: int | None = None) -> list[FileReport]:
+def check_project_paths(
+    paths: Sequence[Path], settings: Settings, jobs: int | None = None, imported_only: bool = False
+) -> list[FileReport]:
     """Check ``paths`` with each Python file analysed inside its project: a folder is one project;
     a file named directly is analysed within the project found from its markers.  Notebooks and
     files that cannot be read are checked as before, one by one.
+
+    ``imported_only``: a named file's project is only the named files and the project files they
+    import, transitively (:mod:`.analysis.project.closure`): the program a run executed, for the
+    static findings of a profile or an analysed trace.
 
     A project is parsed and solved once, in this process; its files' rules then run in forked
     worker processes when there are enough of them (see :func:`_analyze_project_files`)."""
@@ -197,6 +203,10 @@ def check_project_paths(paths: Sequence[Path], settings: Settings, jobs: int | N
         root = max(roots, key=lambda r: len(r.parts)) if roots else project_root(file)
         if root not in loaded:
             members = _python_files(root, settings)
+            if imported_only and members:
+                from .analysis.project.closure import import_closure
+
+                members = import_closure(root, members, [p for p in explicit if p.is_relative_to(root.resolve())])
             if resolved not in {m.resolve() for m in members} and members:
                 members.append(file)
             loaded[root] = _load_project(root, members, settings) if members else None

@@ -86,14 +86,15 @@ class ModuleTable:
                         top = alias.name.split(".")[0]
                         module.imports.setdefault(top, (top, None))
             elif isinstance(node, ast.ImportFrom):
-                base = self._absolute(module, node.module, node.level)
+                base = self.absolute(module, node.module, node.level)
                 if base is None:
                     continue
                 for alias in node.names:
                     if alias.name != "*":
                         module.imports[alias.asname or alias.name] = (base, alias.name)
 
-    def _absolute(self, module: ProjectModule, name: str | None, level: int) -> str | None:
+    def absolute(self, module: ProjectModule, name: str | None, level: int) -> str | None:
+        """The dotted name ``from <level dots><name> import ...`` refers to in ``module`` (None: above the root)."""
         if level == 0:
             return name
         package = module.name.split(".") if module.is_package else module.name.split(".")[:-1]

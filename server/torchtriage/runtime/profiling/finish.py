@@ -109,8 +109,9 @@ def memory_snapshot(meta: dict[str, Any], run_dir: Path) -> Optional[Path]:
 
 def static_findings(profile: ProfileData, skip: Collection[str] = ()) -> list[Finding]:
     """Static findings for the script and the user files among the hot lines, as ``torchtriage check``
-    gives them: each file analysed within its project, with the project's ``[tool.torchtriage]``
-    settings (the nearest pyproject.toml above the script).  Paths come back absolute.
+    gives them: each file analysed within the part of its project the run executed (the files and
+    what they import), with the project's ``[tool.torchtriage]`` settings (the nearest pyproject.toml
+    above the script).  Paths come back absolute.
     ``skip``: files the host analyses another way (a notebook's cells), left out here."""
     from ...checker import check_project_paths  # the linter loads only once a run has lines to link
     from ...config import load_settings
@@ -124,7 +125,7 @@ def static_findings(profile: ProfileData, skip: Collection[str] = ()) -> list[Fi
         return []
     settings, _ = load_settings(paths[0].parent)
     try:
-        reports = check_project_paths(paths, settings, jobs=1)
+        reports = check_project_paths(paths, settings, jobs=1, imported_only=True)  # the program that ran
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
         return []
     here = Path.cwd()  # the checker names files relative to this process's folder
