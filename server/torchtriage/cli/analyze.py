@@ -1,7 +1,8 @@
 """``torchtriage analyze PATH``: a trace recorded with torch.profiler elsewhere -> the run folder ``profile`` writes.
 
 PATH is a chrome trace (``export_chrome_trace``; ``.json`` or ``.json.gz``) or a
-``tensorboard_trace_handler`` folder.  Exit codes: 0 the report was written;
+``tensorboard_trace_handler`` folder (several ranks: each in ``rank<N>/`` and the
+ranks side by side).  Exit codes: 0 the report was written;
 1 the trace was read but the report failed (profile.json holds what was found);
 2 the trace cannot be used (the message says why) or a usage error.
 """
@@ -25,15 +26,36 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "analyze", help="analyse a trace recorded with torch.profiler (a chrome trace, or a tensorboard_trace_handler folder)"
     )
-    parser.add_argument("path", type=Path, metavar="PATH", help="trace file (.json, .json.gz, .pt.trace.json) or a folder of them")
+    parser.add_argument("path", type=Path, metavar="PATH",
+                        help="trace file (.json, .json.gz, .pt.trace.json) or a folder of them (one job's ranks: each analysed)")
     parser.add_argument("--out", type=Path, help="run folder (default: .torchtriage/runs/<time>-analyze-<name>)")
-    parser.add_argument(
-        "--source-root", type=Path, action="append", default=[], metavar="DIR",
-        help="a folder to find the trace's relative file names in (repeatable; then the trace's folder and the current one)",
-    )
+    add_source_options(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text", help="json: print report.json to stdout")
     parser.add_argument("--quiet", action="store_true", help="no stage messages on stderr")
     parser.set_defaults(handler=run_analyze)
+
+
+def add_source_options(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    """``--source-root DIR`` and ``--path-map FROM=TO``: where a trace's file names are on this machine."""
+    parser.add_argument(
+        "--source-root", type=Path, action="append", default=[], metavar="DIR",
+        help=prefix + "a folder to find the trace's relative file names in (repeatable; then the trace's folder and the current one)",
+    )
+    parser.add_argument(
+        "--path-map", action="append", default=[], metavar="FROM=TO",
+        help=prefix + "the trace's paths starting with FROM are under TO here (repeatable; tried before matching path tails)",
+    )
+
+
+def path_maps(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The ``--path-map FROM=TO`` pairs; a malformed one is a usage error."""
+    pairs = []
+    for text in args.path_map:
+        source, sep, target = text.partition("=")
+        if not sep or not source or not target:
+            raise UsageError(f"--path-map {text!r}: expected FROM=TO (a path prefix in the trace = the folder it is in here)")
+        pairs.append((source, str(Path(target).expanduser().resolve())))
+    return pairs
 
 
 def run_analyze(args: argparse.Namespace) -> int:
@@ -45,7 +67,7 @@ def run_analyze(args: argparse.Namespace) -> int:
             print(f"torchtriage: {message}", file=sys.stderr, flush=True)
 
     try:
-        run = analyze_trace(args.path, out_dir=args.out, on_stage=stage, roots=args.source_root)
+        run = analyze_trace(args.path, out_dir=args.out, on_stage=stage, roots=args.source_root, path_map=path_maps(args))
     except TraceError as exc:
         raise UsageError(str(exc)) from None
     if args.format == "json":

@@ -7,6 +7,9 @@ table, writes compare.json into the newer run's folder (RUN_B, or RUN with
 ``--profile`` makes the two runs first, interleaved (before, after, before,
 after ...; ``--repeat`` runs each, 3 by default), into ``OUT/before`` and
 ``OUT/after``, so run-to-run noise and drift weigh on both sides alike.
+A RUN that is a trace recorded with torch.profiler (a ``.json[.gz]`` file, or a
+``tensorboard_trace_handler`` folder) rather than a run folder is analysed first,
+as ``torchtriage analyze`` does, into ``OUT/before`` or ``OUT/after``.
 Exit codes: 0 compared; 1 a profiled script failed; 2 a run cannot be compared (the message says why).
 """
 
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from .analyze import add_source_options, path_maps
 from .script_target import add_user_root_option
 
 
@@ -27,16 +31,19 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "compare", help="compare two profile runs of a script: step time, shares, hot lines across edits, a verdict"
     )
-    parser.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="run folders (or their report.json): before, then after")
+    parser.add_argument("runs", nargs="*", type=Path, metavar="RUN",
+                        help="run folders (or their report.json), or torch.profiler traces (a file or a logdir): before, then after")
     parser.add_argument(
         "--profile", nargs=2, type=Path, metavar=("BEFORE", "AFTER"),
         help="profile the two scripts first, interleaved (before, after, before, after ...), then compare them",
     )
     parser.add_argument("--repeat", type=int, default=3, help="with --profile: runs of each script (default 3)")
-    parser.add_argument("--out", type=Path, help="with --profile: the folder for before/ and after/ (default .torchtriage/runs/compare-...)")
+    parser.add_argument("--out", type=Path,
+                        help="with --profile or traces: the folder for before/ and after/ (default .torchtriage/runs/compare-...)")
     parser.add_argument("--python", help="with --profile: the interpreter that runs the scripts (default: this one)")
     parser.add_argument("--quiet", action="store_true", help="with --profile: no progress display")
     add_user_root_option(parser, "with --profile: ")
+    add_source_options(parser, "with traces: ")
     parser.add_argument(
         "--baseline", choices=("last",),
         help="last: compare RUN with the previous successful run of the same script in the same runs folder",
@@ -61,6 +68,7 @@ def run_compare(args: argparse.Namespace) -> int:
         raise UsageError("--baseline last takes one run folder: torchtriage compare RUN --baseline last")
     if not args.baseline and len(args.runs) != 2:
         raise UsageError("give two run folders (before, after), or one with --baseline last")
+    args.runs = _analyze_traces(args)
     try:
         if args.baseline:
             after = load_run(args.runs[0])
@@ -83,6 +91,36 @@ def run_compare(args: argparse.Namespace) -> int:
     for line in written_lines(written) if written is not None else []:
         console.print(line, soft_wrap=True, highlight=False)
     return 0
+
+
+def _analyze_traces(args: argparse.Namespace) -> list[Path]:
+    """The RUN arguments with each trace (file or logdir) replaced by the run folder it is analysed into."""
+    from ..runtime.offline.analyze import TraceError, analyze_trace
+    from ..runtime.offline.workers import is_trace_input
+    from ..runtime.profiling.finish import new_run_dir
+
+    traces = [is_trace_input(path) for path in args.runs]
+    if not any(traces):
+        return list(args.runs)
+    if args.baseline:
+        raise UsageError(f"--baseline last takes a run folder, not a trace ({args.runs[0]}): analyse both traces, "
+                         "torchtriage compare BEFORE_TRACE AFTER_TRACE")
+    folder = args.out.resolve() if args.out else new_run_dir(args.runs[-1].name.split(".")[0] or "traces", prefix="compare-")
+    runs = []
+    for path, trace, side in zip(args.runs, traces, ("before", "after")):
+        if not trace:
+            runs.append(path)
+            continue
+        if not args.quiet and args.format == "text":
+            print(f"torchtriage: analysing the {side} trace {path} into {folder / side}", file=sys.stderr, flush=True)
+        try:
+            run = analyze_trace(path, out_dir=folder / side, roots=args.source_root, path_map=path_maps(args))
+        except TraceError as exc:
+            raise UsageError(f"the {side} trace: {exc}") from None
+        if run.report is None:
+            raise UsageError(f"the {side} trace was read but its report failed; see {run.run_dir / 'profile.json'}")
+        runs.append(run.run_dir)
+    return runs
 
 
 def _profile_both(args: argparse.Namespace) -> tuple[Path, Path | None]:

@@ -49,7 +49,9 @@ def test_a_gpu_bound_run_keeps_the_gpu_busy_and_its_kernels_on_the_forward_line(
     assert report is not None
     assert min(report["gpu_busy"]["per_step"][1:]) > 0.9
     gemm = [c for c in run.profile.lines if c.device == "cuda" and any("gemm" in n for n in c.top_names)]
-    assert gemm and {c.path for c in gemm} == {str(ROOT / "examples" / "big_matmul.py")}
+    # The recorded path exists as it is where the GPU run's checkout sits (/work/main); elsewhere its tail is found under ROOT.
+    assert gemm and {Path(c.path).as_posix().rsplit("/", 2)[-2:] == ["examples", "big_matmul.py"] for c in gemm} == {True}
+    assert all(Path(c.path).is_file() for c in gemm)
     script = (CUDA / "big_matmul" / "script.py").read_text(encoding="utf-8").splitlines()
     forward = [c for c in gemm if c.category == "compute" and "model(data)" in script[c.line - 1]]
     assert forward and forward[0] == max(gemm, key=lambda c: c.self_us), [(c.line, c.self_us) for c in gemm]

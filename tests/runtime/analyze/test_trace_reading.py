@@ -64,12 +64,12 @@ def test_a_logdir_with_ranks_and_runs(tmp_path: Path) -> None:
     assert choice.path.name == "job_rank0.1700000000000.pt.trace.json.gz" and choice.rank == 0
     assert choice.others == [{"path": str(logdir / "job_rank1.1700000000001.pt.trace.json.gz"), "rank": 1}]
     assert choice.left_out == 1
-    run = analyze_trace(logdir, out_dir=tmp_path / "run")
-    assert run.report is not None
+    run = analyze_trace(logdir, out_dir=tmp_path / "run")  # both ranks, each in rank<N>/, the older file left out
+    assert run.report is not None and [w.run_dir.name for w in run.workers] == ["rank0", "rank1"]
     assert run.report["source"]["rank"] == 0 and run.report["source"]["other_traces"] == choice.others
+    assert run.report["ranks"]["covered"] == [0, 1] and run.report["ranks"]["launcher"] == "trace"
     warnings = " ".join(run.report["warnings"])
-    assert "the other 1 are not analysed (analysing ranks together is not supported yet" in warnings
-    assert "1 older trace file(s) of the same worker(s)" in warnings
+    assert "1 older trace file(s) of the same worker(s)" in warnings and "left out: job_rank0.1600000000000.pt" in warnings
 
 
 def test_the_sync_names_are_the_agents() -> None:

@@ -53,6 +53,7 @@ from .crosslink import link_evidence, line_codes, runtime_findings, static_links
 from .compile_findings import compile_findings
 from .dtype_findings import dtype_findings
 from .device.findings import device_findings, with_gap_evidence
+from .patterns.findings import pattern_findings
 from ..results.profile_data import CATEGORIES, OK_STATUSES, LineCost, ProfileData
 from .stability import holds, loader_pattern, spread, step_range_ms, steps_at_bar
 from ..results.verdicts import Diagnosis, Evidence, Hotspot, MemoryTrend, Recommendation, StaticLink, Verdict, Withheld
@@ -334,7 +335,8 @@ def diagnose(profile: ProfileData, static_findings: Sequence[Finding] = ()) -> D
         sync_points=syncs,
         static_links=links,
         runtime_findings=runtime_findings(profile, findings, shares, spots, syncs, memory) + compile_findings(profile) + dtype_findings(profile)
-        + device_findings(profile, findings, links, spots),
+        + device_findings(profile, findings, links, spots)
+        + pattern_findings(profile, findings, shares, spots),
         breakdown_spread=spread(per_step),
         withheld=withheld,
     )

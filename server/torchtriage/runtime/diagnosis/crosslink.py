@@ -26,7 +26,9 @@ Two directions:
   The device's work (``device_findings``): TTR601 runtime-tensor-core-shape,
   TTR602 runtime-fp32-matmul-no-tf32, TTR603 runtime-attention-not-sdpa,
   TTR604 runtime-gpu-idle-gap, TTR701 runtime-memory-shape, TTR702
-  runtime-memory-fragmentation.
+  runtime-memory-fragmentation.  TensorBoard's Overview rules and torch's
+  profiler pattern matcher (``patterns``): TTR303, TTR304, TTR305, TTR306,
+  TTR401-TTR403, TTR504, TTR507, TTR509, TTR605, TTR606, TTR703.
 """
 
 from __future__ import annotations
@@ -44,15 +46,28 @@ RUNTIME_CODES = {
     "TTR101": "runtime-host-sync",
     "TTR201": "runtime-memory-kept",
     "TTR302": "runtime-loader-bound",
+    "TTR303": "runtime-loader-in-process",
+    "TTR304": "runtime-loader-wait",
+    "TTR305": "runtime-tensor-created-then-moved",
+    "TTR306": "runtime-indexing-loop",
+    "TTR401": "runtime-data-parallel",
+    "TTR402": "runtime-ddp-without-nccl",
+    "TTR403": "runtime-communication-share",
     "TTR501": "runtime-graph-break",
     "TTR502": "runtime-recompile",
     "TTR503": "runtime-dtype-churn",
+    "TTR504": "runtime-optimizer-single-tensor",
+    "TTR507": "runtime-zero-grad-fills",
+    "TTR509": "runtime-conv-bias-before-batchnorm",
     "TTR601": "runtime-tensor-core-shape",
     "TTR602": "runtime-fp32-matmul-no-tf32",
     "TTR603": "runtime-attention-not-sdpa",
     "TTR604": "runtime-gpu-idle-gap",
+    "TTR605": "runtime-gpu-underused",
+    "TTR606": "runtime-no-tensor-cores",
     "TTR701": "runtime-memory-shape",
     "TTR702": "runtime-memory-fragmentation",
+    "TTR703": "runtime-memory-near-limit",
 }
 # Categories of the static rules known when this was written; the rule
 # registry is asked first, so new rules only need their ``category``.

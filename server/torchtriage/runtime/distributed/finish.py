@@ -190,6 +190,14 @@ def _straggler_advice(report: dict[str, Any]) -> None:
         })
 
 
+def write_ranks(report: dict[str, Any], section: dict[str, Any], run_dir: Path) -> None:
+    """Give a combined report its ``ranks`` section, stragglers leading its verdict, and write report.json and report.html."""
+    report["ranks"] = section
+    _straggler_advice(report)
+    (run_dir / REPORT_JSON).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    (run_dir / REPORT_HTML).write_text(render_html(report, run_dir), encoding="utf-8")
+
+
 def _write_combined(profile: ProfileData, results: list[RankResult], shown: Optional[RankResult], run_dir: Path,
                     dist: DistOptions, root: Optional[int]) -> Optional[dict[str, Any]]:
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -199,10 +207,7 @@ def _write_combined(profile: ProfileData, results: list[RankResult], shown: Opti
         report = build_report(profile, diagnose(profile, static_findings(profile) if profile.steps else []), run_dir, None, created)
         identity = shown.identity if shown is not None else {}
         world = {"world_size": identity.get("world_size"), "nnodes": dist.nnodes, "node_rank": identity.get("node_rank", dist.node_rank)}
-        report["ranks"] = ranks_section(results, shown, run_dir, world, root)
-        _straggler_advice(report)
-        (run_dir / REPORT_JSON).write_text(json.dumps(report, indent=1), encoding="utf-8")
-        (run_dir / REPORT_HTML).write_text(render_html(report, run_dir), encoding="utf-8")
+        write_ranks(report, ranks_section(results, shown, run_dir, world, root), run_dir)
         return report
     except Exception as exc:  # a report bug must not lose the ranks' own reports
         profile.warnings.append(f"combined report failed: {type(exc).__name__}: {exc}")

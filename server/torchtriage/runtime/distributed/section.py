@@ -1,6 +1,7 @@
 """report.json's ``ranks`` section (new in 1.2): every rank of this node side by side.
 
-Built from each rank's finished run (its ProfileData, agent.json and report);
+Built from each rank's finished run (its ProfileData, agent.json and report), or
+from each rank's analysed trace (``torchtriage analyze``, launcher ``trace``);
 the straggler rule, the communication figures and the DDP hints come from
 ``stragglers``, ``comms`` and ``ddp``.  REPORT_SCHEMA.md documents the fields.
 """
@@ -29,6 +30,7 @@ class RankResult:
     profile: ProfileData
     report: Optional[dict[str, Any]]
     status: RunStatus
+    trace: Optional[Path] = None  # the rank's trace where it is not the folder's trace.json.gz (an analysed trace)
 
 
 def _existing(path: Path) -> Optional[str]:
@@ -61,14 +63,15 @@ def _rank_entry(result: RankResult, comms: RankComms, busy_ms: Optional[float]) 
         "bottleneck": bottleneck,
         "report": _existing(result.folder / "report.json"),
         "html": _existing(result.folder / "report.html"),
-        "trace": _existing(result.folder / "trace.json.gz"),
+        "trace": str(result.trace) if result.trace is not None else _existing(result.folder / "trace.json.gz"),
         "agent_json": _existing(result.folder / "agent.json"),
     }
 
 
 def ranks_section(results: list[RankResult], shown: Optional[RankResult], run_dir: Path, world: dict[str, Any],
-                  failed_rank: Optional[int]) -> dict[str, Any]:
-    """The ``ranks`` object of the combined report.json."""
+                  failed_rank: Optional[int], launcher: str = "torchrun") -> dict[str, Any]:
+    """The ``ranks`` object of the combined report.json; ``world``: world_size, nnodes, node_rank (and the
+    backend when no DDP model says it); ``launcher``: "torchrun", or "trace" for ranks' analysed traces."""
     comms = {r.rank: rank_comms(r.rank, r.profile, r.raw) for r in results}
     verdict = find_stragglers([RankSteps.of(r.rank, r.profile) for r in results if r.profile.steps])
     straggling = [s.rank for s in verdict.stragglers]
@@ -76,13 +79,13 @@ def ranks_section(results: list[RankResult], shown: Optional[RankResult], run_di
     facts = ddp_facts((shown.raw.get("meta") or {}).get("ddp"), shown_comms) if shown is not None and shown_comms else []
     tb = run_dir / "tb"
     return {
-        "launcher": "torchrun",
+        "launcher": launcher,
         "world_size": world.get("world_size"),
         "nnodes": world.get("nnodes"),
         "node_rank": world.get("node_rank"),
         "covered": [r.rank for r in results],
         "shown_rank": shown.rank if shown is not None else None,
-        "backend": next((f.get("backend") for f in facts if f.get("backend")), None),
+        "backend": next((f.get("backend") for f in facts if f.get("backend")), world.get("backend")),
         "per_rank": [_rank_entry(r, comms[r.rank], verdict.busy_ms.get(r.rank)) for r in results],
         "stragglers": [
             {"rank": s.rank, "gap_ms": s.gap_ms, "gap_share": s.gap_share, "slower_steps": s.slower_steps, "steps": s.steps,

@@ -18,7 +18,10 @@ def _pct(share: Any) -> str:
 def render_ranks(report: dict[str, Any]) -> RenderableType:
     """Per-rank table (step, busy, data loading, communication, overlap, status), then stragglers and DDP hints."""
     ranks = report["ranks"]
-    title = f"Ranks on this node ({len(ranks['covered'])} of world size {ranks.get('world_size') or '?'}; report shows rank {ranks.get('shown_rank')})"
+    traces = ranks.get("launcher") == "trace"
+    where = "in the traces" if traces else "on this node"
+    title = (f"Ranks {where} ({len(ranks['covered'])} of world size {ranks.get('world_size') or '?'}; "
+             f"report shows rank {ranks.get('shown_rank')})")
     table = Table(title=title, title_justify="left", show_edge=False, box=None, pad_edge=False)
     for name in ("rank", "step ms", "busy ms", "data", "comm", "overlap", "bottleneck", "status"):
         table.add_column(name, justify="left" if name in ("bottleneck", "status") else "right")
@@ -50,7 +53,8 @@ def render_ranks(report: dict[str, Any]) -> RenderableType:
     failed = ranks.get("failed_rank")
     if failed is not None:
         parts.append(Text(f"  Rank {failed} failed first; its traceback is above and in rank{failed}/report.json", style="bold red"))
-    parts.append(Text("  rank<k>/ holds each rank's own report.html, report.json, trace.json.gz and agent.json", style="dim"))
+    files = "report.html and report.json" if traces else "report.html, report.json, trace.json.gz and agent.json"
+    parts.append(Text(f"  rank<k>/ holds each rank's own {files}", style="dim"))
     if ranks.get("tensorboard_logdir"):
         parts.append(Text(f"  TensorBoard, one worker per rank: tensorboard --logdir {ranks['tensorboard_logdir']}", style="dim"))
     return Group(*parts)

@@ -7,12 +7,14 @@ into the agent's wire records (``sweep``), and hand those to the same host code
 as a profiled run: ``build_profile`` -> diagnosis -> report.json / report.html
 (``profiling.finish.write_outputs``).  Bad input raises ``TraceError`` with a
 one-line message; a trace that can be partly used gives a report with warnings.
+A folder of several workers' traces (ranks of one job, or separate runs) is
+analysed worker by worker into subfolders of the run folder (``ranks``).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
@@ -23,24 +25,31 @@ from .events import PY, TraceScan
 from .frames import CodeMap
 from .inputs import choose_trace
 from .ordering import RUN, SortedRecords
+from .pattern_block import add_patterns
 from .raw import gpu_busy_block, raw_record, source_block
+from .ranks import analyze_workers
 from .reader import TraceError, read_trace
 from .steps import find_steps
 from .sweep import Sweep
+from .workers import list_workers
 
-__all__ = ["AnalyzedRun", "TraceError", "analyze_trace", "run_name"]
+__all__ = ["AnalyzedRun", "PathMap", "TraceError", "analyze_trace", "run_name"]
 
 Stage = Callable[[str], None]
+PathMap = Sequence[tuple[str, str]]  # --path-map FROM=TO pairs
 
 
 @dataclass(frozen=True)
 class AnalyzedRun:
-    """The analysed trace, its profile, report.json (None when the report failed) and the run folder."""
+    """The analysed trace, its profile, report.json (None when the report failed) and the run folder;
+    for a folder of several workers, the shown worker's trace and every worker's own run (``workers``)."""
 
     trace: Path
     profile: ProfileData
     report: Optional[dict[str, Any]]
     run_dir: Path
+    raw: dict[str, Any] = field(default_factory=dict)  # the agent.json-shaped record the profile was built from
+    workers: list["AnalyzedRun"] = field(default_factory=list)
 
 
 def run_name(trace: Path) -> str:
@@ -51,11 +60,16 @@ def run_name(trace: Path) -> str:
 
 
 def analyze_trace(path: Path, out_dir: Optional[Path] = None, on_stage: Optional[Stage] = None, run_size: int = RUN,
-                  roots: Sequence[Path] = ()) -> AnalyzedRun:
+                  roots: Sequence[Path] = (), path_map: PathMap = ()) -> AnalyzedRun:
     """Analyse the trace at PATH (a file, or a folder of them) and write the run folder (default
     ``.torchtriage/runs/<time>-analyze-<name>``).  ``roots``: folders to find the trace's relative
-    file names in before the trace's folder and the current one; ``run_size``: records sorted in memory at a time."""
+    file names in before the trace's folder and the current one; ``path_map``: (FROM, TO) prefixes
+    rewritten first; ``run_size``: records sorted in memory at a time."""
     stage = on_stage or (lambda _: None)
+    if Path(path).is_dir():
+        found = list_workers(Path(path))
+        if len(found.workers) > 1:
+            return analyze_workers(found, out_dir, stage, lambda trace, out: analyze_trace(trace, out, on_stage, run_size, roots, path_map))
     choice = choose_trace(Path(path))
     stage(f"reading {choice.path}")
     header, events = read_trace(choice.path)
@@ -72,7 +86,7 @@ def analyze_trace(path: Path, out_dir: Optional[Path] = None, on_stage: Optional
         if not steps:
             raise TraceError(f"{choice.path}: no step to analyse: no ProfilerStep# range and no operator or Python frame on a CPU thread")
         stage("attributing the recorded time to lines")
-        code = CodeMap(choice.path.parent, roots=roots)
+        code = CodeMap(choice.path.parent, roots=roots, path_map=path_map)
         sweep = Sweep(steps, main, code, call_stacks=not scan.counts[PY])
         sweep.feed(records)
         sweep.finish()
@@ -85,6 +99,7 @@ def analyze_trace(path: Path, out_dir: Optional[Path] = None, on_stage: Optional
     busy = gpu_busy_block(sweep)
     if busy is not None:
         extra["gpu_busy"] = busy
+    add_patterns(raw, extra, header, scan, sweep)  # the pattern rules' facts (pattern_block.py)
     profile = build_profile(raw, extra=extra)
     report = write_outputs(profile, run_dir, on_stage)
-    return AnalyzedRun(trace=choice.path, profile=profile, report=report, run_dir=run_dir)
+    return AnalyzedRun(trace=choice.path, profile=profile, report=report, run_dir=run_dir, raw=raw)

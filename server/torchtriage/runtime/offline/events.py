@@ -11,7 +11,8 @@ ANNOT      a ``record_function`` range (``user_annotation``): no extras
 PY         a ``python_function`` frame or C call: no extras
 OP         an operator (``cpu_op``; ``Operator`` in 1.9-era traces): a = sequence
            number (-1 none), b = its "Call stack" argument ("" none), c = its
-           "Fwd thread id" (> 0: a backward op, run for the thread that ran forward)
+           "Fwd thread id" (> 0: a backward op, run for the thread that ran forward),
+           d = the facts of its arguments the pattern rules use (``opfacts``; "" none)
 RUNTIME    a CUDA runtime / driver call on the CPU: a = correlation id
 MEM        a ``[memory]`` instant: a = bytes (< 0 a free), b = total allocated,
            c = address, d = device ("cpu", "cuda"...)
@@ -28,6 +29,8 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass, field
 from typing import Any, Optional
+
+from .opfacts import op_facts
 
 ANNOT, PY, OP, RUNTIME, MEM, GPU = range(6)
 STEP_PREFIX = "ProfilerStep#"
@@ -146,7 +149,7 @@ class TraceScan:
             stack = self._name(stack) if isinstance(stack, str) and stack else ""
             self.call_stacks += bool(stack)
             return (start, -duration, OP, seq, thread, name, _int(args.get("Sequence number"), -1), stack,
-                    _int(args.get("Fwd thread id")), 0)
+                    _int(args.get("Fwd thread id")), self._name(op_facts(name, args)))
         if kind == RUNTIME or kind == GPU:
             return (start, -duration, kind, seq, thread, name, _int(args.get("correlation"), -1), 0, 0, 0)
         return (start, -duration, kind, seq, thread, name, 0, 0, 0, 0)

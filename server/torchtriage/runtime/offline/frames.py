@@ -13,10 +13,12 @@ library code: anything under site-packages / dist-packages or a ``lib/pythonX.Y`
 folder, this interpreter's own library folders, and shortened paths whose first
 part is a standard-library module or a package installed here (or a common ML
 library).  Everything else is the user's.  It also finds a file on this machine:
-an absolute path that exists as it is; else the path, or its longest tail that
-does, under the folders given (``roots``), the trace's folder or the current
-folder (a trace from ``/workspace/proj`` read in a checkout of ``proj``); else the
-name stays as the trace wrote it.
+first a path starting with the ``FROM`` of a ``--path-map FROM=TO`` (``path_map``;
+the longest ``FROM`` that matches whole folder names) is rewritten to start with
+``TO``; then an absolute path that exists as it is; else the path, or its longest
+tail that does, under the folders given (``roots``), the trace's folder or the
+current folder (a trace from ``/workspace/proj`` read in a checkout of ``proj``);
+else the name stays as the trace wrote it.
 """
 
 from __future__ import annotations
@@ -82,8 +84,11 @@ def _library_prefixes() -> tuple[str, ...]:
 class CodeMap:
     """User or library code, and where a trace's file is on this machine (each answer cached)."""
 
-    def __init__(self, trace_dir: Path, cwd: Optional[Path] = None, roots: Sequence[Path] = ()) -> None:
+    def __init__(self, trace_dir: Path, cwd: Optional[Path] = None, roots: Sequence[Path] = (),
+                 path_map: Sequence[tuple[str, str]] = ()) -> None:
         self.bases = [Path(r) for r in roots] + [Path(trace_dir), Path(cwd or Path.cwd())]
+        self.path_map = sorted(((_unix(a).rstrip("/"), os.path.abspath(os.path.expanduser(b))) for a, b in path_map if a),
+                               key=lambda m: -len(m[0]))
         self._tops = _installed_top_levels()
         self._prefixes = _library_prefixes()
         self._user: dict[str, bool] = {}
@@ -126,14 +131,27 @@ class CodeMap:
         known = self._local.get(path)
         if known is not None:
             return known
-        found = path
-        if path and not path.startswith("<") and not (os.path.isabs(path) and os.path.isfile(path)):
-            found = self._under_bases(path)
+        found = mapped = self._mapped(path)
+        if path and not path.startswith("<") and not (os.path.isabs(mapped) and os.path.isfile(mapped)):
+            found = self._under_bases(mapped)
             if found is None:
                 found = path
                 self.missing.add(path)
         self._local[path] = found
         return found
+
+    def _mapped(self, path: str) -> str:
+        """``path`` with the longest matching ``--path-map`` prefix replaced (``path`` itself when none matches)."""
+        unix = _unix(path)
+        for source, target in self.path_map:
+            if unix == source or unix.startswith(source + "/") or not source:
+                rest = unix[len(source):].lstrip("/")
+                return str(Path(target) / rest) if rest else target
+        return path
+
+
+def _unix(path: str) -> str:
+    return path.replace("\\", "/")
 
 
 def code_kind(path: str, function: str) -> str:

@@ -39,12 +39,13 @@ from __future__ import annotations
 
 from typing import Any, Optional, Union
 
-from ..agent.comms import is_collective
 from ..agent.wire import Alloc, Step, Sync
 from .callsites import CallSites
+from .collectives import NCCL_KERNEL_PREFIXES, WAIT_CONTEXTS, TraceCollectives, is_collective
 from .device import CUDA_SYNCS, SYNC_OPS, DeviceWork
 from .events import ANNOT, GPU, MEM, OP, PY, RUNTIME
 from .frames import CodeMap, code_kind, parse_frame
+from .patterns import PatternWatch
 from .steps import StepClock
 from .tables import Tables
 
@@ -62,7 +63,7 @@ class _Entry:
     """An event open on its thread's stack."""
 
     __slots__ = ("end", "kind", "name", "op", "ctx", "chain", "frame", "in_op", "backward", "start", "acc", "charge_chain",
-                 "chain_id", "category", "py_function", "main", "hint")
+                 "chain_id", "category", "py_function", "main", "hint", "waited")
 
     def __init__(self, end: int, kind: int, name: str, ctx: str, chain: tuple[int, ...], frame: FrameInfo, in_op: bool,
                  backward: bool, start: int) -> None:
@@ -76,6 +77,7 @@ class _Entry:
         self.py_function = False  # a Python function's frame (not a C call): ops under it are reached without a call
         self.main = False  # on the stepping thread
         self.hint: Optional[tuple[int, int, int]] = None  # (provisional site, depth, call ns): under a call whose line is open
+        self.waited: Optional[dict[int, int]] = None  # step position -> own ns inside a collective (stepping-thread C calls)
 
 
 class _Thread:
@@ -102,7 +104,9 @@ class Sweep:
         self.callsites = CallSites()
         self.tables = Tables()
         self.device = DeviceWork(self.clock, self.tables)
+        self.collectives = TraceCollectives()  # collective ranges off the stepping thread
         self.threads: dict[int, _Thread] = {}
+        self.watch = PatternWatch(self.clock)  # the pattern rules' facts: told of each event below (patterns.py)
         self.syncs: list[Sync] = []
         self.allocs: list[Alloc] = []
         self.top_level_ops = 0
@@ -122,7 +126,12 @@ class Sweep:
         for start, neg, kind, _seq, thread, name, a, b, c, d in records:
             if kind == GPU:
                 self.device.activity(name, start, -neg, a)
+                self.watch.gpu(thread, name, -neg, a)
+                if name.startswith(NCCL_KERNEL_PREFIXES):
+                    self.collectives.add(name, start, start - neg, record=False)
                 continue
+            if (kind == ANNOT or kind == OP) and thread != self.main_thread and is_collective(name):
+                self.collectives.add(name, start, start - neg)
             th = self.threads.get(thread)
             if th is None:
                 th = self.threads[thread] = _Thread(thread == self.main_thread)
@@ -136,6 +145,7 @@ class Sweep:
                     th = self.threads[self.main_thread]
             self._advance(th, start)
             if kind == ANNOT:
+                self.watch.annotation(th, name, start, start - neg)
                 context = _range_context(name)
                 if context:
                     th.annotations.append((start - neg, context))
@@ -143,6 +153,7 @@ class Sweep:
                 self._allocation(th, start, a, b, c, d)
             else:
                 self._push(th, kind, name, start, start - neg, a, b)
+                self.watch.opened(th, name, a, d)
 
     def finish(self) -> None:
         for th in self.threads.values():
@@ -175,19 +186,33 @@ class Sweep:
 
     def _own(self, entry: _Entry, start: int, end: int) -> None:
         acc = entry.acc
+        if entry.waited is not None:  # a stepping-thread C call: the part inside a collective is a wait
+            for position, ns in self.collectives.waited(self.clock, start, end):
+                entry.waited[position] = entry.waited.get(position, 0) + ns
+                acc[position] = acc.get(position, 0) - ns
         for position, ns in self.clock.split(start, end):
             acc[position] = acc.get(position, 0) + ns
 
     def _untraced(self, th: _Thread, start: int, end: int) -> None:
         category = th.annotations[-1][1] if th.annotations else "python_overhead"
+        waited: dict[int, int] = {}  # inside a collective (a trace without Python frames: DDP blocking in backward)
+        for position, ns in self.collectives.waited(self.clock, start, end) if category in WAIT_CONTEXTS else ():
+            self.tables.charge(position, 0, "communication", UNTRACED, True, ns)
+            waited[position] = waited.get(position, 0) + ns
         for position, ns in self.clock.split(start, end):
-            self.tables.charge(position, 0, category, UNTRACED, True, ns)
+            if ns > waited.get(position, 0):
+                self.tables.charge(position, 0, category, UNTRACED, True, ns - waited.get(position, 0))
 
     def _close(self, entry: _Entry, stack: list[_Entry]) -> None:
+        self.watch.closed(entry, stack)
         own = 0
         for position, ns in entry.acc.items():
             own += ns
-            self.tables.charge(position, entry.charge_chain, entry.category, entry.name, entry.main, ns)
+            if ns:
+                self.tables.charge(position, entry.charge_chain, entry.category, entry.name, entry.main, ns)
+        for position, ns in (entry.waited or {}).items():
+            own += ns
+            self.tables.charge(position, entry.charge_chain, "communication", entry.name, entry.main, ns)
         if entry.op and self.clock.step_of(entry.start) >= 0:
             duration = entry.end - entry.start
             if entry.kind == OP:
@@ -211,6 +236,8 @@ class Sweep:
         else:
             entry = self._runtime(parent, name, ctx, start, end, a)
         entry.main = th.main
+        if th.main and entry.ctx in WAIT_CONTEXTS and (kind == PY and not entry.py_function or name in CUDA_SYNCS):
+            entry.waited = {}  # a C call, or a CUDA synchronize: its own time inside a collective is a wait
         stack.append(entry)
 
     def _python(self, parent: _Entry, name: str, ctx: str, start: int, end: int) -> _Entry:
@@ -385,7 +412,8 @@ class Sweep:
         """The records under agent.json's keys (those the trace cannot tell stay empty)."""
         out = self.tables.records()
         out.update(steps=self.clock.steps, roots=[], allocs=self.allocs, syncs=self.syncs, gpu=self.device.gpu,
-                   top_level_ops=self.top_level_ops, samples=[], worker_samples=[], strings=[])
+                   top_level_ops=self.top_level_ops, samples=[], worker_samples=[], strings=[],
+                   collectives=self.collectives.records(self.clock))
         return out
 
 

@@ -42,7 +42,8 @@ def ranks_html(report: dict[str, Any], base: Path | None) -> str:
             f"<td>{_links(e, base)}</td></tr>"
         )
     out = (
-        f"<h2 id='ranks'>Ranks ({len(ranks['covered'])} on this node, world size {escape(str(ranks.get('world_size')))})</h2>"
+        f"<h2 id='ranks'>Ranks ({len(ranks['covered'])} {'in the traces' if ranks.get('launcher') == 'trace' else 'on this node'}, "
+        f"world size {escape(str(ranks.get('world_size')))})</h2>"
         "<table class='ranks'><tr><th>rank</th><th class='num'>step ms</th>"
         "<th class='num' title='step time minus the time spent waiting in collectives'>busy ms</th>"
         "<th class='num'>data loading</th><th class='num'>comm wait</th>"
