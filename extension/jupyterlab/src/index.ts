@@ -4,6 +4,7 @@
  * the cell's editor; a side panel lists the runs.  The report itself is drawn by the mime renderer
  * (mime.ts).  Diagnostics come from `torchtriage lsp` through jupyter-lsp: shown by jupyterlab-lsp when it
  * serves torchtriage, else by diagnostics.ts beside the Python server jupyterlab-lsp chose.
+ * A torch.profiler trace in the file browser opens as a report (trace.ts).
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, ToolbarButton } from '@jupyterlab/apputils';
@@ -18,6 +19,7 @@ import { hotLines, marksFor, setMarks } from './annotations';
 import { MIME_TYPE, Payload } from './payload';
 import { RunsPanel, requestAPI } from './runs';
 import { NotebookDiagnostics, SERVER_ID } from './diagnostics';
+import { registerTraceReports } from './trace';
 
 export const COMMAND = 'torchtriage:profile-cell';
 export const FIX_COMMAND = 'torchtriage:fix-line';
@@ -119,6 +121,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     restorer: ILayoutRestorer | null,
     lsp: ILSPDocumentConnectionManager | null
   ) => {
+    registerTraceReports(app.docRegistry);
     const annotator = new Annotator();
     const clients = new WeakMap<NotebookPanel, NotebookDiagnostics>();
     const runs = new RunsPanel();

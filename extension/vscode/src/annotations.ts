@@ -21,8 +21,9 @@ import { LineDelta } from "./pure/delta";
 import { HEAT_LEVELS, HotLine, PayloadHotLine, Report, Summary, heatColor, hotLinesFor, hotLinesFromPayload, verdictText, withDeltas } from "./pure/hotLines";
 import { LineChange, shiftLines } from "./pure/lineShift";
 import { RankChoice, RanksSection, rankSuffix } from "./pure/ranks";
+import { TraceFields, traceHotLines, traceName } from "./pure/trace";
 
-export interface ProfileReportPayload {
+export interface ProfileReportPayload extends TraceFields {
   uri: string;
   reportPath: string;
   htmlPath: string | null;
@@ -55,6 +56,7 @@ export class Annotations implements vscode.Disposable {
   /** The run as the server reported it (its combined report for a multi-process run). */
   run: LastProfile | undefined;
   private readonly lines = new Map<string, HotLine[]>(); // document uri -> hot lines
+  private traceFiles: string[] = []; // the files the last analysed trace is drawn on (replaced by the next trace)
   private readonly types: vscode.TextEditorDecorationType[];
   private readonly status: vscode.StatusBarItem;
   private readonly disposables: vscode.Disposable[] = [];
@@ -159,7 +161,15 @@ export class Annotations implements vscode.Disposable {
     this.last = last;
     const uri = vscode.Uri.parse(payload.uri);
     const rank = rankSuffix(payload.rank, payload.ranks);
-    if (uri.scheme === "file" && uri.fsPath.endsWith(".py")) {
+    if (payload.fromTrace) {
+      // An analysed trace: its hot lines on every local file it names (the server found them in the workspace).
+      for (const key of this.traceFiles) this.lines.delete(key);
+      const files = (payload.files ?? []).map((file) => ({ uri: file, fsPath: vscode.Uri.parse(file).fsPath }));
+      const drawn = traceHotLines(report, files, payload.hotLines);
+      this.traceFiles = [...drawn.keys()].map((file) => vscode.Uri.parse(file).toString());
+      for (const [file, lines] of drawn) this.lines.set(vscode.Uri.parse(file).toString(), lines);
+    } else if (uri.scheme === "file" && uri.fsPath.endsWith(".py")) {
+      this.traceFiles = this.traceFiles.filter((key) => key !== uri.toString()); // the profile's lines replace the trace's
       this.lines.set(uri.toString(), hotLinesFor(report, uri.fsPath, deltas, `torchtriage profile${rank.replace(" · ", ", ")}`));
     } else {
       // A notebook: its cells' hot lines, as the server mapped them from the joined script.
@@ -170,7 +180,8 @@ export class Annotations implements vscode.Disposable {
     this.log.info(`profile report ${payload.reportPath}: ${verdictText(payload.summary)}${rank}; ${drawn} hot lines drawn`);
     this.status.text = `$(flame) ${verdictText(payload.summary).replace(/^torchtriage: /, "")}${rank}`;
     const since = payload.comparison ? `\nSince the previous profile: ${payload.comparison.verdict}` : "";
-    this.status.tooltip = `torchtriage: last profile of ${uri.path.split("/").pop()}${rank} — click to open the report${since}`;
+    const what = payload.fromTrace ? `the trace ${traceName(payload.tracePath ?? uri.path)}` : `last profile of ${uri.path.split("/").pop()}`;
+    this.status.tooltip = `torchtriage: ${what}${rank} — click to open the report${since}`;
     this.status.show();
     await vscode.commands.executeCommand("setContext", "torchtriage.hasReport", true);
     await vscode.commands.executeCommand("setContext", "torchtriage.hasRanks", (payload.ranks?.length ?? 0) > 1);
@@ -179,6 +190,7 @@ export class Annotations implements vscode.Disposable {
 
   clear(): void {
     this.lines.clear();
+    this.traceFiles = [];
     this.last = undefined;
     this.run = undefined;
     this.status.hide();

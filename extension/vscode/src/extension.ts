@@ -13,6 +13,8 @@ import { Profiler } from "./profile";
 import { showAnotherRank } from "./rankView";
 import { ReportView } from "./reportView";
 import { ServerManager } from "./server";
+import { urisToClear } from "./pure/trace";
+import { TraceOpener } from "./trace";
 import { TensorBoard, openPerfetto } from "./traceViewers";
 import { Verifier } from "./verify";
 
@@ -27,6 +29,7 @@ export function activate(context: vscode.ExtensionContext): void {
   let profiler: Profiler | undefined;
   let lab: Lab | undefined;
   let verifier: Verifier | undefined;
+  let traces: TraceOpener | undefined;
 
   const middleware: Middleware = {
     // Server commands reached from code lenses: profiling runs user code (trust, progress), reports open here.
@@ -42,6 +45,10 @@ export function activate(context: vscode.ExtensionContext): void {
         return verifier?.run(typeof target === "string" ? vscode.Uri.parse(target) : undefined);
       }
       if (command === "torchtriage.showReport" && typeof args[0] === "string") return showReport(args[0]);
+      if (command === "torchtriage.analyze") {
+        const target = typeof args[0] === "string" ? args[0] : args[0]?.path;
+        return traces?.open(typeof target === "string" ? (target.startsWith("file:") ? vscode.Uri.parse(target) : vscode.Uri.file(target)) : undefined);
+      }
       return next(command, args);
     },
     window: {
@@ -63,6 +70,7 @@ export function activate(context: vscode.ExtensionContext): void {
   profiler = new Profiler(server, annotations, reportView, log);
   lab = new Lab(server, reportView, log);
   verifier = new Verifier(server, log);
+  traces = new TraceOpener(server, annotations, reportView, log);
   server.onDidStart((client) => {
     client.onNotification(PROFILE_REPORT, (payload: ProfileReportPayload) => void annotations.onReport(payload));
   });
@@ -91,10 +99,13 @@ export function activate(context: vscode.ExtensionContext): void {
   register("torchtriage.verifyFixesInFile", (uri?: vscode.Uri) => verifier!.run(uri instanceof vscode.Uri ? uri : undefined));
   register("torchtriage.compareWithPrevious", () => compareWithPrevious(server, annotations, reportView, log));
   register("torchtriage.showLastReport", () => showReport());
+  // Not `torchtriage.analyze`: the language client registers the server's command under that name.
+  register("torchtriage.openTrace", (uri?: vscode.Uri) => traces!.open(uri instanceof vscode.Uri ? uri : undefined));
   register("torchtriage.clearAnnotations", async () => {
-    const uri = annotations.last?.payload.uri;
+    const uris = annotations.last ? urisToClear(annotations.last.payload) : [];
     annotations.clear();
-    if (uri && server.client?.isRunning()) {
+    for (const uri of uris) {
+      if (!server.client?.isRunning()) break;
       await server.client.sendRequest(ExecuteCommandRequest.type, { command: "torchtriage.clearProfile", arguments: [uri] });
     }
   });

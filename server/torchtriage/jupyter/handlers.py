@@ -8,6 +8,7 @@
 | ``report?path=REL`` | GET | one run's report.json (``path``: the run folder, relative to the root) |
 | ``html?path=REL`` | GET | that run's report.html (self-contained) |
 | ``tensorboard`` | POST ``{"path": REL}`` | start TensorBoard on the run's logdir; ``{"url", "pid"}`` |
+| ``trace`` | POST ``{"path": REL}`` | analyse a trace file (``torchtriage analyze``, see ``traces.py``); ``{"run", "reused", "summary"}`` |
 
 Every route needs jupyter-server's authentication and authorization
 (resource ``torchtriage``); writes need the XSRF token; paths are relative to
@@ -27,6 +28,7 @@ from tornado import web
 
 from .paths import OutsideRoot, inside, run_folders
 from .tensorboard import TensorBoards
+from .traces import TraceFailed, TraceRuns, summary
 
 AUTH_RESOURCE = "torchtriage"
 
@@ -96,6 +98,11 @@ class ReportHandler(_Base):
 
 
 class ReportHtmlHandler(_Base):
+    @property
+    def content_security_policy(self) -> str:
+        # report.html is self-contained: inline styles and SVG, no script; its own origin (sandbox), like /files.
+        return super().content_security_policy + "; style-src 'unsafe-inline'; img-src data:; sandbox"
+
     @web.authenticated
     @authorized
     def get(self) -> None:
@@ -103,8 +110,7 @@ class ReportHtmlHandler(_Base):
         page = folder / "report.html"
         if not page.is_file():
             raise web.HTTPError(404, "this run has no report.html")
-        self.set_header("Content-Type", "text/html; charset=utf-8")
-        self.finish(page.read_text(encoding="utf-8"))
+        self.finish(page.read_text(encoding="utf-8"), set_content_type="text/html; charset=utf-8")  # (APIHandler: JSON)
 
 
 class TensorBoardHandler(_Base):
@@ -124,6 +130,28 @@ class TensorBoardHandler(_Base):
         self.finish(json.dumps({"url": url, "pid": pid, "logdir": self.relative(logdir)}))
 
 
+class TraceHandler(_Base):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.get_json_body() or {}
+        relative = str(body.get("path", ""))
+        try:
+            trace = inside(self.root, relative)
+        except OutsideRoot as exc:
+            raise web.HTTPError(403, str(exc)) from None
+        if not trace.is_file():
+            raise web.HTTPError(404, f"no trace file {relative}")
+        runs: TraceRuns = self.settings["torchtriage_traces"]
+        try:
+            folder, reused = await runs.run_for(trace, self.root)
+        except TraceFailed as exc:
+            raise web.HTTPError(422, str(exc)) from None
+        report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+        self.finish(json.dumps({"run": self.relative(folder), "trace": self.relative(trace), "reused": reused,
+                                "summary": summary(report, self.root)}))
+
+
 def _summary(relative: str, folder: Path, report: dict[str, Any]) -> dict[str, Any]:
     bottleneck = report.get("bottleneck") or {}
     return {
@@ -139,7 +167,7 @@ def _summary(relative: str, folder: Path, report: dict[str, Any]) -> dict[str, A
 
 
 ROUTES = [("root", RootHandler), ("rules", RulesHandler), ("runs", RunsHandler), ("report", ReportHandler),
-          ("html", ReportHtmlHandler), ("tensorboard", TensorBoardHandler)]
+          ("html", ReportHtmlHandler), ("tensorboard", TensorBoardHandler), ("trace", TraceHandler)]
 
 
 def setup_handlers(server_app: Any) -> list[tuple[str, Any]]:
@@ -149,6 +177,7 @@ def setup_handlers(server_app: Any) -> list[tuple[str, Any]]:
     boards = TensorBoards()
     web_app.settings["torchtriage_root"] = str(Path(root).expanduser().resolve())
     web_app.settings["torchtriage_tensorboards"] = boards
+    web_app.settings["torchtriage_traces"] = TraceRuns()
     base = web_app.settings["base_url"]
     handlers = [(url_path_join(base, "torchtriage", name), handler) for name, handler in ROUTES]
     web_app.add_handlers(".*$", handlers)

@@ -14,6 +14,11 @@ notebook: its code cells joined into a temporary script, up to ``cell`` when giv
 torchrun, annotating rank ``rank``, default 0), reports ``$/progress`` begin/report/end from the run's output lines,
 and kills the process group when the request or the progress is cancelled.
 Nothing is ever run without this explicit command.
+
+``torchtriage.analyze [path | {path}]`` runs ``python -m torchtriage analyze --out DIR [--source-root FOLDER]...
+PATH`` on a trace recorded elsewhere the same way (the workspace folders as source roots), annotates the open
+documents its hot lines are on (and those opened later; see ``trace_report``), and returns (and notifies) the
+``torchtriage/profileReport`` payload with ``fromTrace``.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from .fix_all import FixAll
 from .lab_report import LAB_REPORT, lab_options, lab_payload
 from .settings import SettingsManager
 from .texts import EditorTexts
+from .trace_report import TraceAnnotations, trace_argument, trace_hot_lines, trace_payload
 from .verify_report import (
     VERIFY_JSON, VERIFY_REPORT, chosen_fix, effective_edits, fix_edits, load_verification, stale_reason, verify_options,
     verify_path_argument, verify_payload, verify_summary,
@@ -149,6 +155,7 @@ class Commands:
         self.support = support
         self.fixer = fix_all
         self.comparisons = ProfileComparisons()
+        self.traces = TraceAnnotations()  # the last analysed trace's annotations, per local file
 
     # --- torchtriage.profile ----------------------------------------------------------
 
@@ -241,19 +248,23 @@ class Commands:
 
     def _run_folder(self, state: DocumentState) -> Path:
         """A new folder for this run: under the ``runFolder`` setting (relative to the document's folder), else temporary."""
+        return self._run_folder_near(state.path, state.path.stem if state.path is not None else "profile")
+
+    def _run_folder_near(self, path: Path | None, stem: str, kind: str = "profile") -> Path:
+        """A new folder for a run on ``path``: under the ``runFolder`` setting (relative to its folder), else temporary."""
         if not self.settings.run_folder:
-            return Path(tempfile.mkdtemp(prefix="torchtriage-profile-"))
+            return Path(tempfile.mkdtemp(prefix=f"torchtriage-{kind}-"))
         base = Path(self.settings.run_folder).expanduser()
         if not base.is_absolute():
-            base = (state.path.parent if state.path is not None else Path.cwd()) / base
+            base = (path.parent if path is not None else Path.cwd()) / base
         base.mkdir(parents=True, exist_ok=True)
-        stem = state.path.stem if state.path is not None else "profile"
         return Path(tempfile.mkdtemp(prefix=f"{time.strftime('%Y%m%d-%H%M%S')}-{stem}-", dir=base))
 
     def _load(
         self, state: DocumentState, report_path: Path, mapper: Any, script: Path, ran_text: str
     ) -> dict[str, Any]:
         report = json.loads(report_path.read_text(encoding="utf-8"))
+        self.traces.forget(state)  # this profile's lines replace an analysed trace's on the file
         comparison = self.comparisons.after_profile(state.uri, report_path)
         header = None
         loops = step_loop_lines(ran_text)
@@ -299,6 +310,54 @@ class Commands:
         if self.support.inlay_hint_refresh:
             self.client.refresh_inlay_hints()
         return payload
+
+    # --- torchtriage.analyze --------------------------------------------------------------
+
+    async def analyze(self, arguments: list[Any] | None, token: types.ProgressToken | None) -> dict[str, Any]:
+        """``torchtriage analyze`` on a trace recorded elsewhere, in the background; the profileReport payload."""
+        trace = trace_argument(arguments)
+        out = self._run_folder_near(trace, "analyze-" + trace.name.split(".")[0], "analyze")
+        roots = [folder.resolve() for folder in self.texts.folders() if folder.is_dir()]
+        command = [sys.executable, "-m", "torchtriage", "analyze", "--out", str(out / "run")]
+        for root in roots:  # the trace's file names are found under the workspace folders first
+            command += ["--source-root", str(root)]
+        command.append(str(trace))
+        report_path = out / "run" / "report.json"
+        run = await self._run_cli_for(report_path, command, trace.parent, token, f"Analysing the trace {trace.name}", "analyze")
+        payload = self._load_trace(trace, report_path)
+        run.end(self.client.progress, f"{payload['summary']['bottleneck']} bound")
+        return payload
+
+    def _load_trace(self, trace: Path, report_path: Path) -> dict[str, Any]:
+        """The analysed trace's annotations on the open documents it has lines on; notify and return the payload."""
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+        texts = {state.path.resolve(): state for state in self.store.all() if not state.notebook and state.path is not None}
+        previous = self.traces.report_path
+        files = self.traces.build(report, {path: state.uri for path, state in texts.items()})
+        dropped = self.traces.replace(str(report_path), summary_from_report(report, report_path), files)
+        shown = {}
+        for path, state in texts.items():
+            if self.traces.show(state):
+                shown[path] = state
+                self.engine.publish(state)
+            elif path in dropped and state.profile is not None and state.profile.report_path == previous:
+                state.profile = None  # the previous trace's lines on a file this one has none on
+                for target in state.targets.values():
+                    target.annotations = []
+                self.engine.publish(state)
+        summary = self.traces.summary
+        assert summary is not None
+        payload = trace_payload(trace, report, summary, trace_hot_lines(self.traces.files, shown))
+        self.client.notify(PROFILE_REPORT, payload)
+        if self.support.code_lens_refresh:
+            self.client.refresh_code_lenses()
+        if self.support.inlay_hint_refresh:
+            self.client.refresh_inlay_hints()
+        return payload
+
+    def opened(self, state: DocumentState) -> None:
+        """A text document just opened: the last analysed trace's annotations on it, if it has lines there."""
+        self.traces.show(state)
 
     # --- torchtriage.lab ----------------------------------------------------------------
 
@@ -426,6 +485,7 @@ class Commands:
         if state is None:
             return
         state.profile = None
+        self.traces.forget(state)
         for target in state.targets.values():
             target.annotations = []
         self.engine.publish(state)

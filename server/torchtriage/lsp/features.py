@@ -151,7 +151,7 @@ def register_language_features(
 
 
 def register_commands(on: Registrar, runner: Commands, protocol: TorchTriageProtocol) -> None:
-    """``workspace/executeCommand``: profile, lab, verifyFixes, applyVerifiedFixes, clearProfile, showReport, fixAll."""
+    """``workspace/executeCommand``: profile, lab, verifyFixes, analyze, applyVerifiedFixes, clearProfile, showReport, fixAll."""
 
     def cancellable(run: Callable[[list[Any], Any], Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
         """A command that runs the CLI in the background: ``$/cancelRequest`` kills its runs."""
@@ -168,6 +168,7 @@ def register_commands(on: Registrar, runner: Commands, protocol: TorchTriageProt
     on.command("torchtriage.profile")(cancellable(runner.profile))
     on.command("torchtriage.lab")(cancellable(runner.lab))
     on.command("torchtriage.verifyFixes")(cancellable(runner.verify_fixes))
+    on.command("torchtriage.analyze")(cancellable(runner.analyze))
 
     @on.command("torchtriage.applyVerifiedFixes")
     async def apply_verified_fixes(*arguments: Any) -> bool:

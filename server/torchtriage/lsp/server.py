@@ -14,6 +14,11 @@ Commands (``workspace/executeCommand``):
   ``torchtriage.verifyFixes [{uri, repeat}]``  measure each fix on runs of the saved script
                                       (``fix --verify``) in the background; ``$/progress``,
                                       cancellable; returns the ``torchtriage/verifyReport`` payload.
+  ``torchtriage.analyze [path | {path}]``  analyse a trace recorded with torch.profiler elsewhere
+                                      (``torchtriage analyze``; the workspace folders as source roots)
+                                      in the background; ``$/progress``, cancellable; annotates the
+                                      files its hot lines are on (open now or later); returns the
+                                      ``torchtriage/profileReport`` payload with ``fromTrace: true``.
   ``torchtriage.applyVerifiedFixes [{uri, verifyJson}]``  apply the fixes that helped via
                                       ``workspace/applyEdit`` (refused, with a message, when the
                                       editor's text is not the text verified); whether applied.
@@ -28,7 +33,8 @@ Notification (server -> client) ``torchtriage/profileReport``::
 
   {"uri": str, "reportPath": str, "htmlPath": str | null,
    "summary": {"bottleneck": str, "share": float (0-1), "stepTimeMs": float},
-   "hotLines": [...], "comparison"?: {comparePath, previousReportPath, verdict, document}}
+   "hotLines": [...], "comparison"?: {comparePath, previousReportPath, verdict, document},
+   "fromTrace"?: true, "tracePath"?: str, "files"?: [uri]}  (the last three from torchtriage.analyze)
 
 Notification (server -> client) ``torchtriage/labReport``: lab.json in brief (see
 ``lsp/lab_report.py``): ``{uri, labPath, htmlPath, device, verdict, reading, rows}``.
@@ -162,7 +168,7 @@ def build_server() -> TorchTriageServer:
     on = Registrar(server, guarded)
     # Each handler group gets the collaborators it uses, never the server itself.
     register_lifecycle(on, server.config, server.engine, server.channel, server.support, server.index)
-    register_text_documents(on, server.store, server.engine, server.config, server.texts, server.index)
+    register_text_documents(on, server.store, server.engine, server.config, server.texts, server.index, server.runner.opened)
     register_notebook_documents(on, server.store, server.engine, server.texts)
     register_language_features(on, server.store, server.engine, server.texts, server.actions, server.hovers, server.lenses)
     register_commands(on, server.runner, server.protocol)

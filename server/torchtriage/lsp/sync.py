@@ -7,12 +7,12 @@ the texts themselves.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from lsprotocol import types
 
 from .diagnostics import DiagnosticsEngine, path_of
-from .documents import DocumentStore, LineMap, apply_line_map
+from .documents import DocumentState, DocumentStore, LineMap, apply_line_map
 from .registrar import Registrar
 from .settings import SettingsManager
 from .texts import EditorTexts
@@ -45,8 +45,10 @@ def register_text_documents(
     settings: SettingsManager,
     texts: EditorTexts,
     index: WorkspaceIndex | None = None,
+    on_open: Callable[[DocumentState], None] | None = None,
 ) -> None:
-    """``textDocument/didOpen|didChange|didSave|didClose``; each also updates the workspace index."""
+    """``textDocument/didOpen|didChange|didSave|didClose``; each also updates the workspace index.
+    ``on_open``: called with each opened document before its first analysis (an analysed trace's lines on it)."""
 
     @on.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: types.DidOpenTextDocumentParams) -> None:
@@ -56,6 +58,8 @@ def register_text_documents(
         state = store.open(document.uri, path_of(document.uri))
         target = state.target(document.uri)
         target.text, target.version = document.text, document.version
+        if on_open is not None:
+            on_open(state)
         engine.schedule(state, immediate=True)
         if index is not None:
             index.document_changed(state)

@@ -105,9 +105,26 @@ try {
   const trusted = workspace("trusted", {
     "[python]": { "editor.codeActionsOnSave": { "source.fixAll.torchtriage": "explicit" } },
     "torchtriage.verify.repeat": 2, // two runs of each version: enough for the loader fix's interval
+    "files.simpleDialog.enable": true, // the open dialog is a quick input a path can be typed into
   });
   copyFileSync(path.join(REPO, "tests", "data", "lab", "lab_train.py"), path.join(trusted, "lab_train.py")); // runs enough steps for the lab
   copyFileSync(path.join(REPO, "tests", "data", "runtime", "verify", "loader_bound.py"), path.join(trusted, "loader_bound.py")); // its TT302 fix helps
+  // A trace recorded beforehand with plain torch.profiler (with_stack) of a script in the workspace, run from its
+  // folder (so the trace names it `traced_train.py`), written outside the workspace; and what analyze makes of it.
+  const TRACE = "open a trace: the file dialog, the report webview, the label on the script's hot line";
+  let traced;
+  if (wanted(TRACE)) {
+    copyFileSync(path.join(REPO, "tests", "data", "runtime", "traces", "train_traced.py"), path.join(trusted, "traced_train.py"));
+    mkdirSync(path.join(root, "traces"));
+    const trace = path.join(root, "traces", "job.pt.trace.json");
+    execFileSync(python, ["traced_train.py", "--trace", trace], { cwd: trusted, stdio: "pipe" });
+    const out = execFileSync(python, ["-m", "torchtriage", "analyze", "--format", "json", "--out", path.join(root, "expected-analyze"), "--source-root", trusted, trace],
+      { encoding: "utf-8", maxBuffer: 256 * 1024 * 1024 });
+    const top = JSON.parse(out).hotspots[0];
+    if (top.path !== path.join(trusted, "traced_train.py") || top.category !== "compute") throw new Error(`the recorded trace's top line: ${JSON.stringify(top)}`);
+    const source = readFileSync(path.join(trusted, "traced_train.py"), "utf-8").split("\n")[top.line - 1].trim();
+    traced = { trace, source, label: `${Math.round(top.share * 100)}% · ${top.self_ms_per_step.toFixed(1)} ms/step · compute` };
+  }
   const server = await startCodeServer({ tools, root: path.join(root, "cs-trusted"), vsix: VSIX, userSettings: userSettings(false), env: {} });
   servers.push(server);
   const context = await browser.newContext({ viewport: { width: 1500, height: 950 } });
@@ -180,6 +197,48 @@ try {
     await ui.goTo(page, 46, 1);
     await page.waitForTimeout(1500);
     await page.screenshot({ path: path.join(EXTENSION, "images", "annotations.png") });
+  });
+
+  await scenario(page, TRACE, async () => {
+    // The extension and its server are up once the script's lens is on its step loop.
+    await ui.openFile(page, "traced_train.py");
+    const loopLine = readFileSync(path.join(trusted, "traced_train.py"), "utf-8").split("\n").findIndex((l) => /^\s*for step, /.test(l)) + 1;
+    await ui.goTo(page, loopLine, 1);
+    await page.locator(".part.editor .codelens-decoration a", { hasText: "Profile this script" }).first().waitFor({ timeout: 90_000 });
+    await ui.command(page, "Notifications: Clear All Notifications");
+    await ui.command(page, "View: Close All Editor Groups");
+    await ui.command(page, "torchtriage: Open a trace…");
+    // code-server's open dialog: a quick input holding a folder path; the trace's path typed over it.
+    const input = page.locator(".quick-input-widget input");
+    await page.locator(".quick-input-widget", { hasText: "open a trace recorded with torch.profiler" }).first().waitFor({ timeout: 20_000 });
+    await page.waitForTimeout(500);
+    await input.fill(traced.trace);
+    await page.waitForTimeout(800);
+    await page.keyboard.press("Enter");
+    await page.locator(".notifications-toasts", { hasText: "analysing the trace job" }).first().waitFor({ timeout: 30_000 }).catch(() => undefined); // the progress (brief)
+    const message = page.locator(".notifications-toasts .notification-toast", { hasText: "torchtriage: trace job:" }).first();
+    await message.waitFor({ timeout: 120_000 });
+    const text = (await message.innerText()).replace(/\s+/g, " ");
+    if (!/trace job: compute bound \d+% · [\d.]+ ms\/step; hot lines drawn on traced_train\.py/.test(text)) throw new Error(`the analysis message: ${text}`);
+    // the report webview, with the verdict
+    await page.locator(".tab", { hasText: "torchtriage report — trace job" }).first().waitFor({ timeout: 30_000 });
+    let report;
+    for (let i = 0; i < 40 && !report; i++) {
+      report = await ui.webviewText(page, "of step time");
+      if (!report) await page.waitForTimeout(500);
+    }
+    if (!report || !/Compute\s*\d+% of step time/.test(report)) throw new Error(`the report webview has no verdict: ${(report ?? "").slice(0, 300)}`);
+    // the script opened at its hot line, with the label the report gives it
+    await page.locator(".part.editor .tab", { hasText: "traced_train.py" }).first().waitFor({ timeout: 30_000 });
+    let label;
+    for (let i = 0; i < 40 && label !== traced.label; i++) {
+      label = await ui.afterLineLabelOn(page, traced.source);
+      if (label !== traced.label) await page.waitForTimeout(500);
+    }
+    if (label !== traced.label) throw new Error(`the label on \`${traced.source}\`: ${label}, expected ${traced.label}`);
+    const status = await page.locator(".statusbar-item", { hasText: "ms/step" }).first().innerText();
+    if (!/compute bound \d+% · [\d.]+ ms\/step/.test(status)) throw new Error(`status bar verdict: ${status}`);
+    await ui.command(page, "View: Close All Editor Groups"); // one group again for the scenarios after this one
   });
 
   const LAB = "lab: compare before a profile says why; run the lab: progress, verdict, lab.html";

@@ -96,6 +96,41 @@ export async function afterLineLabels(page) {
   });
 }
 
+/** The after-line label (CSS ::after content) drawn on the editor line whose text includes `lineText`, or undefined. */
+export async function afterLineLabelOn(page, lineText) {
+  return page.evaluate((wanted) => {
+    const line = Array.from(document.querySelectorAll(".part.editor .monaco-editor .view-line")).find((l) =>
+      (l.textContent ?? "").replace(/\u00a0/g, " ").includes(wanted),
+    );
+    if (!line) return undefined;
+    const classes = new Set(Array.from(line.querySelectorAll("span")).flatMap((span) => Array.from(span.classList)));
+    for (const sheet of Array.from(document.styleSheets)) {
+      let rules;
+      try {
+        rules = Array.from(sheet.cssRules);
+      } catch {
+        continue;
+      }
+      for (const rule of rules) {
+        const selector = rule.selectorText ?? "";
+        if (!/::?after/.test(selector) || ![...classes].some((c) => selector.includes(`.${c}`))) continue;
+        const match = /content:\s*"([^"]*)"/.exec(rule.cssText);
+        if (match) return match[1].replace(/\\b7 ?/g, "·").replace(/\\00b7 ?/g, "·");
+      }
+    }
+    return undefined;
+  }, lineText);
+}
+
+/** The text of the webview whose document includes `text` (webviews are nested iframes), or undefined. */
+export async function webviewText(page, text) {
+  for (const frame of page.frames()) {
+    const body = await frame.evaluate(() => document.body?.innerText ?? "").catch(() => "");
+    if (body.includes(text)) return body;
+  }
+  return undefined;
+}
+
 /** Hides the bottom panel and the secondary side bar (for a clean screenshot). */
 export async function hidePanels(page) {
   if (await page.locator(".part.panel").first().isVisible().catch(() => false)) await page.keyboard.press("Control+j");

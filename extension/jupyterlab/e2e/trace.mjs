@@ -1,0 +1,96 @@
+// End-to-end in a real JupyterLab, headless Chromium (playwright-core, /usr/bin/chromium): a torch.profiler trace
+// opened from the file browser shows as a torchtriage report.
+// Env: LAB_URL (with base path), LAB_TOKEN, FOLDER (the trace's folder, relative to the root, `/`-separated),
+// TRACE (its file name), PLAIN (a copy named *.json, opened with "Open With → torchtriage report"),
+// BAD (a file that is not a trace), OUT (screenshots).
+// Prints one JSON line with what it saw; exits 1 (with OUT/failure.png) when a step fails.
+import { chromium } from 'playwright-core';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const { LAB_URL, LAB_TOKEN, FOLDER, TRACE, PLAIN, BAD, OUT } = process.env;
+const STEP_MS = Number(process.env.STEP_MS || 90000);
+const seen = { contents_requests: [] };
+
+const browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'tt-chromium-')), {
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  viewport: { width: 1400, height: 1000 },
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-dev-shm-usage', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync']
+});
+const page = browser.pages()[0] ?? (await browser.newPage());
+page.setDefaultTimeout(STEP_MS);
+// What the browser asks the contents API about the trace: never its content (traces are often GBs).
+page.on('request', request => {
+  const url = request.url();
+  if (url.includes('/api/contents/') && url.includes(encodeURIComponent(TRACE).replace(/%2F/g, '/'))) {
+    seen.contents_requests.push(url.replace(/^.*\/api\/contents\//, ''));
+  }
+});
+
+async function step(name, fn) {
+  try {
+    await fn();
+    seen[name] = true;
+  } catch (error) {
+    seen[name] = false;
+    seen.error = `${name}: ${error.message.split('\n')[0]}`;
+    await page.screenshot({ path: join(OUT, 'failure.png'), fullPage: true }).catch(() => {});
+    console.log(JSON.stringify(seen));
+    await browser.close();
+    process.exit(1);
+  }
+}
+
+const items = page.locator('.jp-DirListing-content .jp-DirListing-item');
+const item = name => items.filter({ has: page.locator('.jp-DirListing-itemText', { hasText: new RegExp(`^${name.replace(/\./g, '\\.')}$`) }) }).first();
+const reports = page.locator('.jp-torchtriage-trace');
+
+await step('opened', async () => {
+  await page.goto(`${LAB_URL}lab?token=${LAB_TOKEN}`);
+  await items.first().waitFor();
+});
+
+await step('folder', async () => {
+  for (const part of FOLDER.split('/')) {
+    await item(part).dblclick();
+    await page.locator('.jp-BreadCrumbs', { hasText: part }).first().waitFor();
+  }
+  await item(TRACE).waitFor();
+});
+
+await step('trace_report', async () => {
+  await item(TRACE).dblclick();
+  const verdict = reports.first().locator('.tt-trace-verdict');
+  await verdict.waitFor({ timeout: 180000 });
+  seen.verdict = await verdict.innerText();
+  seen.hot_lines = await reports.first().locator('.tt-trace-lines').innerText().catch(() => '');
+  seen.run = await reports.first().locator('.tt-trace-run').innerText();
+  seen.tab = await page.locator('.lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current').first().innerText();
+  const body = reports.first().frameLocator('iframe.tt-trace-report').locator('body');
+  await body.filter({ hasText: 'of step time' }).waitFor({ timeout: 60000 });
+  seen.report_html = (await body.innerText()).replace(/\s+/g, ' ').slice(0, 400);
+});
+await page.screenshot({ path: join(OUT, 'trace.png') });
+
+await step('open_with', async () => {
+  await item(PLAIN).click({ button: 'right' });
+  await page.locator('.lm-Menu-item', { hasText: /^Open With/ }).first().hover();
+  await page.locator('.lm-Menu-item', { hasText: 'torchtriage report' }).first().click();
+  await page.locator('.lm-DockPanel-tabBar .lm-TabBar-tab', { hasText: PLAIN }).first().waitFor();
+  const verdict = reports.nth(1).locator('.tt-trace-verdict');
+  await verdict.waitFor({ timeout: 180000 });
+  seen.open_with_verdict = await verdict.innerText();
+});
+
+await step('bad_trace', async () => {
+  await item(BAD).dblclick();
+  const error = reports.nth(2).locator('.tt-trace-error');
+  await error.waitFor({ timeout: 60000 });
+  seen.bad = (await error.innerText()).replace(/\s+/g, ' ');
+});
+
+console.log(JSON.stringify(seen));
+await browser.close();
