@@ -28,8 +28,11 @@ from ..distributed.comms import NCCL_KERNEL_PREFIXES
 from .steps import StepClock
 
 WAIT_CONTEXTS = ("", "optimizer", "communication", "python_overhead")  # never inside data loading or the profiler's own time
+# The calling thread's enqueue of a collective, not its flight: under NCCL, DDP's hooks issue ``c10d::allreduce_`` /
+# ``record_param_comms`` / ``nccl:all_reduce`` from the autograd thread, and the transfer is the NCCL kernel.
+ENQUEUE_PREFIXES = ("nccl:", "c10d::", "record_param_comms")
 
-__all__ = ["NCCL_KERNEL_PREFIXES", "TraceCollectives", "WAIT_CONTEXTS", "is_collective"]
+__all__ = ["ENQUEUE_PREFIXES", "NCCL_KERNEL_PREFIXES", "TraceCollectives", "WAIT_CONTEXTS", "is_collective"]
 
 
 class TraceCollectives(CollectiveIntervals):

@@ -14,7 +14,7 @@ OP         an operator (``cpu_op``; ``Operator`` in 1.9-era traces): a = sequenc
            "Fwd thread id" (> 0: a backward op, run for the thread that ran forward),
            d = the facts of its arguments the pattern rules use (``opfacts``; "" none)
 RUNTIME    a CUDA runtime / driver call on the CPU: a = correlation id
-MEM        a ``[memory]`` instant: a = bytes (< 0 a free), b = total allocated,
+MEM        a ``[memory]`` instant: a = bytes (< 0 a free), b = total allocated (-1: not recorded, torch 1.9),
            c = address, d = device ("cpu", "cuda"...)
 GPU        a kernel, copy or memset: a = correlation id
 =========  ==================================================================
@@ -114,7 +114,7 @@ class TraceScan:
             thread = self.thread(event.get("pid"), event.get("tid"))
             self.counts[MEM] += 1
             device = args.get("Device Type", 0)
-            return (start, 0, MEM, seq, thread, name, _int(args.get("Bytes")), _int(args.get("Total Allocated")),
+            return (start, 0, MEM, seq, thread, name, _int(args.get("Bytes")), _int(args.get("Total Allocated"), -1),
                     _int(args.get("Addr")), _DEVICE_TYPES.get(device, str(device)))
         kind = _CATEGORIES.get(category) if isinstance(category, str) else None
         if kind is None:

@@ -115,6 +115,6 @@ def add_patterns(raw: dict[str, Any], extra: dict[str, Any], header: dict[str, A
     facts = device_record(header, sweep)
     if facts is not None:
         raw["device_facts"] = [facts]
-        if any(op in MATMULS and dtype == "float32" for op, dtype, _, _ in sweep.watch.shapes):
+        if facts.capability_major >= 8 and any(op in MATMULS and dtype == "float32" for op, dtype, _, _ in sweep.watch.shapes):
             raw.setdefault("warnings", []).append(TF32_INFERRED)
     extra["trace_patterns"] = pattern_block(header, scan, sweep)

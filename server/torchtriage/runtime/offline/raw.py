@@ -2,8 +2,9 @@
 
 ``build_profile`` (``attribution/lines.py``) then turns it into a ``ProfileData``
 exactly as it does for a profiled run.  What a trace cannot tell stays empty
-(frame samples, DataLoader workers, the interpreter's versions and math
-settings), and the warnings say what that costs the report.
+(frame samples, DataLoader workers but num_workers=0, which the loader's
+iterator tells, the interpreter's versions and math settings), and the
+warnings say what that costs the report.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ def trace_warnings(header: dict[str, Any], scan: TraceScan, sweep: Sweep, code: 
     if sweep.device.unlinked:
         warnings.append(f"{sweep.device.unlinked} GPU activities in the recorded steps had no launch in the trace (queued before "
                         "recording began?): each counts in the step it ran in, on no line")
+    if sweep.memory_sums:
+        warnings.append("the trace's [memory] events carry no allocator total (torch 1.9): the memory curve counts the bytes "
+                        "allocated since recording began, not what was allocated before it (the weights, the optimizer state)")
     if scan.skipped:
         warnings.append(f"{scan.skipped} events had no usable time or were not objects and were skipped")
     if sweep.clamped:
@@ -71,6 +75,9 @@ def raw_record(header: dict[str, Any], scan: TraceScan, sweep: Sweep, code: Code
         "step_detection": "whole_trace" if WHOLE_TRACE in step_warnings else "profiler_step",
         "user_roots": [],
     }
+    iterators = {agg.details.get("iterator") for (kind, _), agg in sweep.watch.hits.items() if kind == "loader"}
+    if iterators == {"_SingleProcessDataLoaderIter"}:  # the loop's DataLoader loads in this process: num_workers=0
+        meta["loader_workers"] = 0
     warnings = list(choice.warnings) + list(step_warnings) + trace_warnings(header, scan, sweep, code)
     raw: dict[str, Any] = {"wire_version": WIRE_VERSION, "meta": meta, "warnings": warnings,
                            "status": {"status": "completed", "message": f"analysed from {choice.path}"}}

@@ -41,7 +41,7 @@ from typing import Any, Optional, Union
 
 from ..agent.wire import Alloc, Step, Sync
 from .callsites import CallSites
-from .collectives import NCCL_KERNEL_PREFIXES, WAIT_CONTEXTS, TraceCollectives, is_collective
+from .collectives import ENQUEUE_PREFIXES, NCCL_KERNEL_PREFIXES, WAIT_CONTEXTS, TraceCollectives, is_collective
 from .device import CUDA_SYNCS, SYNC_OPS, DeviceWork
 from .events import ANNOT, GPU, MEM, OP, PY, RUNTIME
 from .frames import CodeMap, code_kind, parse_frame
@@ -109,6 +109,7 @@ class Sweep:
         self.watch = PatternWatch(self.clock)  # the pattern rules' facts: told of each event below (patterns.py)
         self.syncs: list[Sync] = []
         self.allocs: list[Alloc] = []
+        self.memory_sums: dict[str, int] = {}  # device -> bytes allocated since recording began (traces with no allocator total)
         self.top_level_ops = 0
         self.clamped = 0  # events that outlived the event enclosing them (cut to its end)
         self.function_level = 0  # calls from user frames placed on the def line, not the calling line
@@ -130,7 +131,8 @@ class Sweep:
                 if name.startswith(NCCL_KERNEL_PREFIXES):
                     self.collectives.add(name, start, start - neg, record=False)
                 continue
-            if (kind == ANNOT or kind == OP) and thread != self.main_thread and is_collective(name):
+            if (kind == ANNOT or kind == OP) and thread != self.main_thread and is_collective(name) \
+                    and not name.startswith(ENQUEUE_PREFIXES):
                 self.collectives.add(name, start, start - neg)
             th = self.threads.get(thread)
             if th is None:
@@ -139,10 +141,13 @@ class Sweep:
             if not th.main and self.main_thread in self.threads:
                 if start < th.lent_until:
                     th = self.threads[self.main_thread]
-                elif kind == OP and (c > 0 or th.autograd) and not th.stack:  # a backward op the engine runs for it
-                    th.autograd = True
-                    th.lent_until = start - neg
-                    th = self.threads[self.main_thread]
+                elif kind == OP and (c > 0 or th.autograd):  # a backward op the engine runs for it
+                    if th.stack:  # close what ended on this thread first (a CUDA runtime call the engine made itself)
+                        self._advance(th, start)
+                    if not th.stack:
+                        th.autograd = True
+                        th.lent_until = start - neg
+                        th = self.threads[self.main_thread]
             self._advance(th, start)
             if kind == ANNOT:
                 self.watch.annotation(th, name, start, start - neg)
@@ -178,6 +183,11 @@ class Sweep:
             if stack:
                 self._own(stack[-1], cursor, t)
             elif th.main:
+                for end in sorted({a[0] for a in th.annotations if a[0] < t}):  # a range's context ends with the range
+                    if end > cursor:
+                        self._untraced(th, cursor, end)
+                        cursor = end
+                    th.annotations = [a for a in th.annotations if a[0] > end]
                 self._untraced(th, cursor, t)
             cursor = t
         th.cursor = cursor
@@ -319,6 +329,8 @@ class Sweep:
         return entry
 
     def _allocation(self, th: _Thread, time: int, size: int, total: int, ptr: int, device: str) -> None:
+        if total < 0:  # no "Total Allocated" (1.9-era traces): the running sum since recording began
+            total = self.memory_sums[device] = max(0, self.memory_sums.get(device, 0) + size)
         top = th.stack[-1] if th.stack else th.base
         chain = top.charge_chain if top.kind == PY and top.py_function else top.chain_id
         self.allocs.append(Alloc(self.clock.step_of(time), chain, -1, time, size, total, ptr, device))
