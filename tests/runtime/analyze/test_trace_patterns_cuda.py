@@ -79,7 +79,9 @@ def test_big_matmul_fp32_matmuls_with_tf32_off(runs: dict[str, AnalyzedRun]) -> 
     run = runs["big_matmul"]
     script = ROOT / "examples" / "big_matmul.py"
     [tf32] = found(run, "TTR602")
-    assert (tf32["path"], tf32["line"]) == (str(script), line_of("out = model(data)", script))
+    # The trace names /work/main/examples/big_matmul.py: that file where it exists, else its tail under ROOT.
+    assert Path(tf32["path"]).as_posix().endswith("/examples/big_matmul.py") and Path(tf32["path"]).is_file()
+    assert tf32["line"] == line_of("out = model(data)", script)
     assert tf32["self_ms_per_step"] * 1000 == pytest.approx(gemm_gpu_us_by_hand(trace_of("big_matmul")), rel=0.02)
     assert 0 < tf32["self_ms_per_step"] <= run.report["step_time_ms"]
     facts = run.profile.device_facts

@@ -91,7 +91,8 @@ def compare_runs(before: Run, after: Run) -> dict[str, Any]:
     step = deltas.step_time(a, b, sa, sb)
     rows = deltas.categories(a, b, sa, sb)
     kinds = ((a.get("bottleneck") or {}).get("kind", "none"), (b.get("bottleneck") or {}).get("kind", "none"))
-    warnings = _warnings(before, after)
+    lines = deltas.lines(match_hot_lines(a, b, matcher), step["threshold_ms"])
+    warnings = _warnings(before, after) + matcher.number_warnings()
     return {
         "schema_version": SCHEMA_VERSION,
         "generated_by": f"torchtriage {__version__}",
@@ -107,7 +108,7 @@ def compare_runs(before: Run, after: Run) -> dict[str, Any]:
         },
         "step_time": step,
         "categories": rows,
-        "lines": deltas.lines(match_hot_lines(a, b, matcher), step["threshold_ms"]),
+        "lines": lines,
         "counts": deltas.counts(a, b),
         "memory": deltas.memory(a, b),
         "findings": [_fate(f) for f in fates],

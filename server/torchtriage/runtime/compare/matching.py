@@ -7,7 +7,11 @@ code still matches) maps every line: ``same`` (same text, same number),
 ``changed`` (the line was edited in place), or gone.  A line deleted in one
 place and inserted unchanged in another is ``moved`` too.  Reports without
 the texts (schema 1.1) are matched by each hot line's own text and function,
-nearest line first (``content``); what cannot be told is ``unmatched``.
+nearest line first (``content``).  A file neither run has the text of (traces
+analysed without their source) is matched by line number, the same file
+(same path or file name) on both sides: ``same``, and the comparison's
+warnings say so (``Matcher.number_warnings``).  What cannot be told is
+``unmatched``.
 """
 
 from __future__ import annotations
@@ -122,6 +126,18 @@ class Matcher:
         self.back = {pb: pa for pa, pb in self.pairs.items()}
         self.a_texts, self.b_texts = texts(a), texts(b)
         self._maps: dict[str, LineMap | None] = {}
+        self.numbered: set[str] = set()  # A's files whose lines were matched by number
+
+    def by_number(self, a_path: str) -> bool:
+        """Whether A's file and its B counterpart are matched by line number: neither side has the text, nor a hot
+        line of it."""
+        b_path = self.pairs.get(a_path)
+        return b_path is not None and a_path not in self.a_texts and b_path not in self.b_texts
+
+    def number_warnings(self) -> list[str]:
+        """One warning per file whose lines were matched by number."""
+        return [f"{Path(p).name}: neither run has the file's text (its source was not found), so its lines are matched "
+                "by number; an edit between the runs would pair the wrong lines (give --source-root)" for p in sorted(self.numbered)]
 
     def line_map(self, a_path: str) -> LineMap | None:
         """The diff of A's file and its B counterpart, when both texts were kept."""
@@ -186,6 +202,10 @@ def match_hot_lines(a: dict[str, Any], b: dict[str, Any], matcher: Matcher | Non
             result.append(LineMatch(kind, before, Side(b_path, line, hot["source"] if hot else m.b_source(b_path, line), hot)))
         else:
             hot = _by_content(h, b_path, b_hot, used)
+            if hot is None and not (h.get("source") or "").strip() and m.by_number(h["path"]) and (b_path, h["line"]) not in used:
+                hot = b_hot.get((b_path, h["line"]))
+                if hot is not None:
+                    m.numbered.add(h["path"])
             if hot is None:
                 result.append(LineMatch(UNMATCHED, before, None))
             else:
@@ -198,6 +218,10 @@ def match_hot_lines(a: dict[str, Any], b: dict[str, Any], matcher: Matcher | Non
         after = Side(hot["path"], hot["line"], hot.get("source", ""), hot)
         a_path = m.back.get(hot["path"])
         line_map = m.line_map(a_path) if a_path is not None else None
+        if line_map is None and a_path is not None and not (hot.get("source") or "").strip() and m.by_number(a_path):
+            m.numbered.add(a_path)
+            result.append(LineMatch(SAME, Side(a_path, hot["line"], "", None), after))  # the line had no time in A
+            continue
         if line_map is None:
             result.append(LineMatch(UNMATCHED, None, after))
             continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from .machine import WorkerPlan, host_physical_cores
 from ..results.profile_data import ProfileData, SyncPoint
@@ -39,10 +39,14 @@ class AdviceContext:
     def lines_of(self, category: str, limit: int = 3) -> list[Hotspot]:
         return [h for h in self.hotspots if h.category == category][:limit]
 
-    def physical_cores(self) -> int:
+    def physical_cores(self) -> Optional[int]:
+        """The run's physical cores: the run's own count, else this machine's; None for a trace recorded
+        elsewhere that does not say (the analysing machine's cores say nothing about the one that ran it)."""
         extra: dict[str, Any] = self.profile.extra
-        cores = extra.get("physical_cores") or extra.get("cpu_count") or host_physical_cores()
-        return max(1, int(cores))
+        cores = extra.get("physical_cores") or extra.get("cpu_count")
+        if not cores and (extra.get("source") or {}).get("kind") == "trace":
+            return None
+        return max(1, int(cores or host_physical_cores()))
 
 
 def where(path: str, line: int) -> str:
@@ -76,7 +80,7 @@ def _share_evidence(ctx: AdviceContext, category: str, what: str) -> Evidence:
 
 def _data_loading(ctx: AdviceContext) -> tuple[list[Evidence], list[Recommendation]]:
     workers = ctx.profile.loader_workers
-    plan = WorkerPlan(ctx.physical_cores(), workers)
+    cores = ctx.physical_cores()
     ev = [_share_evidence(ctx, "data_loading", "Waiting for the next batch")]
     if workers is not None:
         ev.append(Evidence(f"DataLoader num_workers={workers}: " + ("batches are built in the training process" if workers == 0 else "the workers cannot keep up")))
@@ -92,6 +96,9 @@ def _data_loading(ctx: AdviceContext) -> tuple[list[Evidence], list[Recommendati
         + (" or run it on the GPU after the copy" if ctx.cuda else "")
         + ", and avoid per-sample Python loops and file opens in __getitem__.",
     )
+    if cores is None:
+        return ev, _workers_elsewhere(ctx, workers, cheaper)
+    plan = WorkerPlan(cores, workers)
     recs = []
     if not workers:
         recs.append(
@@ -139,6 +146,39 @@ def _data_loading(ctx: AdviceContext) -> tuple[list[Evidence], list[Recommendati
     if not plan.at_cap:
         recs.append(cheaper)
     return ev, recs
+
+
+def _workers_elsewhere(ctx: AdviceContext, workers: Optional[int], cheaper: Recommendation) -> list[Recommendation]:
+    """The worker advice for a trace recorded on a machine whose cores are unknown: the rule, no number."""
+    machine = "the physical cores of the machine that ran it"
+    if not workers:
+        recs = [Recommendation(
+            f"Set num_workers to about half {machine}, leaving one core to the training process",
+            "Workers build batches in parallel with the step instead of before it; loader-bound runs "
+            "commonly leave the accelerator idle 30-50% of every step with 0 or 1 workers. The trace does not say "
+            "how many cores that machine has.",
+            "DataLoader(ds, batch_size=..., num_workers=max(1, len(os.sched_getaffinity(0)) // 2),\n"
+            "           persistent_workers=True, prefetch_factor=4)",
+        )]
+    else:
+        recs = [Recommendation(
+            f"Raise num_workers from {workers} to {workers * 2} (at most one less than {machine}) and prefetch_factor to 4",
+            "The loader is still on the critical path with the current workers; the trace does not say how many cores "
+            "that machine has, and workers beyond them only compete for the same cores.",
+            f"DataLoader(ds, num_workers={workers * 2}, persistent_workers=True, prefetch_factor=4)",
+        )]
+    if ctx.cuda:
+        recs.append(Recommendation(
+            "Use pin_memory=True with non_blocking=True copies",
+            "Pinned batches copy asynchronously, so the transfer overlaps with kernels already queued.",
+            "x = x.to(device, non_blocking=True)  # DataLoader(..., pin_memory=True)",
+        ))
+    else:
+        recs.append(Recommendation(
+            "Leave cores for the math: torch.set_num_threads(<physical cores minus the workers>)",
+            f"On CPU the loader workers and the intra-op threads share {machine}.",
+        ))
+    return recs + [cheaper]
 
 
 def _host_sync(ctx: AdviceContext) -> tuple[list[Evidence], list[Recommendation]]:
@@ -263,7 +303,8 @@ def _compute(ctx: AdviceContext) -> tuple[list[Evidence], list[Recommendation]]:
         cores = ctx.physical_cores()
         recs = [
             Recommendation(
-                f"Give the math all physical cores: torch.set_num_threads({cores})"
+                (f"Give the math all physical cores: torch.set_num_threads({cores})" if cores is not None else
+                 "Give the math all physical cores of the machine that ran it: torch.set_num_threads(<its physical cores>)")
                 + (f" (the run used {threads})" if threads else ""),
                 "CPU ops parallelise over intra-op threads; hyper-threads rarely help BLAS.",
             ),

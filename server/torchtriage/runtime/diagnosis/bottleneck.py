@@ -291,6 +291,24 @@ def _primary_note(kind: str, per_step: list[dict[str, float]], profile: ProfileD
     ]
 
 
+def _placed(findings: list[Finding]) -> tuple[list[Finding], list[Finding]]:
+    """The runtime findings on a line, and those with none (a trace without Python frames or call stacks)."""
+    return [f for f in findings if f.path and f.span.line > 0], [f for f in findings if not (f.path and f.span.line > 0)]
+
+
+def _add_unplaced(verdict: Verdict, findings: list[Finding]) -> None:
+    """Findings with no line (report.json's findings need one) go into the verdict: the message with its code and
+    evidence, then the fixes not already there."""
+    actions = {r.action for r in verdict.recommendations}
+    for f in findings:
+        verdict.evidence.append(Evidence(f"{f.code} ({f.name}): {f.message}"))
+        verdict.evidence += [Evidence(e["text"]) for e in f.extra.get("evidence") or [] if not e.get("path")]
+        for r in f.extra.get("recommendations") or []:
+            if r["action"] not in actions:
+                actions.add(r["action"])
+                verdict.recommendations.append(Recommendation(r["action"], r["why"], r.get("example", "")))
+
+
 def diagnose(profile: ProfileData, static_findings: Sequence[Finding] = ()) -> Diagnosis:
     """Break the mean step down, pick the bottleneck, attach evidence, fixes and cross-links."""
     findings = list(static_findings)
@@ -324,6 +342,11 @@ def diagnose(profile: ProfileData, static_findings: Sequence[Finding] = ()) -> D
         if time_kind != "none" and all(v.kind != time_kind for v in secondary):
             secondary.insert(0, verdict(time_kind, time_share))
     bottleneck, *secondary = with_gap_evidence(profile, spots, [bottleneck, *secondary]) if ok else [bottleneck, *secondary]
+    found, unplaced = _placed(
+        runtime_findings(profile, findings, shares, spots, syncs, memory) + compile_findings(profile) + dtype_findings(profile)
+        + device_findings(profile, findings, links, spots)
+        + pattern_findings(profile, findings, shares, spots))
+    _add_unplaced(bottleneck, unplaced)
     return Diagnosis(
         step_us=profile.mean_step_us,
         steps=profile.steps_profiled,
@@ -334,9 +357,7 @@ def diagnose(profile: ProfileData, static_findings: Sequence[Finding] = ()) -> D
         memory=memory,
         sync_points=syncs,
         static_links=links,
-        runtime_findings=runtime_findings(profile, findings, shares, spots, syncs, memory) + compile_findings(profile) + dtype_findings(profile)
-        + device_findings(profile, findings, links, spots)
-        + pattern_findings(profile, findings, shares, spots),
+        runtime_findings=found,
         breakdown_spread=spread(per_step),
         withheld=withheld,
     )

@@ -218,15 +218,12 @@ def runtime_findings(
     explained = bool(loader_lines) and _has(findings, "data_loading", loader_lines[0].path, loader_lines[0].line, cwd)
     if data_share >= LOADER_BOUND_SHARE and not has_loader_rule and not explained and loader_lines:
         top = loader_lines[0]
-        workers = profile.loader_workers
         out.append(
             _runtime_finding(
                 "TTR302",
                 top.path,
                 top.line,
-                f"data loading takes {data_share * 100:.0f}% of the step"
-                + (f" with num_workers={workers}" if workers is not None else "")
-                + "; the static check saw no DataLoader without workers, so look at this line's per-sample cost",
+                loader_bound_message(profile, data_share, os.path.isfile(normalize_path(top.path, cwd))),
                 data_share,
                 data_share * profile.mean_step_us,
             )
@@ -247,6 +244,24 @@ def runtime_findings(
                     )
                 )
     return out
+
+
+def loader_bound_message(profile: ProfileData, share: float, checked: bool) -> str:
+    """TTR302's message, true to what is known: the run's num_workers (0 is known from the loader's iterator) and
+    whether the static check ran (``checked``: the line's source file was found; a trace recorded elsewhere may
+    name files this machine does not have, and then nothing was checked)."""
+    workers = profile.loader_workers
+    head = f"data loading takes {share * 100:.0f}% of the step"
+    if workers == 0:
+        static = ("; the static check did not flag the DataLoader (its num_workers may come from a variable or a config)"
+                  if checked else "; the script's source was not found, so no static check ran")
+        return (head + " with num_workers=0: the DataLoader builds every batch in the training process" + static
+                + ": give it worker processes, then look at this line's per-sample cost")
+    said = f" with num_workers={workers}" if workers is not None else ""
+    if checked:
+        return head + said + "; the static check saw no DataLoader without workers, so look at this line's per-sample cost"
+    return (head + said + "; the script's source was not found, so no static check ran: check the DataLoader's num_workers"
+            + " and this line's per-sample cost")
 
 
 def _cuda_only(code: str) -> bool:

@@ -23,6 +23,7 @@ from ..profiling.finish import new_run_dir, write_outputs
 from ..results.profile_data import ProfileData
 from .events import PY, TraceScan
 from .frames import CodeMap
+from .gaps import trace_gaps
 from .inputs import choose_trace
 from .ordering import RUN, SortedRecords
 from .pattern_block import add_patterns
@@ -93,6 +94,7 @@ def analyze_trace(path: Path, out_dir: Optional[Path] = None, on_stage: Optional
     finally:
         records.close()
     raw = raw_record(header, scan, sweep, code, choice, step_warnings)
+    raw["gaps"] = trace_gaps(choice.path, scan, sweep, code)  # a second read, for the stepping thread in the largest gaps
     run_dir = Path(out_dir).resolve() if out_dir is not None else new_run_dir(run_name(choice.path))
     extra: dict[str, Any] = {"run_dir": str(run_dir), "chrome_trace": str(choice.path.resolve()),
                              "source": source_block(header, scan, choice)}

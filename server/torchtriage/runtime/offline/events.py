@@ -7,7 +7,7 @@ start), then by ``kind``; ``seq`` (the event's position in the file) keeps the
 rest from ever being compared.  The kinds and their extra fields:
 
 =========  ==================================================================
-ANNOT      a ``record_function`` range (``user_annotation``): no extras
+ANNOT      a ``record_function`` range (``user_annotation``): b = its "Call stack" argument ("" none)
 PY         a ``python_function`` frame or C call: no extras
 OP         an operator (``cpu_op``; ``Operator`` in 1.9-era traces): a = sequence
            number (-1 none), b = its "Call stack" argument ("" none), c = its
@@ -152,6 +152,9 @@ class TraceScan:
                     _int(args.get("Fwd thread id")), self._name(op_facts(name, args)))
         if kind == RUNTIME or kind == GPU:
             return (start, -duration, kind, seq, thread, name, _int(args.get("correlation"), -1), 0, 0, 0)
+        if kind == ANNOT:  # 1.9-era ranges (``enumerate(DataLoader)#...``) carry the stack of the line that opened them
+            stack = args.get("Call stack")
+            return (start, -duration, kind, seq, thread, name, 0, self._name(stack) if isinstance(stack, str) and stack else "", 0, 0)
         return (start, -duration, kind, seq, thread, name, 0, 0, 0, 0)
 
     def main_thread(self) -> Optional[int]:

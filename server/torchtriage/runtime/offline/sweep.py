@@ -23,7 +23,9 @@ of user lines that called it, with the agent's rules:
   "Fwd thread id"): the stepping thread's time, as in a profiled run;
 * time on the stepping thread with no event open (a trace without Python
   frames: the Python between ops) is ``python_overhead``, or the enclosing
-  range's context.
+  range's context, charged to the line of the range's "Call stack" when it
+  has one (1.9-era traces: the ``for`` line of ``enumerate(DataLoader)#``, as
+  the agent charges the loader's ``__next__`` to the line that asks for it).
 
 A chain is the list of user call sites, outermost first.  A call made from a
 user frame is placed on a line by ``CallSites``; the frame's own time, and a
@@ -86,7 +88,7 @@ class _Thread:
     def __init__(self, main: bool) -> None:
         self.stack: list[_Entry] = []
         self.cursor = 0
-        self.annotations: list[tuple[int, str]] = []  # (end, context) of the open record_function ranges with one
+        self.annotations: list[tuple[int, str, int]] = []  # (end, context, chain id) of the open record_function ranges with one
         self.main = main
         self.base = _Entry(1 << 62, -1, "", "", (), None, False, False, 0)
         self.lent_until = 0  # until then this thread's events run inside the stepping thread's (backward ops)
@@ -153,7 +155,8 @@ class Sweep:
                 self.watch.annotation(th, name, start, start - neg)
                 context = _range_context(name)
                 if context:
-                    th.annotations.append((start - neg, context))
+                    chain = self.tables.chain(self._stack_chain(b)) if b and self.call_stacks else 0
+                    th.annotations.append((start - neg, context, chain))
             elif kind == MEM:
                 self._allocation(th, start, a, b, c, d)
             else:
@@ -204,14 +207,14 @@ class Sweep:
             acc[position] = acc.get(position, 0) + ns
 
     def _untraced(self, th: _Thread, start: int, end: int) -> None:
-        category = th.annotations[-1][1] if th.annotations else "python_overhead"
+        category, chain = th.annotations[-1][1:] if th.annotations else ("python_overhead", 0)
         waited: dict[int, int] = {}  # inside a collective (a trace without Python frames: DDP blocking in backward)
         for position, ns in self.collectives.waited(self.clock, start, end) if category in WAIT_CONTEXTS else ():
-            self.tables.charge(position, 0, "communication", UNTRACED, True, ns)
+            self.tables.charge(position, chain, "communication", UNTRACED, True, ns)
             waited[position] = waited.get(position, 0) + ns
         for position, ns in self.clock.split(start, end):
             if ns > waited.get(position, 0):
-                self.tables.charge(position, 0, category, UNTRACED, True, ns - waited.get(position, 0))
+                self.tables.charge(position, chain, category, UNTRACED, True, ns - waited.get(position, 0))
 
     def _close(self, entry: _Entry, stack: list[_Entry]) -> None:
         self.watch.closed(entry, stack)

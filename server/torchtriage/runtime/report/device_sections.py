@@ -13,6 +13,7 @@ from ..diagnosis.device.idle_gaps import gaps_json
 from ..diagnosis.device.memory_shape import memory_shape_json
 from ..results.profile_data import ProfileData
 from ..diagnosis.device.tensor_cores import shapes_json
+from .kernel_table import kernels_json
 
 
 def device_sections(profile: ProfileData, source: Any) -> dict[str, Any]:
@@ -28,5 +29,6 @@ def device_sections(profile: ProfileData, source: Any) -> dict[str, Any]:
         "matmul_shapes": shapes_json(profile, source),
         "memory_shape": memory_shape_json(profile, source),
         "gpu_idle_gaps": gaps_json(profile, source),
+        "kernels": kernels_json(profile, source),
     }
 

@@ -215,6 +215,7 @@ def build_report(
                 for m in mem.top_lines
             ],
             "snapshot": mem.snapshot or None,
+            **_device_memory(profile, mem.peak_bytes),
         },
         "sync_points": [
             {
@@ -259,6 +260,13 @@ def build_report(
         **device_sections(profile, src),
         **_trace_analysis(profile),
     }
+
+
+def _device_memory(profile: ProfileData, peak: int) -> dict[str, Any]:
+    """``device_total_bytes`` (the GPU's memory: the allocator's figure on a profiled run, ``deviceProperties``'
+    ``totalGlobalMem`` in a trace; null when unknown) and the peak's share of it."""
+    total = profile.device_facts.total_bytes if profile.device_facts is not None else 0
+    return {"device_total_bytes": total or None, "peak_share_of_device": round(peak / total, 4) if total > 0 else None}
 
 
 def _trace_analysis(profile: ProfileData) -> dict[str, Any]:

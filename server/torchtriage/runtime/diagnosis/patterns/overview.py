@@ -32,6 +32,11 @@ names) of a trace; the category shares, GPU busy time, matmul shapes, kernel
 names and device facts of both.  Tensor-Core kernels are told by name
 (``device.kernels``: unlike the plugin, an ``xmma`` kernel named for FFMA is not
 one).
+
+A run with no line to place TTR403 / TTR605 on (a trace without Python frames
+or call stacks) still gets them, with an empty path and line 0
+(``NO_LINE``): report.json's findings need a line, so ``diagnose`` moves
+them into the verdict's evidence and recommendations (``unplaced``).
 """
 
 from __future__ import annotations
@@ -56,6 +61,8 @@ NCCL_CAPABILITY = (3, 5)  # the plugin's bar for "a GPU NCCL supports"
 TF32 = (8, 0)
 MATMULS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 IN_PROCESS = "_SingleProcessDataLoaderIter"
+NO_LINE = ("", 0)  # where a finding with no line goes (moved into the verdict by ``diagnose``)
+NO_LINE_NOTE = "no source line: the trace has no Python frames or call stacks"
 GIB = 2**30
 
 
@@ -96,8 +103,8 @@ def _loader_findings(profile: ProfileData, facts: Optional[TraceFacts], static: 
         share = window.share(us)
         if us <= 0 or (not in_process and share <= LOADER_SHARE):
             continue
-        if f"{normalize_path(path, profile.cwd)}:{line}" == bound_at:
-            continue  # TTR302 is on this line already, with the loader's share
+        if f"{normalize_path(path, profile.cwd)}:{line}" == bound_at and (not in_process or profile.loader_workers == 0):
+            continue  # TTR302 is on this line already, with the loader's share (and num_workers=0 when in process)
         if in_process and said_by(static, ("TT302",), path, line, profile.cwd):
             continue
         evidence = [Evidence(f"{_where(path, line)}: the loop waited {cost_text(window, us)} for its batches"
@@ -183,27 +190,30 @@ def _distributed_findings(profile: ProfileData, facts: Optional[TraceFacts], sha
         if anchor is None and facts is not None:
             ddp = _first(facts.of_kind("ddp"))
             anchor = (ddp.path, ddp.line) if ddp is not None else None
-        if anchor is not None:
-            out.append(pattern_finding(
-                "TTR403", anchor[0], anchor[1],
-                f"communication takes {cost_text(window, comm_us)} (over the {COMM_SHARE * 100:.0f}% bar): accumulate gradients "
-                "over several micro-batches, raise the batch size, or compress the gradients",
-                window, comm_us,
-                evidence=[Evidence(f"{_where(*anchor)} has the most communication time"
-                                   + (f" ({(top.top_names or ['collectives'])[0]})" if top is not None else ""), anchor[0], anchor[1])],
-                recommendations=[
-                    Recommendation(
-                        "Accumulate gradients: skip the all-reduce on all but the last micro-batch (model.no_sync())",
-                        "Fewer all-reduces per sample; the global batch grows, so check convergence (a LAMB-style optimizer helps "
-                        "with large batches).",
-                        "with model.no_sync():\n    loss_a.backward()\nloss_b.backward()  # all-reduce once"),
-                    Recommendation(
-                        "Or compress the gradients with a DDP communication hook",
-                        "bf16/fp16 compression halves the bytes on the wire; PowerSGD cuts them further.",
-                        "from torch.distributed.algorithms.ddp_comm_hooks import default_hooks\n"
-                        "model.register_comm_hook(None, default_hooks.bf16_compress_hook)"),
-                ],
-                details={"share": round(shares.get("communication", 0.0), 5), "bar": COMM_SHARE}))
+        placed = anchor is not None
+        anchor = anchor if anchor is not None else NO_LINE
+        out.append(pattern_finding(
+            "TTR403", anchor[0], anchor[1],
+            f"communication takes {cost_text(window, comm_us)} (over the {COMM_SHARE * 100:.0f}% bar): accumulate gradients "
+            "over several micro-batches, raise the batch size, or compress the gradients",
+            window, comm_us,
+            evidence=[Evidence(f"{_where(*anchor)} has the most communication time"
+                               + (f" ({(top.top_names or ['collectives'])[0]})" if top is not None else ""), anchor[0], anchor[1])
+                      if placed else Evidence(f"communication covers {shares.get('communication', 0.0) * 100:.1f}% of the step; "
+                                              + NO_LINE_NOTE)],
+            recommendations=[
+                Recommendation(
+                    "Accumulate gradients: skip the all-reduce on all but the last micro-batch (model.no_sync())",
+                    "Fewer all-reduces per sample; the global batch grows, so check convergence (a LAMB-style optimizer helps "
+                    "with large batches).",
+                    "with model.no_sync():\n    loss_a.backward()\nloss_b.backward()  # all-reduce once"),
+                Recommendation(
+                    "Or compress the gradients with a DDP communication hook",
+                    "bf16/fp16 compression halves the bytes on the wire; PowerSGD cuts them further.",
+                    "from torch.distributed.algorithms.ddp_comm_hooks import default_hooks\n"
+                    "model.register_comm_hook(None, default_hooks.bf16_compress_hook)"),
+            ],
+            details={"share": round(shares.get("communication", 0.0), 5), "bar": COMM_SHARE}))
     return out
 
 
@@ -226,15 +236,17 @@ def _gpu_findings(profile: ProfileData, spots: Sequence[Hotspot], window: Window
     out = []
     busy = _gpu_busy_share(profile, window)
     top = _anchor(spots)
-    if busy and busy < GPU_UTILIZATION and top is not None:  # no GPU activity recorded at all: not measured, not idle
+    if busy and busy < GPU_UTILIZATION:  # no GPU activity recorded at all: not measured, not idle
         idle_us = (1.0 - busy) * window.total_us
+        path, line = (top.path, top.line) if top is not None else NO_LINE
         out.append(pattern_finding(
-            "TTR605", top.path, top.line,
+            "TTR605", path, line,
             f"the GPU is busy only {busy * 100:.0f}% of the step (under the {GPU_UTILIZATION * 100:.0f}% bar): it idles "
             f"{cost_text(window, idle_us)}; give it more work per launch (a larger batch), once the idle gaps' causes are gone",
             window, idle_us,
             evidence=[Evidence(f"GPU activity (kernels, copies, memsets) covers {busy * 100:.0f}% of the recorded steps' time"),
-                      Evidence(f"the step's hottest line: {_where(top.path, top.line)} ({top.category})", top.path, top.line)],
+                      Evidence(f"the step's hottest line: {_where(top.path, top.line)} ({top.category})", top.path, top.line)
+                      if top is not None else Evidence(NO_LINE_NOTE)],
             recommendations=[Recommendation(
                 "Raise the batch size (and the learning rate with it), then measure samples per second",
                 "A larger batch gives each kernel more work for the same launch and Python cost; throughput = batch size x steps/s, "

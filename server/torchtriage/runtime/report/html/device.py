@@ -102,7 +102,22 @@ def shapes_html(r: dict[str, Any]) -> str:
             + "".join(rows) + "</table>")
 
 
+def kernels_html(r: dict[str, Any]) -> str:
+    table = r.get("kernels")
+    if not table or not table["rows"]:
+        return ""
+    rows = "".join(
+        f"<tr><td><code title='{escape(k['name'])}'>{escape(k['short_name'])}</code></td><td class='num'>{k['calls_per_step']:g}</td>"
+        f"<td class='num'>{k['ms_per_step']:.3f}</td><td class='num'>{k['share'] * 100:.1f}%</td>"
+        f"<td>{'yes' if k['tensor_cores'] else ''}</td><td>{loc(k['path'], k['line'], k['source']) if k['path'] else ''}</td></tr>"
+        for k in table["rows"]
+    )
+    return (f"<h2 id='kernels'>GPU kernels ({table['tensor_core_share'] * 100:.0f}% of kernel time on Tensor Cores)</h2>"
+            "<table class='kernels'><tr><th>kernel</th><th class='num'>calls/step</th><th class='num'>ms/step</th>"
+            "<th class='num'>GPU share</th><th>Tensor Cores</th><th>launched at</th></tr>" + rows + "</table>")
+
+
 def device_html(r: dict[str, Any]) -> str:
-    """The three sections, each empty when the report has nothing for it."""
-    return memory_shape_html(r) + gaps_html(r) + shapes_html(r)
+    """The four sections, each empty when the report has nothing for it."""
+    return memory_shape_html(r) + kernels_html(r) + gaps_html(r) + shapes_html(r)
 
