@@ -385,14 +385,19 @@ class Commands:
 
     # --- torchtriage.verifyFixes / torchtriage.applyVerifiedFixes ------------------------
 
-    async def verify_fixes(self, arguments: list[Any] | None, token: types.ProgressToken | None) -> dict[str, Any]:
-        """``fix --verify`` on the document's saved script, in the background; verify.json with ``uri`` and ``verifyJson``."""
+    def _open_script(self, arguments: list[Any] | None, what: str) -> tuple[str, DocumentState]:
+        """The command's document: open, and a .py script (``what`` begins the error for a notebook)."""
         uri = _uri_argument(arguments)
         state = self.store.get(uri)
         if state is None:
             raise JsonRpcInvalidParams(f"{uri} is not open")
         if state.notebook:
-            raise JsonRpcInvalidParams("torchtriage.verifyFixes verifies the fixes of a .py script, not of a notebook")
+            raise JsonRpcInvalidParams(f"{what} a .py script, not a notebook")
+        return uri, state
+
+    async def verify_fixes(self, arguments: list[Any] | None, token: types.ProgressToken | None) -> dict[str, Any]:
+        """``fix --verify`` on the document's saved script, in the background; verify.json with ``uri`` and ``verifyJson``."""
+        uri, state = self._open_script(arguments, "torchtriage.verifyFixes verifies the fixes of")
         options = verify_options(arguments)
         out = self._run_folder(state)
         script, _ = self._script_for(state, out)
@@ -419,13 +424,8 @@ class Commands:
     async def apply_verified_fixes(self, arguments: list[Any] | None) -> bool:
         """The fixes of a verify.json that help, via ``workspace/applyEdit``, while the editor's text is the
         text that was verified (else a message says why nothing was applied); whether the client applied them."""
-        uri = _uri_argument(arguments)
+        uri, state = self._open_script(arguments, "torchtriage.applyVerifiedFixes applies to")
         verify_path = verify_path_argument(arguments)
-        state = self.store.get(uri)
-        if state is None:
-            raise JsonRpcInvalidParams(f"{uri} is not open")
-        if state.notebook:
-            raise JsonRpcInvalidParams("torchtriage.applyVerifiedFixes applies to a .py script, not to a notebook")
         document = load_verification(verify_path)
         script = Path(document["script"])
         if state.path is not None and state.path.exists() and not _same_file(str(script), state.path):
