@@ -54,6 +54,7 @@ from .compile_findings import compile_findings
 from .dtype_findings import dtype_findings
 from .device.findings import device_findings, with_gap_evidence
 from .patterns.findings import pattern_findings
+from .range_evidence import range_evidence
 from ..results.profile_data import CATEGORIES, OK_STATUSES, LineCost, ProfileData
 from .stability import holds, loader_pattern, spread, step_range_ms, steps_at_bar
 from ..results.verdicts import Diagnosis, Evidence, Hotspot, MemoryTrend, Recommendation, StaticLink, Verdict, Withheld
@@ -347,6 +348,9 @@ def diagnose(profile: ProfileData, static_findings: Sequence[Finding] = ()) -> D
         + device_findings(profile, findings, links, spots)
         + pattern_findings(profile, findings, shares, spots))
     _add_unplaced(bottleneck, unplaced)
+    ranges = range_evidence(profile) if ok and not any(h.path for h in spots) else ""
+    if ranges:  # no line names the time: the innermost ranges do, after the headline
+        bottleneck.evidence.insert(1, Evidence(ranges))
     return Diagnosis(
         step_us=profile.mean_step_us,
         steps=profile.steps_profiled,

@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from ..attribution.lines import build_profile
 from ..profiling.finish import new_run_dir, write_outputs
+from ..report.shape_table import SHAPE_ROWS
 from ..results.profile_data import ProfileData
 from .events import PY, TraceScan
 from .frames import CodeMap
@@ -101,6 +102,10 @@ def analyze_trace(path: Path, out_dir: Optional[Path] = None, on_stage: Optional
     busy = gpu_busy_block(sweep)
     if busy is not None:
         extra["gpu_busy"] = busy
+    if not scan.counts[PY] and not scan.call_stacks and sweep.ranges.stats:  # no lines: the ranges name the time
+        extra["ranges"] = sweep.ranges.block()
+    if scan.shapes:
+        extra["operator_shapes"] = sweep.tables.shapes.block(SHAPE_ROWS)
     add_patterns(raw, extra, header, scan, sweep)  # the pattern rules' facts (pattern_block.py)
     profile = build_profile(raw, extra=extra)
     report = write_outputs(profile, run_dir, on_stage)

@@ -1,10 +1,12 @@
 """Trace events -> compact records, and what one pass over them learns (steps, threads, what was recorded).
 
 Each event the analysis uses becomes one tuple, ``(start_ns, -duration_ns,
-kind, seq, thread, name, a, b, c, d)``, so that sorting the tuples orders them
+kind, seq, thread, name, a, b, c, d, e)``, so that sorting the tuples orders them
 by start, an enclosing event before what it encloses (longer first at the same
 start), then by ``kind``; ``seq`` (the event's position in the file) keeps the
-rest from ever being compared.  The kinds and their extra fields:
+rest from ever being compared.  The last field, ``e``, is an operator's
+"Input Dims" (``record_shapes``) as a short string ("" none, and for every
+other kind).  The kinds and their extra fields:
 
 =========  ==================================================================
 ANNOT      a ``record_function`` range (``user_annotation``): b = its "Call stack" argument ("" none)
@@ -35,7 +37,8 @@ from .opfacts import op_facts
 ANNOT, PY, OP, RUNTIME, MEM, GPU = range(6)
 STEP_PREFIX = "ProfilerStep#"
 
-Record = tuple  # (start_ns, -duration_ns, kind, seq, thread, name, a, b, c, d)
+Record = tuple  # (start_ns, -duration_ns, kind, seq, thread, name, a, b, c, d, e)
+SHAPES_CHARS = 160  # an operator's input shapes beyond this are cut (with an ellipsis)
 
 _CATEGORIES = {  # the trace's category -> kind (``cpu_op`` since torch 1.10, ``Operator`` / ``Runtime`` / ``Kernel`` before)
     **dict.fromkeys(("python_function", "python"), PY),
@@ -71,6 +74,7 @@ class TraceScan:
     thread_events: collections.Counter[int] = field(default_factory=collections.Counter)  # thread -> PY and OP events
     thread_span: dict[int, list[int]] = field(default_factory=dict)  # thread -> [first start, last end] of its PY / OP events
     call_stacks: int = 0  # operators with a "Call stack" argument
+    shapes: int = 0  # operators with an "Input Dims" argument (record_shapes)
     skipped: int = 0  # events that were not objects or had no usable time
     events: int = 0
     names: dict[str, str] = field(default_factory=dict)  # one string object per distinct name
@@ -115,7 +119,7 @@ class TraceScan:
             self.counts[MEM] += 1
             device = args.get("Device Type", 0)
             return (start, 0, MEM, seq, thread, name, _int(args.get("Bytes")), _int(args.get("Total Allocated"), -1),
-                    _int(args.get("Addr")), _DEVICE_TYPES.get(device, str(device)))
+                    _int(args.get("Addr")), _DEVICE_TYPES.get(device, str(device)), "")
         kind = _CATEGORIES.get(category) if isinstance(category, str) else None
         if kind is None:
             kind = _CATEGORIES.get(str(category or "").lower())
@@ -149,13 +153,23 @@ class TraceScan:
             stack = self._name(stack) if isinstance(stack, str) and stack else ""
             self.call_stacks += bool(stack)
             return (start, -duration, OP, seq, thread, name, _int(args.get("Sequence number"), -1), stack,
-                    _int(args.get("Fwd thread id")), self._name(op_facts(name, args)))
+                    _int(args.get("Fwd thread id")), self._name(op_facts(name, args)), self._shapes(args.get("Input Dims")))
         if kind == RUNTIME or kind == GPU:
-            return (start, -duration, kind, seq, thread, name, _int(args.get("correlation"), -1), 0, 0, 0)
+            return (start, -duration, kind, seq, thread, name, _int(args.get("correlation"), -1), 0, 0, 0, "")
         if kind == ANNOT:  # 1.9-era ranges (``enumerate(DataLoader)#...``) carry the stack of the line that opened them
             stack = args.get("Call stack")
-            return (start, -duration, kind, seq, thread, name, 0, self._name(stack) if isinstance(stack, str) and stack else "", 0, 0)
-        return (start, -duration, kind, seq, thread, name, 0, 0, 0, 0)
+            return (start, -duration, kind, seq, thread, name, 0, self._name(stack) if isinstance(stack, str) and stack else "", 0, 0, "")
+        return (start, -duration, kind, seq, thread, name, 0, 0, 0, 0, "")
+
+    def _shapes(self, dims: Any) -> str:
+        """An operator's "Input Dims" as one interned string (``[[32, 3, 224, 224], [64, 3, 7, 7], []]``; "" none)."""
+        if not isinstance(dims, list):
+            return ""
+        self.shapes += 1
+        text = str(dims)
+        if len(text) > SHAPES_CHARS:
+            text = text[:SHAPES_CHARS - 1] + "\u2026"
+        return self._name(text)
 
     def main_thread(self) -> Optional[int]:
         """The stepping thread: that of the ``ProfilerStep`` ranges, else the thread with the most Python and op events."""

@@ -48,6 +48,7 @@ from .device import CUDA_SYNCS, SYNC_OPS, DeviceWork
 from .events import ANNOT, GPU, MEM, OP, PY, RUNTIME
 from .frames import CodeMap, code_kind, parse_frame
 from .patterns import PatternWatch
+from .ranges import RangeTable
 from .steps import StepClock
 from .tables import Tables
 
@@ -65,7 +66,7 @@ class _Entry:
     """An event open on its thread's stack."""
 
     __slots__ = ("end", "kind", "name", "op", "ctx", "chain", "frame", "in_op", "backward", "start", "acc", "charge_chain",
-                 "chain_id", "category", "py_function", "main", "hint", "waited")
+                 "chain_id", "category", "py_function", "main", "hint", "waited", "shapes")
 
     def __init__(self, end: int, kind: int, name: str, ctx: str, chain: tuple[int, ...], frame: FrameInfo, in_op: bool,
                  backward: bool, start: int) -> None:
@@ -80,6 +81,7 @@ class _Entry:
         self.main = False  # on the stepping thread
         self.hint: Optional[tuple[int, int, int]] = None  # (provisional site, depth, call ns): under a call whose line is open
         self.waited: Optional[dict[int, int]] = None  # step position -> own ns inside a collective (stepping-thread C calls)
+        self.shapes = ""  # an operator's input shapes (record_shapes; "" none)
 
 
 class _Thread:
@@ -107,6 +109,7 @@ class Sweep:
         self.tables = Tables()
         self.device = DeviceWork(self.clock, self.tables)
         self.collectives = TraceCollectives()  # collective ranges off the stepping thread
+        self.ranges = RangeTable(self.clock)  # the stepping thread's record_function ranges, per name
         self.threads: dict[int, _Thread] = {}
         self.watch = PatternWatch(self.clock)  # the pattern rules' facts: told of each event below (patterns.py)
         self.syncs: list[Sync] = []
@@ -126,7 +129,7 @@ class Sweep:
 
     # -- the sweep ------------------------------------------------------------------------------------------
     def feed(self, records: Any) -> None:
-        for start, neg, kind, _seq, thread, name, a, b, c, d in records:
+        for start, neg, kind, _seq, thread, name, a, b, c, d, e in records:
             if kind == GPU:
                 self.device.activity(name, start, -neg, a)
                 self.watch.gpu(thread, name, -neg, a)
@@ -153,6 +156,8 @@ class Sweep:
             self._advance(th, start)
             if kind == ANNOT:
                 self.watch.annotation(th, name, start, start - neg)
+                if thread == self.main_thread:
+                    self.ranges.add(name, start, start - neg)
                 context = _range_context(name)
                 if context:
                     chain = self.tables.chain(self._stack_chain(b)) if b and self.call_stacks else 0
@@ -161,6 +166,8 @@ class Sweep:
                 self._allocation(th, start, a, b, c, d)
             else:
                 self._push(th, kind, name, start, start - neg, a, b)
+                if e:
+                    th.stack[-1].shapes = e
                 self.watch.opened(th, name, a, d)
 
     def finish(self) -> None:
@@ -172,6 +179,7 @@ class Sweep:
                     self._own(entry, cursor, entry.end)
                     cursor = entry.end
                 self._close(entry, stack)
+        self.ranges.finish()
         self.place_pending()
 
     def _advance(self, th: _Thread, t: int) -> None:
@@ -233,6 +241,9 @@ class Sweep:
             else:
                 total = own
             self.tables.ops.add(entry.op, "cpu", entry.main, own, total, entry.chain_id, duration)
+            if entry.shapes:  # a call nested in one of the same op and shapes counted once in the total
+                nested = any(e.op == entry.op and e.shapes == entry.shapes for e in stack)
+                self.tables.shapes.add(entry.op, entry.shapes, own, 0 if nested else duration)
 
     # -- events ---------------------------------------------------------------------------------------------
     def _push(self, th: _Thread, kind: int, name: str, start: int, end: int, a: int, b: Any) -> None:

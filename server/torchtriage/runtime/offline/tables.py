@@ -15,6 +15,7 @@ from typing import Any
 from ..agent.wire import Charge, OpStat, Site
 
 Key = tuple[str, str, bool]
+SHAPE_GROUPS = 4096  # distinct (op, input shapes) groups kept while sweeping (``ShapeTable``)
 
 
 class OpTable:
@@ -48,6 +49,45 @@ class OpTable:
         return out
 
 
+class ShapeTable:
+    """Per (op name, input shapes): calls, self and total ns, in bounded memory: past ``limit`` groups the
+    half with least self time is dropped and counted (``spilled_groups``, ``spilled_calls``, ``spilled_ns``)."""
+
+    def __init__(self, limit: int = SHAPE_GROUPS) -> None:
+        self.limit = limit
+        self.stats: dict[tuple[str, str], list[int]] = {}  # [calls, self_ns, total_ns]
+        self.spilled_groups = self.spilled_calls = self.spilled_ns = 0
+
+    def add(self, name: str, shapes: str, self_ns: int, total_ns: int) -> None:
+        entry = self.stats.get((name, shapes))
+        if entry is None:
+            if len(self.stats) >= self.limit:
+                self._spill()
+            entry = self.stats[(name, shapes)] = [0, 0, 0]
+        entry[0] += 1
+        entry[1] += self_ns
+        entry[2] += total_ns
+
+    def _spill(self) -> None:
+        ranked = sorted(self.stats.items(), key=lambda kv: -kv[1][1])
+        for key, (calls, self_ns, _) in ranked[self.limit // 2:]:
+            del self.stats[key]
+            self.spilled_groups += 1
+            self.spilled_calls += calls
+            self.spilled_ns += self_ns
+
+    def block(self, rows: int) -> dict[str, Any]:
+        """The ``rows`` groups with most self time, and what was left out (spilled or beyond ``rows``)."""
+        ranked = sorted(self.stats.items(), key=lambda kv: (-kv[1][1], kv[0]))
+        rest = ranked[rows:]
+        return {
+            "groups": [[name, shapes, calls, self_ns, total_ns] for (name, shapes), (calls, self_ns, total_ns) in ranked[:rows]],
+            "other_groups": self.spilled_groups + len(rest),
+            "other_calls": self.spilled_calls + sum(v[0] for _, v in rest),
+            "other_self_ns": self.spilled_ns + sum(v[1] for _, v in rest),
+        }
+
+
 class Tables:
     """Sites, chains and charges, interned and summed."""
 
@@ -56,6 +96,7 @@ class Tables:
         self.chains: dict[tuple[int, ...], int] = {(): 0}
         self.charges: dict[tuple[int, int, str, str, bool], list[int]] = {}
         self.ops = OpTable()
+        self.shapes = ShapeTable()
         self.placed: dict[int, tuple[str, int, str]] = {}  # a provisional site -> (path, line, function) decided later
 
     def provisional(self, path: str, line: int, function: str) -> int:

@@ -23,6 +23,8 @@ from .device_sections import device_sections
 from ..diagnosis.bottleneck import Diagnosis, Verdict, diagnose
 from ..diagnosis.runtime_finding import finding_extras_json
 from ..results.profile_data import CATEGORIES, ProfileData
+from .range_table import range_sections
+from .shape_table import shape_sections
 from .source_texts import source_texts
 
 # 1.1 added operators, breakdown_spread, withheld_verdicts, applies_on_this_device, trace links;
@@ -259,6 +261,8 @@ def build_report(
         "compile": compile_report(profile),
         **device_sections(profile, src),
         **_trace_analysis(profile),
+        **shape_sections(profile),
+        **range_sections(profile),
     }
 
 

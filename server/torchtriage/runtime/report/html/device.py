@@ -117,7 +117,41 @@ def kernels_html(r: dict[str, Any]) -> str:
             "<th class='num'>GPU share</th><th>Tensor Cores</th><th>launched at</th></tr>" + rows + "</table>")
 
 
-def device_html(r: dict[str, Any]) -> str:
-    """The four sections, each empty when the report has nothing for it."""
-    return memory_shape_html(r) + kernels_html(r) + gaps_html(r) + shapes_html(r)
+def operator_shapes_html(r: dict[str, Any]) -> str:
+    """``operators_by_shape`` (a trace recorded with shapes): one compact row per (op, input shapes)."""
+    table = r.get("operators_by_shape")
+    if not table or not table["rows"]:
+        return ""
+    rows = "".join(
+        f"<tr><td><code>{escape(o['name'])}</code></td><td><code>{escape(o['input_shapes'])}</code></td>"
+        f"<td class='num'>{o['calls_per_step']:g}</td><td class='num'>{o['self_ms_per_step']:.3f}</td>"
+        f"<td class='num'>{o['total_ms_per_step']:.3f}</td><td class='num'>{o['share'] * 100:.1f}%</td></tr>"
+        for o in table["rows"]
+    )
+    other = (f"<p class='caption'>{table['other_groups']} other groups: {table['other_calls_per_step']:g} calls, "
+             f"{table['other_self_ms_per_step']:.3f} ms self per step.</p>" if table["other_groups"] else "")
+    return ("<h2 id='operators-by-shape'>CPU operators by input shape</h2><table class='op-shapes'><tr><th>op</th>"
+            "<th>input shapes</th><th class='num'>calls/step</th><th class='num'>self ms/step</th>"
+            "<th class='num'>total ms/step</th><th class='num'>self share</th></tr>" + rows + "</table>" + other)
 
+
+def ranges_html(r: dict[str, Any]) -> str:
+    """``ranges`` (a trace with no stacks): the stepping thread's record_function / module ranges."""
+    table = r.get("ranges")
+    if not table or not table["rows"]:
+        return ""
+    rows = "".join(
+        f"<tr><td><code>{escape(o['name'])}</code></td><td>{escape(o['parent'] or '')}</td>"
+        f"<td class='num'>{o['calls_per_step']:g}</td><td class='num'>{o['ms_per_step']:.3f}</td>"
+        f"<td class='num'>{o['share'] * 100:.1f}%</td><td class='num'>{o['self_ms_per_step']:.3f}</td></tr>"
+        for o in table["rows"]
+    )
+    return ("<h2 id='ranges'>record_function and module ranges (stepping thread)</h2>"
+            "<p class='caption'>The trace has no Python frames or call stacks: these ranges name where the step goes.</p>"
+            "<table class='ranges'><tr><th>range</th><th>inside</th><th class='num'>calls/step</th><th class='num'>ms/step</th>"
+            "<th class='num'>step share</th><th class='num'>innermost ms/step</th></tr>" + rows + "</table>")
+
+
+def device_html(r: dict[str, Any]) -> str:
+    """The sections, each empty when the report has nothing for it."""
+    return memory_shape_html(r) + kernels_html(r) + operator_shapes_html(r) + ranges_html(r) + gaps_html(r) + shapes_html(r)
