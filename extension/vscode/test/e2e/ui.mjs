@@ -29,6 +29,9 @@ export async function openFile(page, name) {
 }
 
 export async function command(page, label) {
+  // A palette still closing from the command before stays visible but inert: wait until it is gone.
+  const widget = page.locator(".quick-input-widget");
+  await widget.waitFor({ state: "hidden", timeout: 5_000 }).catch(() => undefined);
   await page.keyboard.press("F1");
   const input = page.locator(".quick-input-widget input");
   await input.waitFor({ timeout: 10_000 });
