@@ -304,12 +304,16 @@ class Commands:
         }
         if comparison is not None:
             payload["comparison"] = comparison
+        self._publish_report(payload)
+        return payload
+
+    def _publish_report(self, payload: dict[str, Any]) -> None:
+        """The profileReport notification, then code lenses and inlay hints asked again (annotations moved)."""
         self.client.notify(PROFILE_REPORT, payload)
         if self.support.code_lens_refresh:
             self.client.refresh_code_lenses()
         if self.support.inlay_hint_refresh:
             self.client.refresh_inlay_hints()
-        return payload
 
     # --- torchtriage.analyze --------------------------------------------------------------
 
@@ -348,11 +352,7 @@ class Commands:
         summary = self.traces.summary
         assert summary is not None
         payload = trace_payload(trace, report, summary, trace_hot_lines(self.traces.files, shown))
-        self.client.notify(PROFILE_REPORT, payload)
-        if self.support.code_lens_refresh:
-            self.client.refresh_code_lenses()
-        if self.support.inlay_hint_refresh:
-            self.client.refresh_inlay_hints()
+        self._publish_report(payload)
         return payload
 
     def opened(self, state: DocumentState) -> None:

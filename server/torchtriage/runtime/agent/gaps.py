@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
+from .intervals import MAX_GAPS, MIN_GAP_NS, PROBES, idle_spans
 from .usercode import UserCode
 from .wire import Gap, GpuActivity, Step
 
@@ -29,27 +30,9 @@ EventType = torch._C._profiler._EventType
 TORCH_OP, PY_CALL, PY_C_CALL = EventType.TorchOp.value, EventType.PyCall.value, EventType.PyCCall.value
 SKIPPED = (EventType.Allocation.value, EventType.Kineto.value)
 USER_SCOPE = torch._C._profiler.RecordScope.USER_SCOPE
-PROBES = 5  # instants looked up per gap
-MIN_GAP_NS = 20_000  # shorter idle spans are launch latency, not a gap worth naming
-MAX_GAPS = 10
 OVERLAP_SCAN = 8  # siblings looked at before the bisection point
 _BUILTIN = re.compile(r"<built-in (?:method|function) (\w+)")  # as agent/node_visit.py names C calls
 Frame = Tuple[str, int, str, bool, str]  # path, line, function, exact line, innermost event
-
-
-def idle_spans(gpu: Sequence[GpuActivity], steps: Sequence[Step]) -> List[Tuple[int, int, int, str]]:
-    """(step position, start ns, end ns, next kernel) of every idle span between kernels inside a step."""
-    busy = sorted((g.start_ns, g.start_ns + g.ns, g.name) for g in gpu if g.ns >= 0)
-    out = []
-    end = None
-    for start, stop, name in busy:
-        if end is not None and start > end:
-            for position, step in enumerate(steps):
-                low, high = max(end, step.start_ns), min(start, step.end_ns)
-                if high > low:
-                    out.append((position, low, high, name))
-        end = stop if end is None else max(end, stop)
-    return out
 
 
 class _Tree:

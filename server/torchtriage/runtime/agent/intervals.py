@@ -1,8 +1,16 @@
-"""Interval arithmetic on the agent's event times (ns): what an event's children leave uncovered."""
+"""Interval arithmetic on the agent's event times (ns): what an event's children leave uncovered, and
+where the GPU sat idle inside the steps.  Standard library only, so that ``runtime/offline`` (which has
+no torch) finds gaps in a recorded trace by the agent's own rule."""
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Sequence, Tuple
+
+from .wire import GpuActivity, Step
+
+PROBES = 5  # instants looked up per GPU idle gap
+MIN_GAP_NS = 20_000  # shorter idle spans are launch latency, not a gap worth naming
+MAX_GAPS = 10
 
 
 def uncovered(start: int, end: int, children: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
@@ -16,3 +24,17 @@ def uncovered(start: int, end: int, children: List[Tuple[int, int]]) -> List[Tup
     if cursor < end:
         gaps.append((cursor, end))
     return gaps
+
+
+def idle_spans(gpu: Sequence[GpuActivity], steps: Sequence[Step]) -> List[Tuple[int, int, int, str]]:
+    """(step position, start ns, end ns, next activity) of every idle span between GPU activities inside a step."""
+    out = []
+    end = None
+    for start, stop, name in sorted((g.start_ns, g.start_ns + g.ns, g.name) for g in gpu if g.ns >= 0):
+        if end is not None and start > end:
+            for position, step in enumerate(steps):
+                low, high = max(end, step.start_ns), min(start, step.end_ns)
+                if high > low:
+                    out.append((position, low, high, name))
+        end = stop if end is None else max(end, stop)
+    return out

@@ -1,7 +1,8 @@
 """The largest GPU idle gaps of an analysed trace, and what the stepping thread was doing in each (agent.json's ``gaps``).
 
-The agent's rule (``agent/gaps.py``, which imports torch, so restated here):
-the GPU activities, merged into busy intervals, leave idle spans; those inside
+The agent's rule, from the same code (``agent/intervals.py``: ``idle_spans`` and
+its constants; only the frame lookup differs, since ``agent/gaps.py`` walks torch's
+event tree): the GPU activities, merged into busy intervals, leave idle spans; those inside
 the recorded steps of at least ``MIN_GAP_NS`` are ranked by length and the
 ``MAX_GAPS`` longest kept.  ``PROBES`` instants spread over each are then looked
 up in a second read of the trace, keeping for each instant only the stepping
@@ -19,32 +20,16 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
-from ..agent.wire import Gap, GpuActivity, Step
+from ..agent.intervals import MAX_GAPS, MIN_GAP_NS, PROBES, idle_spans
+from ..agent.wire import Gap
 from .events import _CATEGORIES, OP, PY, TraceScan
 from .frames import CodeMap, parse_frame
 from .reader import read_trace
 from .sweep import Sweep
 
-PROBES = 5
-MIN_GAP_NS = 20_000
-MAX_GAPS = 10
 Cover = tuple[int, int, int, str, str]  # start ns, -duration ns, kind, name, call stack
-
-
-def idle_spans(gpu: list[GpuActivity], steps: list[Step]) -> list[tuple[int, int, int, str]]:
-    """(step position, start ns, end ns, next activity) of every idle span between GPU activities inside a step."""
-    out = []
-    end: Optional[int] = None
-    for start, stop, name in sorted((g.start_ns, g.start_ns + g.ns, g.name) for g in gpu if g.ns >= 0):
-        if end is not None and start > end:
-            for position, step in enumerate(steps):
-                low, high = max(end, step.start_ns), min(start, step.end_ns)
-                if high > low:
-                    out.append((position, low, high, name))
-        end = stop if end is None else max(end, stop)
-    return out
 
 
 def _covering(path: Path, threads: set[tuple[Any, Any]], probes: list[int]) -> list[list[Cover]]:
