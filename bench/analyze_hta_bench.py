@@ -1,7 +1,8 @@
 """``torchtriage analyze`` against traceinsight (HTA) 0.6.1 on the same real GPU trace, in the same run.
 
-The trace is a real one recorded on an H100 (``tests/data/runtime/cuda/<case>/trace.json.gz``,
-or ``--source``), used as it is and scaled up: all of its timed events (CPU ops, Python
+Each trace is a real one (default: recorded on an H100, ``tests/data/runtime/cuda/big_matmul``;
+``--source``, repeatable, for others: the larger real GPU traces in HTA's own test data, MIT, are
+fetched with ``bench/fetch_hta_traces.sh``), used as it is and scaled up: all of its timed events (CPU ops, Python
 frames, runtime calls, the GPU's kernels, copies and flows) are repeated with shifted
 timestamps, step numbers, correlation ids and flow ids until the file has ``--mb``
 megabytes.  On each trace, alternating and ``--repeat`` times:
@@ -17,12 +18,13 @@ wall time and peak RSS.  HTA runs in an interpreter that has ``traceinsight`` in
 traceinsight==0.6.1``); it is never a dependency of torchtriage.
 
     python bench/analyze_hta_bench.py --hta-python /tmp/hta/bin/python [--mb 0 --mb 200] [--repeat 3]
-        [--results bench/RESULTS-analyze.md]
+        [--source TRACE ...] [--results bench/RESULTS-analyze.md]
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import datetime
 import gzip
 import json
@@ -113,6 +115,14 @@ def scale(data: dict[str, Any], out: Path, megabytes: float) -> dict[str, int]:
     return {"events": written, "steps": copies * step_span}
 
 
+def _name(source: Path) -> str:
+    """The trace's name for the table: its path in this checkout, else its file name."""
+    try:
+        return str(source.resolve().relative_to(ROOT))
+    except ValueError:
+        return source.name
+
+
 def measure(command: list[str]) -> tuple[float, float]:
     """(wall s, peak RSS MiB) of one child."""
     result = subprocess.run([sys.executable, "-c", MEASURE, *command], capture_output=True, text=True, check=True)
@@ -125,46 +135,50 @@ def measure(command: list[str]) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hta-python", required=True, help="an interpreter with traceinsight==0.6.1 installed")
-    parser.add_argument("--source", type=Path, default=SOURCE, help="the real GPU trace (default: the H100 big_matmul trace)")
+    parser.add_argument("--source", type=Path, action="append",
+                        help="a real GPU trace (repeatable; default: the H100 big_matmul trace)")
     parser.add_argument("--mb", type=float, action="append",
                         help="trace size in MB, 0: the source as it is (repeatable; default 0 and 200)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each tool per trace, alternating (default 3)")
     parser.add_argument("--results", type=Path, help="append a Markdown table to this file")
     args = parser.parse_args()
-    data = load(args.source)
+    sources = args.source or [SOURCE]
+    # Both tools start from byte-compiled modules, as an install leaves them (pip compiles what it
+    # installs; this checkout's sources are compiled here, in __pycache__, which git ignores).
+    compileall.compile_dir(str(ROOT / "server" / "torchtriage"), quiet=1)
     rows = []
     with tempfile.TemporaryDirectory(prefix="analyze-hta-") as tmp:
-        for megabytes in args.mb or [0.0, 200.0]:
-            folder = Path(tmp) / f"trace-{megabytes:g}"
+        for index, megabytes, source in ((i, mb, src) for i, src in enumerate(sources) for mb in args.mb or [0.0, 200.0]):
+            data = load(source)
+            folder = Path(tmp) / f"trace-{index}-{megabytes:g}"
             folder.mkdir()
             trace = folder / "rank0.pt.trace.json"
             figures = scale(data, trace, megabytes)
             size = trace.stat().st_size / 1e6
             ours, theirs = [], []
             for run in range(args.repeat):
-                out = Path(tmp) / f"out-{megabytes:g}-{run}"
+                out = Path(tmp) / f"out-{index}-{megabytes:g}-{run}"
                 ours.append(measure([sys.executable, "-m", "torchtriage", "analyze", str(trace), "--out", str(out), "--format", "json",
                                      "--quiet"]))
                 theirs.append(measure([args.hta_python, "-c", HTA, str(folder)]))
                 shutil.rmtree(out, ignore_errors=True)
-            row = (size, figures, statistics.median(w for w, _ in ours), max(p for _, p in ours),
+            row = (_name(source), size, figures, statistics.median(w for w, _ in ours), max(p for _, p in ours),
                    statistics.median(w for w, _ in theirs), max(p for _, p in theirs))
             rows.append(row)
-            print(f"{size:.1f} MB, {figures['events']:,} events, {figures['steps']} steps: torchtriage analyze {row[2]:.2f} s, "
-                  f"{row[3]:.0f} MiB; HTA load + temporal breakdown {row[4]:.2f} s, {row[5]:.0f} MiB; "
-                  f"{row[4] / row[2]:.1f}x faster, {row[3] / row[5]:.2f}x the memory", flush=True)
+            print(f"{row[0]}: {size:.1f} MB, {figures['events']:,} events, {figures['steps']} steps: torchtriage analyze "
+                  f"{row[3]:.2f} s, {row[4]:.0f} MiB; HTA load + temporal breakdown {row[5]:.2f} s, {row[6]:.0f} MiB; "
+                  f"{row[5] / row[3]:.1f}x faster, {row[4] / row[6]:.2f}x the memory", flush=True)
             trace.unlink()
     if args.results:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
         machine = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
         with open(args.results, "a", encoding="utf-8") as handle:
-            handle.write(f"\n`python bench/analyze_hta_bench.py --repeat {args.repeat}` on {args.source.relative_to(ROOT)}, "
-                         f"{datetime.date.today().isoformat()}, commit {commit}, {machine}; medians of {args.repeat} alternating "
-                         "runs (time), the largest peak RSS:\n\n"
-                         "| trace | events | steps | torchtriage analyze | peak RSS | HTA load + breakdown | peak RSS | speed | memory |\n"
-                         "|---|---|---|---|---|---|---|---|---|\n")
-            for size, figures, wall, peak, hta_wall, hta_peak in rows:
-                handle.write(f"| {size:.1f} MB | {figures['events']:,} | {figures['steps']} | {wall:.2f} s | {peak:.0f} MiB | "
+            handle.write(f"\n`python bench/analyze_hta_bench.py --repeat {args.repeat}`, {datetime.date.today().isoformat()}, "
+                         f"commit {commit}, {machine}; medians of {args.repeat} alternating runs (time), the largest peak RSS:\n\n"
+                         "| source | trace | events | steps | torchtriage analyze | peak RSS | HTA load + breakdown | peak RSS | speed "
+                         "| memory |\n|---|---|---|---|---|---|---|---|---|---|\n")
+            for name, size, figures, wall, peak, hta_wall, hta_peak in rows:
+                handle.write(f"| {name} | {size:.1f} MB | {figures['events']:,} | {figures['steps']} | {wall:.2f} s | {peak:.0f} MiB | "
                              f"{hta_wall:.2f} s | {hta_peak:.0f} MiB | {hta_wall / wall:.1f}× faster | {peak / hta_peak:.2f}× |\n")
 
 

@@ -172,7 +172,7 @@ def _load_project(root: Path, files: list[Path], settings: Settings):  # type: i
 
 
 def check_project_paths(
-    paths: Sequence[Path], settings: Settings, jobs: int | None = None, imported_only: bool = False
+    paths: Sequence[Path], settings: Settings, jobs: int | None = None, imported_only: bool = False, fixes: bool = True
 ) -> list[FileReport]:
     """Check ``paths`` with each Python file analysed inside its project: a folder is one project;
     a file named directly is analysed within the project found from its markers.  Notebooks and
@@ -180,7 +180,8 @@ def check_project_paths(
 
     ``imported_only``: a named file's project is only the named files and the project files they
     import, transitively (:mod:`.analysis.project.closure`): the program a run executed, for the
-    static findings of a profile or an analysed trace.
+    static findings of a profile or an analysed trace.  ``fixes=False``: the findings without their
+    fixes (a report links findings and never shows a fix; building them loads libcst).
 
     A project is parsed and solved once, in this process; its files' rules then run in forked
     worker processes when there are enough of them (see :func:`_analyze_project_files`)."""
@@ -225,7 +226,7 @@ def check_project_paths(
     findings: dict[tuple[int, str], list[Finding]] = {}
     for project in {id(s[0]): s[0] for s in slots if isinstance(s, tuple)}.values():
         wanted = [display for owner, display in (s for s in slots if isinstance(s, tuple)) if owner is project]
-        for display, found in zip(wanted, _analyze_project_files(project, wanted, jobs)):
+        for display, found in zip(wanted, _analyze_project_files(project, wanted, jobs, fixes)):
             findings[(id(project), display)] = found
     return [s if isinstance(s, FileReport) else FileReport(s[1], findings[(id(s[0]), s[1])]) for s in slots]
 
@@ -233,11 +234,13 @@ def check_project_paths(
 _FORKED_PROJECT = None  # the solved project forked workers analyse (set only while a pool runs)
 
 
-def _analyze_in_fork(display: str) -> list[Finding]:
-    return _FORKED_PROJECT.analyze(display)  # type: ignore[attr-defined]
+def _analyze_in_fork(display: str, fixes: bool = True) -> list[Finding]:
+    return _FORKED_PROJECT.analyze(display, fixes=fixes)  # type: ignore[attr-defined]
 
 
-def _analyze_project_files(project, displays: list[str], jobs: int | None) -> list[list[Finding]]:  # type: ignore[no-untyped-def]
+def _analyze_project_files(  # type: ignore[no-untyped-def]
+    project, displays: list[str], jobs: int | None, fixes: bool = True
+) -> list[list[Finding]]:
     """Findings for each file of a project: solved once here, then the rules run in forked worker
     processes that inherit the solved project (nothing is re-parsed or pickled but the findings),
     or in this process where ``fork`` is not available or there are few files."""
@@ -245,10 +248,11 @@ def _analyze_project_files(project, displays: list[str], jobs: int | None) -> li
     project.solve()
     jobs = jobs or min(os.cpu_count() or 1, 8)
     if jobs < 2 or len(displays) < PARALLEL_THRESHOLD or not sys.platform.startswith("linux"):  # fork: Linux only
-        return [project.analyze(display) for display in displays]
+        return [project.analyze(display, fixes=fixes) for display in displays]
     _FORKED_PROJECT = project
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            return list(pool.map(_analyze_in_fork, displays, chunksize=max(1, len(displays) // (jobs * 4))))
+            return list(pool.map(_analyze_in_fork, displays, [fixes] * len(displays),
+                                 chunksize=max(1, len(displays) // (jobs * 4))))
     finally:
         _FORKED_PROJECT = None

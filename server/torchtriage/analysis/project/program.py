@@ -252,8 +252,9 @@ class Project:
             return None  # the file analysed alone gives the same findings
         return view
 
-    def analyze(self, path: str, rules=None) -> list[Finding]:  # type: ignore[no-untyped-def]
-        """All findings for one file of the project, as :func:`.engine.analyze_parsed` gives them."""
+    def analyze(self, path: str, rules=None, fixes: bool = True) -> list[Finding]:  # type: ignore[no-untyped-def]
+        """All findings for one file of the project, as :func:`.engine.analyze_parsed` gives them
+        (``fixes=False``: without building their fixes, for hosts that only show them)."""
         module = self.by_path[path]
         if module.ctx is None:
             return [module.parsed] if isinstance(module.parsed, Finding) else []
@@ -262,6 +263,6 @@ class Project:
         ctx = self.context(path)
         assert ctx is not None
         selected = list(rules) if rules is not None else enabled_rules(self.settings, path)
-        findings = analyze_context(ctx, selected)
+        findings = analyze_context(ctx, selected, None if fixes else {})
         kept = {(f.code, f.span): f for f in findings}
         return sorted(kept.values(), key=Finding.sort_key)

@@ -61,14 +61,29 @@ def parse_frame(name: str) -> Frame:
 
 
 def _installed_top_levels() -> frozenset[str]:
+    """Standard-library and builtin modules, what this interpreter's site folders hold at their top level
+    (packages, modules, extension modules: one directory listing each, not every distribution's
+    metadata), and :data:`KNOWN_LIBRARIES`."""
     names = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)
-    try:
-        from importlib import metadata
-
-        names.update(metadata.packages_distributions())
-    except Exception:  # a broken distribution must not stop the analysis
-        pass
+    for folder in _site_folders():
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.endswith((".dist-info", ".egg-info", ".pth")) or entry.startswith("."):
+                continue
+            name = entry.split(".", 1)[0]
+            if name.isidentifier():
+                names.add(name)
     return frozenset(names) | KNOWN_LIBRARIES
+
+
+def _site_folders() -> set[str]:
+    folders = {p for p in sys.path if p and ("site-packages" in p or "dist-packages" in p)}
+    for key in ("purelib", "platlib"):
+        folders.add(sysconfig.get_paths().get(key, ""))
+    return {f for f in folders if f and os.path.isdir(f)}
 
 
 def _library_prefixes() -> tuple[str, ...]:
@@ -89,7 +104,7 @@ class CodeMap:
         self.bases = [Path(r) for r in roots] + [Path(trace_dir), Path(cwd or Path.cwd())]
         self.path_map = sorted(((_unix(a).rstrip("/"), os.path.abspath(os.path.expanduser(b))) for a, b in path_map if a),
                                key=lambda m: -len(m[0]))
-        self._tops = _installed_top_levels()
+        self._tops: Optional[frozenset[str]] = None  # read when a shortened path is first met
         self._prefixes = _library_prefixes()
         self._user: dict[str, bool] = {}
         self._local: dict[str, str] = {}
@@ -124,6 +139,8 @@ class CodeMap:
             return not any(real.startswith(prefix) for prefix in self._prefixes)
         first = unix.split("/", 1)[0]
         module = first[:-3] if first.endswith(".py") else first
+        if self._tops is None:
+            self._tops = _installed_top_levels()
         return module not in self._tops
 
     def local(self, path: str) -> str:

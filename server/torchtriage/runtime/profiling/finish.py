@@ -125,7 +125,7 @@ def static_findings(profile: ProfileData, skip: Collection[str] = ()) -> list[Fi
         return []
     settings, _ = load_settings(paths[0].parent)
     try:
-        reports = check_project_paths(paths, settings, jobs=1, imported_only=True)  # the program that ran
+        reports = check_project_paths(paths, settings, jobs=1, imported_only=True, fixes=False)  # the program that ran
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
         return []
     here = Path.cwd()  # the checker names files relative to this process's folder
