@@ -13,7 +13,7 @@ PROJECT_REQ ?= -e ".[dev]"
 APT_GET ?= apt-get
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install system-deps demo test bench
+.PHONY: install system-deps demo test bench bench-all
 
 define pip_install
 $(PYTHON) -m pip install --quiet $(TORCH_REQ)
@@ -81,7 +81,14 @@ test: install system-deps labextension
 	PATH="$(SCRIPTS):$$PATH" TORCHTRIAGE_REQUIRE_LABEXTENSION=1 $(PYTHON) -m pytest -n 2 -q -p no:cacheprovider
 	$(MAKE) --no-print-directory test-vscode
 
+# make bench: the anchor table of the performance issue, one run (bench/anchors.py; --markdown writes
+# bench/RESULTS-anchors.md). HTA_PYTHON: an interpreter with traceinsight==0.6.1 for the analyze row.
+# make bench-all: every bench/*_bench.py script, each with its own figures.
+HTA_PYTHON ?=
 bench: install
+	$(PYTHON) bench/anchors.py --markdown bench/RESULTS-anchors.md $(if $(HTA_PYTHON),--hta-python $(HTA_PYTHON))
+
+bench-all: install
 	$(PYTHON) bench/run_all.py
 
 # VS Code extension (extension/vscode): unit tests, the .vsix, then end-to-end tests of that .vsix in a

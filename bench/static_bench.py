@@ -100,13 +100,14 @@ def measure(args: argparse.Namespace) -> dict[str, float | int | str]:
     files = corpus_files(args.corpus)
     lines = sum(p.read_bytes().count(b"\n") for p in files)
     cores = os.cpu_count() or 1
-    tt = shutil.which("torchtriage") or sys.argv[0]
+    found = shutil.which("torchtriage")  # else this interpreter's module: the bench runs outside the venv's PATH too
+    tt = [found] if found else [sys.executable, "-m", "torchtriage"]
     results: dict[str, float | int | str] = {
         "files": len(files), "lines": lines, "cores": cores, "rules": len(all_rules()),
         "load_1min": round(os.getloadavg()[0], 2),
     }
 
-    check = [tt, "check", "--exit-zero", "--no-config", "--format", "json", str(args.corpus)]
+    check = [*tt, "check", "--exit-zero", "--no-config", "--format", "json", str(args.corpus)]
     results["torchtriage_cli_s"] = median_seconds(lambda: run_quiet(check), args.repeats, warmup=1)
     results["torchtriage_files_per_s"] = len(files) / results["torchtriage_cli_s"]
 
@@ -122,7 +123,7 @@ def measure(args: argparse.Namespace) -> dict[str, float | int | str]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "train_1000.py"
         path.write_text(source, encoding="utf-8")
-        one = [tt, "check", "--exit-zero", "--no-config", str(path)]
+        one = [*tt, "check", "--exit-zero", "--no-config", str(path)]
         results["cli_1000_ms"] = 1000 * median_seconds(lambda: run_quiet(one), args.repeats, warmup=1)
 
     results["ast_files_per_s"] = parse_rate(files, ast.parse, args.repeats)
