@@ -1,10 +1,13 @@
-"""Fault cases chosen by argv[1]: raise | exit | never | hang; a normal loop otherwise."""
+"""Fault cases chosen by argv[1]: raise | exit | never | hang | literal VALUE; a normal loop otherwise."""
+import ast
 import sys
 import time
 
 import torch
 
 mode = sys.argv[1] if len(sys.argv) > 1 else ""
+if mode == "literal":  # a config value parsed from the command line, as minGPT's adder.py does: an unquoted string fails
+    value = ast.literal_eval(sys.argv[2])
 if mode == "never":
     time.sleep(60)
 model = torch.nn.Linear(8, 8)

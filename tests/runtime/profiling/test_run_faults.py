@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -61,6 +62,23 @@ def test_syntax_error_and_missing_torch_cannot_run(tmp_path: Path) -> None:
         assert proc.returncode == 2
         status = load_profile(run).status
         assert status.status == "no_torch" and "cannot import torch" in status.message
+
+
+def test_a_syntax_error_the_running_script_raises_is_raised_not_syntax_error(tmp_path: Path) -> None:
+    # ast.literal_eval of an unquoted string argument raises SyntaxError from the script's own line: it ran
+    proc, run = profile_cli(tmp_path, "faults.py", "literal", "two words")
+    assert proc.returncode == 1
+    status = load_profile(run).status
+    assert status.status == "raised", status
+    assert status.message.startswith("SyntaxError:") and "faults.py" in status.traceback
+    # so does an import of a module that does not parse: the script ran up to that import
+    (tmp_path / "broken_module.py").write_text("def f(:\n    pass\n")
+    (tmp_path / "imports_broken.py").write_text("import torch\nimport broken_module\n")
+    out = tmp_path / "run2"
+    proc = subprocess.run([sys.executable, "-m", "torchtriage", "profile", "--quiet", "--out", str(out), "imports_broken.py"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    status = load_profile(out).status
+    assert proc.returncode == 1 and status.status == "raised" and "broken_module.py" in status.traceback, (proc.stderr, status)
 
 
 def test_timeout_kills_the_whole_group_and_keeps_the_window(tmp_path: Path) -> None:

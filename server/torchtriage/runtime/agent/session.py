@@ -25,7 +25,7 @@ from torch.profiler import ProfilerAction, ProfilerActivity, profile
 from .channel import Channel, write_json
 from .wire import WIRE_VERSION, encode_samples
 from .collect import Collector
-from .describe import device_name, user_traceback
+from .describe import device_name, failed_to_compile, user_traceback
 from .losses import LossRecorder, seed_everything
 from .memfacts import OptimizerRegistry
 from .memsnapshot import CPU_WARNING, SNAPSHOT_NAME, MemorySnapshot
@@ -335,8 +335,11 @@ class Session:
                     print(exc.code, file=sys.stderr)
         except SyntaxError as exc:
             code = 1
-            self.status.update(status="syntax_error", message=f"syntax error: {exc.msg} ({exc.filename}:{exc.lineno})",
-                               traceback=user_traceback(exc, self.agent_dir, RUNPY), exit_code=1)
+            if failed_to_compile(exc, self.script):
+                self.status.update(status="syntax_error", message=f"syntax error: {exc.msg} ({exc.filename}:{exc.lineno})",
+                                   traceback=user_traceback(exc, self.agent_dir, RUNPY), exit_code=1)
+            else:  # the running script raised it (literal_eval of an argument, an import of a broken module)
+                self._raised(exc)
         except Terminated:
             code = 143
             self.status.update(status="killed", message="terminated by torchtriage (timeout or interrupt)", exit_code=code)
@@ -345,11 +348,15 @@ class Session:
             self.status.update(status="interrupted", message="interrupted", exit_code=code)
         except BaseException as exc:  # the user's script raised: keep what was recorded
             code = 1
-            text = user_traceback(exc, self.agent_dir, RUNPY)
-            sys.stderr.write(text)
-            self.status.update(status="raised", message=f"{type(exc).__name__}: {exc}", traceback=text, exit_code=1)
+            self._raised(exc)
         self._finish()
         return code
+
+    def _raised(self, exc: BaseException) -> None:
+        """The script raised ``exc`` (any type): its traceback, without our frames, on stderr and in the status."""
+        text = user_traceback(exc, self.agent_dir, RUNPY)
+        sys.stderr.write(text)
+        self.status.update(status="raised", message=f"{type(exc).__name__}: {exc}", traceback=text, exit_code=1)
 
     def _finish(self) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional
 import torch
 
 from ..channel import Channel, write_json
-from ..describe import device_name, user_traceback
+from ..describe import device_name, failed_to_compile, user_traceback
 from .backward import BackwardTap
 from .compile_stats import CompileWatch, dynamo_counts
 from .measure import PeakMemory, now
@@ -214,8 +214,11 @@ class LabSession:
                 self.status.update(status="exited", message=f"the script called sys.exit({exc.code!r})", exit_code=code, failure="exited")
         except SyntaxError as exc:
             code = 1
-            self.status.update(status="syntax_error", message=f"syntax error: {exc.msg} ({exc.filename}:{exc.lineno})",
-                               traceback=user_traceback(exc, self.agent_dir, RUNPY), exit_code=1, failure="syntax_error")
+            if failed_to_compile(exc, self.script):
+                self.status.update(status="syntax_error", message=f"syntax error: {exc.msg} ({exc.filename}:{exc.lineno})",
+                                   traceback=user_traceback(exc, self.agent_dir, RUNPY), exit_code=1, failure="syntax_error")
+            else:  # the running script raised it (literal_eval of an argument, an import of a broken module)
+                self._raised(exc)
         except Terminated:
             code = 143
             self.status.update(status="killed", message="terminated by torchtriage (timeout or interrupt)", exit_code=code, failure="killed")
@@ -224,10 +227,7 @@ class LabSession:
             self.status.update(status="interrupted", message="interrupted", exit_code=code, failure="interrupted")
         except BaseException as exc:  # the script (or its compiled model) raised: keep what was measured
             code = 1
-            text = user_traceback(exc, self.agent_dir, RUNPY)
-            sys.stderr.write(text)
-            self.status.update(status="raised", message=f"{type(exc).__name__}: {exc}", traceback=text, exit_code=1,
-                               failure=failure_kind(exc))
+            self._raised(exc)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         self.finished = True
         self.detector.uninstall()
@@ -237,6 +237,13 @@ class LabSession:
         self._write_agent_json()
         self.channel.send("done", status=self.status["status"])
         return code
+
+    def _raised(self, exc: BaseException) -> None:
+        """The script raised ``exc`` (any type): its traceback on stderr, and the status with the kind of failure."""
+        text = user_traceback(exc, self.agent_dir, RUNPY)
+        sys.stderr.write(text)
+        self.status.update(status="raised", message=f"{type(exc).__name__}: {exc}", traceback=text, exit_code=1,
+                           failure=failure_kind(exc))
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:
