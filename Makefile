@@ -69,11 +69,28 @@ system-deps:
 # Console scripts (the `torchtriage` command the pre-commit test runs) come from the same environment.
 SCRIPTS = $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
 
+# make demo: the CLI and a profile on the examples, then every host made ready from this checkout (with
+# Node: the JupyterLab extension built and installed into $(VENV), the VS Code .vsix built), and how to open each.
+VSIX := extension/vscode/torchtriage.vsix
 demo: install
 	$(PYTHON) -m torchtriage check examples/ --statistics --exit-zero
 	$(PYTHON) -m torchtriage check examples/ --exit-zero
 	$(PYTHON) -m torchtriage profile --out .torchtriage/runs/demo-slow_loader examples/slow_loader.py
-	@echo "Open .torchtriage/runs/demo-slow_loader/report.html to see the profile report."
+	@if command -v npm >/dev/null; then \
+		$(MAKE) --no-print-directory labextension && \
+		npm install --no-audit --no-fund --prefer-offline --loglevel=error && \
+		npm run --silent package -w extension/vscode >/dev/null; \
+	else \
+		echo; echo "Node.js (npm) is not installed: the JupyterLab extension and the VS Code .vsix were not built."; \
+		echo "  Install Node.js 20 or newer (Debian: sudo apt-get install nodejs npm), then run make demo again."; \
+	fi
+	@echo
+	@echo "Ready:"
+	@echo "  CLI          $(VENV)/bin/torchtriage check examples/   (profile report: .torchtriage/runs/demo-slow_loader/report.html)"
+	@if [ -f server/torchtriage/jupyter/labextension/package.json ]; then \
+		echo "  JupyterLab   $(VENV)/bin/jupyter lab examples/notebook_training.ipynb"; fi
+	@if [ -f $(VSIX) ]; then \
+		echo "  VS Code      code --install-extension $(abspath $(VSIX))   (settings: torchtriage.pythonPath = $(abspath $(VENV))/bin/python)"; fi
 
 # The labextension is built first so the Jupyter packaging and browser tests run (and fail if it is missing).
 test: install system-deps labextension
@@ -113,17 +130,16 @@ test-vscode: vscode-package
 # @jupyterlab/builder reads only @jupyterlab/core-meta's package.json; core-meta's own dependencies are not
 # needed, and some of them are missing from the npm mirror this was built against, so it is unpacked, not installed.
 JLAB := extension/jupyterlab
-CORE_META ?= 4.6.4
 .PHONY: labextension test-jupyter
 
+# The labextension, built into server/torchtriage/jupyter/labextension (what the wheel ships; `pip install .`
+# and `python -m build` build it themselves, pyproject.toml's jupyter-builder hook), then linked into the
+# environment (a link: rebuilding updates it), so its `jupyter lab` runs this checkout's extension. The server
+# extension's config is installed with the package (pyproject.toml, shared-data).
 labextension: install
 	cd $(JLAB) && npm install --no-workspaces --no-package-lock --no-audit --no-fund --loglevel=error
-	@if [ ! -f $(JLAB)/node_modules/@jupyterlab/core-meta/package.json ]; then \
-		tmp=$$(mktemp -d) && (cd $$tmp && npm pack --silent @jupyterlab/core-meta@$(CORE_META) >/dev/null) && \
-		mkdir -p $(JLAB)/node_modules/@jupyterlab/core-meta && \
-		tar -xzf $$tmp/*.tgz -C $(JLAB)/node_modules/@jupyterlab/core-meta --strip-components=1 && rm -rf $$tmp; \
-	fi
 	cd $(JLAB) && PATH="$(abspath $(SCRIPTS)):$$PATH" npm run build
+	PATH="$(SCRIPTS):$$PATH" jupyter labextension develop --overwrite . >/dev/null
 
 # TORCHTRIAGE_REQUIRE_LABEXTENSION: here a missing build fails the packaging and browser tests (elsewhere they skip).
 test-jupyter: labextension system-deps

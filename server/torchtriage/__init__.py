@@ -10,3 +10,13 @@ def load_ipython_extension(ipython):  # type: ignore[no-untyped-def]
     import importlib
 
     importlib.import_module("torchtriage.jupyter.magic").load_ipython_extension(ipython)
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where the prebuilt JupyterLab extension is inside the package (``jupyter labextension develop``)."""
+    return [{"src": "jupyter/labextension", "dest": "torchtriage-jupyterlab"}]
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """The Jupyter server extension (``jupyter server extension enable torchtriage``)."""
+    return [{"module": "torchtriage.jupyter"}]

@@ -37,16 +37,23 @@ def free_port() -> int:
 
 
 class Lab:
-    def __init__(self, base: Path, root: Path, settings: dict[str, dict] | None = None) -> None:
+    """JupyterLab with isolated user folders (config, data, settings, workspaces).  By default it gets this
+    checkout's extensions itself (the built labextension linked in, the server extension enabled, the
+    sources first on PYTHONPATH); ``installed=True`` adds nothing: torchtriage is what the environment has
+    installed (``make demo`` / ``make labextension``; a wheel), as a user starting ``jupyter lab`` gets it."""
+
+    def __init__(self, base: Path, root: Path, settings: dict[str, dict] | None = None, installed: bool = False) -> None:
         self.token = secrets.token_hex(16)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         share = base / "share" / "jupyter" / "labextensions"
         share.mkdir(parents=True)
-        (share / "torchtriage-jupyterlab").symlink_to(BUILT)
         config = base / "config"
         config.mkdir()
-        (config / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": {"jpserver_extensions": {"torchtriage.jupyter": True}}}))
+        if not installed:
+            (share / "torchtriage-jupyterlab").symlink_to(BUILT)
+            (config / "jupyter_server_config.json").write_text(
+                json.dumps({"ServerApp": {"jpserver_extensions": {"torchtriage.jupyter": True}}}))
         settings_dir = base / "settings"
         quiet = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
         for plugin, values in {**quiet, **(settings or {})}.items():
@@ -54,15 +61,15 @@ class Lab:
             target = settings_dir / package / f"{name}.jupyterlab-settings"
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(json.dumps(values))
-        site = entry_point_site(base / "site")
         self.env = dict(
             os.environ,
             JUPYTER_CONFIG_DIR=str(config), JUPYTER_DATA_DIR=str(base / "data"), JUPYTER_RUNTIME_DIR=str(base / "runtime"),
             JUPYTER_PATH=str(base / "share" / "jupyter"), JUPYTERLAB_SETTINGS_DIR=str(settings_dir),
-            JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
-            PYTHONPATH=os.pathsep.join([str(site), str(REPO / "server"), os.environ.get("PYTHONPATH", "")]),
-            OMP_NUM_THREADS="1",
+            JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"), OMP_NUM_THREADS="1",
         )
+        if not installed:
+            site = entry_point_site(base / "site")
+            self.env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO / "server"), os.environ.get("PYTHONPATH", "")])
         self.log = (base / "lab.log").open("w")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser", f"--IdentityProvider.token={self.token}",

@@ -1,5 +1,9 @@
 """End to end in a real JupyterLab + jupyterlab-lsp, driven in headless Chromium (playwright-core).
 
+The first test runs JupyterLab as this environment has torchtriage installed (``make demo`` / ``make
+labextension`` leave it so: `jupyter server extension list` and `jupyter labextension list` show it
+enabled), with nothing added by the test; the others link this checkout's build in themselves.
+
 Open examples/notebook_training.ipynb: torchtriage's diagnostics appear in the loop cell; run the
 set-up cell, click "Profile this cell" on the loop cell: the rendered report and the line
 annotations appear, and the runs panel lists the run.  Screenshots land in the test's folder
@@ -10,8 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,13 +46,30 @@ def built():
 LSP_SETTINGS = {"@jupyter-lsp/jupyterlab-lsp:plugin": {"language_servers": {"torchtriage": {"priority": 100, "serverSettings": {}}}}}
 
 
+def _environment_lists(tmp_path: Path) -> str:
+    """`jupyter server extension list` and `jupyter labextension list` of this environment (user folders empty)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER") and k != "PYTHONPATH"}
+    env.update(JUPYTER_CONFIG_DIR=str(tmp_path / "user-config"), JUPYTER_DATA_DIR=str(tmp_path / "user-data"), NO_COLOR="1")
+    out = ""
+    for app in ("jupyter_server.extension.serverextension", "jupyterlab.labextensions"):
+        code = f"import sys; sys.argv = ['jupyter', 'list']; from {app} import main; main()"
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        out += re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
+    return out
+
+
 def test_diagnostics_profile_report_and_annotations_in_jupyterlab(tmp_path):
+    listed = _environment_lists(tmp_path)
+    ours = [line for line in listed.splitlines() if "torchtriage" in line]
+    installed = any("torchtriage.jupyter" in line and "enabled" in line for line in ours) and \
+        any("torchtriage-jupyterlab" in line and "enabled" in line and "OK" in line for line in ours)
+    needs_labextension(installed, f"this environment has not torchtriage's extensions enabled (make labextension):\n{listed}")
     root = tmp_path / "root"
     root.mkdir()
     shutil.copy(REPO / "examples" / "notebook_training.ipynb", root / "notebook_training.ipynb")
     out = tmp_path / "screens"
     out.mkdir()
-    lab = Lab(tmp_path / "lab", root, LSP_SETTINGS)
+    lab = Lab(tmp_path / "lab", root, LSP_SETTINGS, installed=True)
     try:
         env = dict(os.environ, LAB_URL=lab.url, LAB_TOKEN=lab.token, NOTEBOOK="notebook_training.ipynb", OUT=str(out),
                    CHROMIUM=CHROMIUM)

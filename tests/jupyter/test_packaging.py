@@ -1,6 +1,8 @@
-"""The wheel ships the prebuilt labextension and the server config; after `pip install` Jupyter lists both enabled.
+"""`python -m build` builds the labextension and ships it in the wheel with the server config; after
+`pip install` of that wheel into a fresh venv, Jupyter lists both extensions enabled.
 
-Needs the labextension built first (`make labextension`): it is built from source in CI, never committed.
+The build runs as a user's would: isolated (hatchling and hatch-jupyter-builder from PyPI), from a copy of
+the sources without a built labextension, so pyproject.toml's jupyter-builder hook runs npm to build it.
 """
 
 from __future__ import annotations
@@ -15,26 +17,29 @@ from pathlib import Path
 
 import pytest
 
-from build_support import needs_labextension
-
 REPO = Path(__file__).resolve().parents[2]
-BUILT = REPO / "server" / "torchtriage" / "jupyter" / "labextension"
 NAME = "torchtriage-jupyterlab"
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "server", "extension/jupyterlab")
+LEFT_OUT = shutil.ignore_patterns("__pycache__", "*.egg-info", "labextension", "node_modules", "lib", "*.tsbuildinfo")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("npm") is None, reason="building the labextension needs Node (npm)")]
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    needs_labextension((BUILT / "package.json").is_file() and bool(list((BUILT / "static").glob("remoteEntry.*.js"))),
-                       "the labextension is not built: run `make labextension`")
-    source = tmp_path_factory.mktemp("src")  # build from a copy: no build/ or egg-info in the checkout
-    for name in ("pyproject.toml", "README.md", "jupyter-config"):
-        (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, source / name)
-    shutil.copytree(REPO / "server", source / "server", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    source = tmp_path_factory.mktemp("src")  # a copy without the built labextension, build/ or egg-info
+    for name in SOURCES:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, source / name, ignore=LEFT_OUT)
+        else:
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(REPO / name, source / name)
+    assert not (source / "server" / "torchtriage" / "jupyter" / "labextension").exists()
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(out), str(source)],
-                   check=True, timeout=300)
+    build = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(source)],
+                           capture_output=True, text=True, timeout=900)
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    assert "Ensured target(s) exist" in build.stdout + build.stderr  # the hook built the labextension and checked it
     (path,) = out.glob("torchtriage-*.whl")
     return path
 
@@ -45,6 +50,9 @@ def test_wheel_contains_the_labextension_the_server_config_and_the_lsp_entry_poi
     assert f"{data}share/jupyter/labextensions/{NAME}/package.json" in names
     assert any(n.startswith(f"{data}share/jupyter/labextensions/{NAME}/static/remoteEntry.") for n in names)
     assert f"{data}etc/jupyter/jupyter_server_config.d/torchtriage.json" in names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    # the JSON contracts' documents ship with the package (report.html links to REPORT_SCHEMA.md)
+    assert {"torchtriage/runtime/report/REPORT_SCHEMA.md", "torchtriage/runtime/compare/COMPARE_SCHEMA.md"} <= set(names)
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
     assert "[jupyter_lsp_spec_v1]" in entry_points and "torchtriage.jupyter.lsp_spec:spec" in entry_points
 

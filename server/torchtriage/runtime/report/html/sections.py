@@ -73,10 +73,12 @@ def operators_html(r: dict[str, Any]) -> str:
     )
 
 
+SCHEMA_DOC = (Path(__file__).resolve().parent.parent / "REPORT_SCHEMA.md")  # the one copy of report.json's contract
 FILE_HELP = {
     "trace": "Chrome trace of the recorded steps: open it in Perfetto (ui.perfetto.dev, &ldquo;Open trace file&rdquo;) or chrome://tracing.",
     "tensorboard": "TensorBoard logdir for the PyTorch Profiler plugin: run <code>tensorboard --logdir {path}</code> (needs torch-tb-profiler).",
-    "report": "This report as JSON, for scripts and CI (fields in REPORT_SCHEMA.md).",
+    "report": "This report as JSON, for scripts and CI (its fields: <a href='{schema}'>REPORT_SCHEMA.md</a>, "
+              "installed with torchtriage).",
     "profile": "The attributed data this report is built from (per-line time, syncs, memory, operators).",
     "output": "The script's own output (stdout and stderr) during the run.",
     "agent": "Raw records from the profiling agent inside the script (steps, charges, allocations, operator stats).",
@@ -133,6 +135,6 @@ def files_html(r: dict[str, Any], base: Path | None) -> str:
         link, name = (href(path, base, folder), _shown_name(path, base) + ("/" if folder else "")) if path else ("report.json", "report.json")
         rows.append(
             f"<tr><td><a href='{escape(link)}' title='{escape(path or name)}'><code>{escape(name)}</code></a></td>"
-            f"<td>{FILE_HELP[kind].format(path=escape(path))}</td></tr>"
+            f"<td>{FILE_HELP[kind].format(path=escape(path), schema=escape(SCHEMA_DOC.as_uri()))}</td></tr>"
         )
     return f"<h2 id='files'>Files of this run</h2><table class='files'>{''.join(rows)}</table>"
