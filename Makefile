@@ -90,7 +90,7 @@ demo: install
 	@if [ -f server/torchtriage/jupyter/labextension/package.json ]; then \
 		echo "  JupyterLab   $(VENV)/bin/jupyter lab examples/notebook_training.ipynb"; fi
 	@if [ -f $(VSIX) ]; then \
-		echo "  VS Code      code --install-extension $(abspath $(VSIX))   (settings: torchtriage.pythonPath = $(abspath $(VENV))/bin/python)"; fi
+		echo "  VS Code      code --install-extension $(abspath $(VSIX))   (setting: torchtriage.interpreter = $(abspath $(VENV))/bin/python)"; fi
 
 # The labextension is built first so the Jupyter packaging and browser tests run (and fail if it is missing).
 test: install system-deps labextension
@@ -139,7 +139,7 @@ JLAB := extension/jupyterlab
 labextension: install
 	cd $(JLAB) && npm install --no-workspaces --no-package-lock --no-audit --no-fund --loglevel=error
 	cd $(JLAB) && PATH="$(abspath $(SCRIPTS)):$$PATH" npm run build
-	PATH="$(SCRIPTS):$$PATH" jupyter labextension develop --overwrite . >/dev/null
+	PATH="$(SCRIPTS):$$PATH" jupyter builder develop --overwrite . >/dev/null 2>&1 || PATH="$(SCRIPTS):$$PATH" jupyter labextension develop --overwrite .
 
 # TORCHTRIAGE_REQUIRE_LABEXTENSION: here a missing build fails the packaging and browser tests (elsewhere they skip).
 test-jupyter: labextension system-deps

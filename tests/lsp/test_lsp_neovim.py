@@ -1,4 +1,4 @@
-"""Headless Neovim as a second real client, and the README's Neovim snippet.
+"""Headless Neovim as a second real client, and the docs' Neovim snippet.
 
 Skips without `nvim`; CI installs it via apt.
 """
@@ -43,12 +43,13 @@ def test_neovim_gets_diagnostics_and_code_actions(tmp_path: Path):
     assert fix["edits"][0]["newText"] in ("x.to(device, non_blocking=True)", "y.to(device, non_blocking=True)")
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "lsp-clients.md"
 
 
 def _run_readme_snippet(tmp_path: Path, path: str) -> tuple[dict, subprocess.CompletedProcess[str]]:
-    """The README's Neovim config, opening a Python file with `path` as PATH; what it notified and started."""
-    section = README.read_text(encoding="utf-8").split("### Any LSP client", 1)[1]
+    """The docs' Neovim config (docs/guides/lsp-clients.md), opening a Python file with `path` as PATH;
+    what it notified and started."""
+    section = GUIDE.read_text(encoding="utf-8").split("## Neovim", 1)[1]
     snippet = tmp_path / "snippet.lua"
     snippet.write_text(section.split("```lua\n", 1)[1].split("```", 1)[0])
     (tmp_path / "train.py").write_text("import torch\n")
