@@ -1,7 +1,8 @@
 """MkDocs hook (``hooks:`` in mkdocs.yml): pages generated at build time from the package itself.
 
-* ``reference/{report,compare,lab,verify}-schema.md``: the schema documents that ship beside their
-  stage in ``server/torchtriage/runtime/``.  They exist once, there; this hook reads them when the
+* ``reference/findings-json.md`` and ``reference/{report,compare,lab,verify}-schema.md``: the contract
+  documents that ship in the package beside the code that writes them (``server/torchtriage/output/``,
+  ``server/torchtriage/runtime/<stage>/``).  They exist once, there; this hook reads them when the
   site is built, so the site never holds a copy that could drift.
 * ``reference/rules.md``: every static rule from ``torchtriage.analysis.rules.all_rules()`` with the
   text ``torchtriage explain CODE`` prints, and the runtime finding codes (``RUNTIME_CODES`` in
@@ -24,6 +25,7 @@ RUNTIME = SERVER / "torchtriage" / "runtime"
 
 # generated page -> (source document, page title)
 SCHEMAS = {
+    "reference/findings-json.md": (SERVER / "torchtriage" / "output" / "FINDINGS_SCHEMA.md", "Findings JSON"),
     "reference/report-schema.md": (RUNTIME / "report" / "REPORT_SCHEMA.md", "report.json"),
     "reference/compare-schema.md": (RUNTIME / "compare" / "COMPARE_SCHEMA.md", "compare.json"),
     "reference/lab-schema.md": (RUNTIME / "lab" / "LAB_SCHEMA.md", "lab.json"),

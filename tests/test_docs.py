@@ -15,6 +15,7 @@ from torchtriage.analysis.rules import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = {
+    "findings-json": ROOT / "server/torchtriage/output/FINDINGS_SCHEMA.md",
     "report-schema": ROOT / "server/torchtriage/runtime/report/REPORT_SCHEMA.md",
     "compare-schema": ROOT / "server/torchtriage/runtime/compare/COMPARE_SCHEMA.md",
     "lab-schema": ROOT / "server/torchtriage/runtime/lab/LAB_SCHEMA.md",

@@ -30,6 +30,6 @@ def test_every_relative_link_and_image_resolves() -> None:
 
 
 def test_the_contract_paths_it_names_exist() -> None:
-    for name in re.findall(r"`((?:server/torchtriage/)?runtime/[a-z]+/[A-Z_]+\.md)`", README):
+    for name in re.findall(r"`((?:server/torchtriage/)?(?:runtime/[a-z]+|output)/[A-Z_]+\.md)`", README):
         path = ROOT / (name if name.startswith("server/") else f"server/torchtriage/{name}")
         assert path.is_file(), name

@@ -40,9 +40,11 @@ class Lab:
     """JupyterLab with isolated user folders (config, data, settings, workspaces).  By default it gets this
     checkout's extensions itself (the built labextension linked in, the server extension enabled, the
     sources first on PYTHONPATH); ``installed=True`` adds nothing: torchtriage is what the environment has
-    installed (``make demo`` / ``make labextension``; a wheel), as a user starting ``jupyter lab`` gets it."""
+    installed (``make demo`` / ``make labextension``; a wheel), as a user starting ``jupyter lab`` gets it.
+    ``python``: the environment's interpreter that runs JupyterLab (default: this one)."""
 
-    def __init__(self, base: Path, root: Path, settings: dict[str, dict] | None = None, installed: bool = False) -> None:
+    def __init__(self, base: Path, root: Path, settings: dict[str, dict] | None = None, installed: bool = False,
+                 python: str = sys.executable) -> None:
         self.token = secrets.token_hex(16)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
@@ -72,7 +74,7 @@ class Lab:
             self.env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO / "server"), os.environ.get("PYTHONPATH", "")])
         self.log = (base / "lab.log").open("w")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser", f"--IdentityProvider.token={self.token}",
+            [python, "-m", "jupyterlab", "--allow-root", "--no-browser", f"--IdentityProvider.token={self.token}",
              f"--ServerApp.port={self.port}", "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={root}",
              "--ServerApp.port_retries=0"],
             env=self.env, stdout=self.log, stderr=subprocess.STDOUT, cwd=root,

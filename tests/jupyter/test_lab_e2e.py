@@ -46,6 +46,11 @@ def built():
 LSP_SETTINGS = {"@jupyter-lsp/jupyterlab-lsp:plugin": {"language_servers": {"torchtriage": {"priority": 100, "serverSettings": {}}}}}
 
 
+# The environment JupyterLab runs from in the first test: this one, or the one `make demo` made (CI sets it
+# to .venv-demo/bin/python, the venv of Debian's python3 that .ci/run's `make demo` left ready).
+LAB_PYTHON = os.environ.get("TORCHTRIAGE_LAB_PYTHON") or sys.executable
+
+
 def _environment_lists(tmp_path: Path) -> str:
     """`jupyter server extension list` and `jupyter labextension list` of this environment (user folders empty)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER") and k != "PYTHONPATH"}
@@ -53,7 +58,7 @@ def _environment_lists(tmp_path: Path) -> str:
     out = ""
     for app in ("jupyter_server.extension.serverextension", "jupyterlab.labextensions"):
         code = f"import sys; sys.argv = ['jupyter', 'list']; from {app} import main; main()"
-        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run([LAB_PYTHON, "-c", code], env=env, capture_output=True, text=True, timeout=120)
         out += re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
     return out
 
@@ -69,7 +74,7 @@ def test_diagnostics_profile_report_and_annotations_in_jupyterlab(tmp_path):
     shutil.copy(REPO / "examples" / "notebook_training.ipynb", root / "notebook_training.ipynb")
     out = tmp_path / "screens"
     out.mkdir()
-    lab = Lab(tmp_path / "lab", root, LSP_SETTINGS, installed=True)
+    lab = Lab(tmp_path / "lab", root, LSP_SETTINGS, installed=True, python=LAB_PYTHON)
     try:
         env = dict(os.environ, LAB_URL=lab.url, LAB_TOKEN=lab.token, NOTEBOOK="notebook_training.ipynb", OUT=str(out),
                    CHROMIUM=CHROMIUM)
