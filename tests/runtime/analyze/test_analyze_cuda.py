@@ -55,3 +55,7 @@ def test_a_gpu_bound_run_keeps_the_gpu_busy_and_its_kernels_on_the_forward_line(
     script = (CUDA / "big_matmul" / "script.py").read_text(encoding="utf-8").splitlines()
     forward = [c for c in gemm if c.category == "compute" and "model(data)" in script[c.line - 1]]
     assert forward and forward[0] == max(gemm, key=lambda c: c.self_us), [(c.line, c.self_us) for c in gemm]
+    # the GPU sets the pace: faster kernels come first; two plain matmuls, no attention: no attention advice
+    actions = [r["action"] for r in report["bottleneck"]["recommendations"]]
+    assert report["bottleneck"]["kind"] == "compute" and actions[0] == "Train in bf16 autocast", actions
+    assert not any("idles" in a for a in actions) and "Use scaled_dot_product_attention for attention" not in actions

@@ -291,3 +291,13 @@ def test_one_rank_of_an_nccl_job_without_stacks(tmp_path: Path) -> None:
     assert enqueue - 1e-3 <= breakdown["communication"] <= nccl + enqueue
     assert "TTR403" not in codes(report)
     assert any("no Python frames" in w for w in report["warnings"])
+    # ...but the GPU is busy under half the step: the ops' time is the host's, and the advice leads with that,
+    # not with faster kernels; no attention op ran, so no attention advice
+    busy = over_steps(events, is_gpu)
+    assert busy < 0.5 and report["gpu_busy"]["share"] == pytest.approx(busy, abs=1e-3)
+    actions = [r["action"] for r in report["bottleneck"]["recommendations"]]
+    assert actions[0].startswith("Find what the host runs while the GPU idles"), actions
+    assert actions.index("Train in bf16 autocast") > 1
+    assert any(f"busy only {busy * 100:.0f}%" in e["text"] for e in report["bottleneck"]["evidence"])
+    has_attention = any(w in e["name"].lower() for e in events if e.get("cat") == "cpu_op" for w in ("softmax", "attention"))
+    assert ("Use scaled_dot_product_attention for attention" in actions) == has_attention

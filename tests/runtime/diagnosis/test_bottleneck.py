@@ -18,7 +18,7 @@ from torchtriage.runtime.diagnosis.bottleneck import (
     diagnose,
     hotspots,
 )
-from torchtriage.runtime.results.profile_data import CATEGORIES, LineCost, ProfileData, RunStatus, StepTiming
+from torchtriage.runtime.results.profile_data import CATEGORIES, LineCost, OpCost, ProfileData, RunStatus, StepTiming
 
 STEP_US = 10_000.0
 BARS = dict(VERDICT_BARS)
@@ -203,11 +203,23 @@ def test_recommendations_depend_on_device_and_workers() -> None:
 
 def test_compute_advice_is_autocast_on_cuda_and_threads_on_cpu() -> None:
     cuda = diagnose(make_profile({"compute": 0.9}, device="cuda"))
+    attention = diagnose(make_profile({"compute": 0.9}, device="cuda", ops=[OpCost("aten::_softmax", calls=10, self_us=5.0)]))
     cpu = diagnose(make_profile({"compute": 0.9}, extra={"physical_cores": 6}))
-    assert any("bf16" in r.action for r in cuda.bottleneck.recommendations)
-    assert any("scaled_dot_product_attention" in r.action for r in cuda.bottleneck.recommendations)
+    assert cuda.bottleneck.recommendations[0].action == "Train in bf16 autocast"  # the GPU's busy share is not known here
+    assert not any("scaled_dot_product_attention" in r.action for r in cuda.bottleneck.recommendations)  # no attention op ran
+    assert any("scaled_dot_product_attention" in r.action for r in attention.bottleneck.recommendations)
     assert any("torch.set_num_threads(6)" in r.action for r in cpu.bottleneck.recommendations)
     assert any("channels_last" in r.action for r in cpu.bottleneck.recommendations)
+
+
+def test_compute_on_a_mostly_idle_gpu_is_the_hosts_time() -> None:
+    idle = diagnose(make_profile({"compute": 0.9}, device="cuda", extra={"gpu_busy_us": 0.3 * STEP_US * 10}))
+    busy = diagnose(make_profile({"compute": 0.9}, device="cuda", extra={"gpu_busy_us": 0.8 * STEP_US * 10}))
+    actions = [r.action for r in idle.bottleneck.recommendations]
+    assert actions[0].startswith("Find what the host runs while the GPU idles") and "Train in bf16 autocast" in actions[2:]
+    assert any("busy only 30% of the step" in e.text for e in idle.bottleneck.evidence)
+    assert busy.bottleneck.recommendations[0].action == "Train in bf16 autocast"
+    assert not any("busy only" in e.text for e in busy.bottleneck.evidence)
 
 
 def test_evidence_names_the_top_line_of_the_verdict_category() -> None:

@@ -144,10 +144,14 @@ def test_run_files_are_relative_links_that_survive_moving_the_folder(tmp_path: P
     shutil.move(str(run), str(moved))
     page = Page()
     page.feed((moved / "report.html").read_text(encoding="utf-8"))
-    hrefs = [a["href"] for t, a in page.tags if t == "a" and a.get("href")]
+    links = [a["href"] for t, a in page.tags if t == "a" and a.get("href")]
+    hrefs = [h for h in links if not h.startswith("file:")]
     assert hrefs == ["trace.json", "tb/", "report.json", "profile.json", "output.log", "agent.json"]
     for href in hrefs:
         assert (moved / unquote(href)).exists(), href
+    # report.json's row links the contract's one document, installed with the package
+    (schema,) = [h for h in links if h.startswith("file:")]
+    assert schema.endswith("/REPORT_SCHEMA.md") and Path(unquote(schema[len("file://"):])).is_file()
     text = " ".join(page.text)
     assert "Perfetto" in text and f"tensorboard --logdir {run / 'tb'}" in text
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from .device.gpu_compute import host_bound, kernel_advice
 from .machine import WorkerPlan, host_physical_cores
 from ..results.profile_data import ProfileData, SyncPoint
 from .stability import loader_pattern
@@ -279,25 +280,9 @@ def _compute(ctx: AdviceContext) -> tuple[list[Evidence], list[Recommendation]]:
         ev.append(_share_evidence(ctx, "optimizer", "Optimizer step"))
     ev += _line_evidence(ctx, "compute", "Compute at")
     if ctx.cuda:
-        recs = [
-            Recommendation(
-                "Train in bf16 autocast",
-                "Up to ~2x on transformers on Ampere or newer, no GradScaler needed; under 20% gain means "
-                "precision is not the limit.",
-                "with torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(x)",
-            ),
-            Recommendation(
-                "Use scaled_dot_product_attention for attention",
-                "Flash / memory-efficient kernels are 2-4x faster on attention.",
-                "torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)",
-            ),
-            Recommendation(
-                "Allow TF32 and keep dims multiples of 8",
-                "Tensor Cores need friendly shapes; fp32 matmuls skip them unless TF32 is allowed.",
-                "torch.set_float32_matmul_precision('high')",
-            ),
-            Recommendation("Try torch.compile(mode='max-autotune')", "Fuses elementwise ops and picks faster matmul kernels."),
-        ]
+        host_evidence, host_advice = host_bound(ctx.profile)  # the GPU mostly idle: the ops' time is the host's
+        ev += host_evidence
+        recs = host_advice + kernel_advice(ctx.profile)
     else:
         threads = ctx.profile.extra.get("num_threads")
         cores = ctx.physical_cores()

@@ -46,6 +46,7 @@ from typing import Optional, Sequence
 
 from ....findings import Finding
 from ..crosslink import LOADER_BOUND_SHARE, covers, normalize_path, rule_category
+from ..device.gpu_compute import gpu_busy_share
 from ..device.kernels import is_tensor_core_kernel
 from ...results.profile_data import ProfileData
 from ...results.trace_patterns import PatternHit, TraceFacts
@@ -218,14 +219,6 @@ def _distributed_findings(profile: ProfileData, facts: Optional[TraceFacts], sha
 
 
 # -- the GPU --------------------------------------------------------------------------------------------
-def _gpu_busy_share(profile: ProfileData, window: Window) -> Optional[float]:
-    block = profile.extra.get("gpu_busy")
-    if isinstance(block, dict) and isinstance(block.get("share"), (int, float)):
-        return float(block["share"])
-    busy = profile.extra.get("gpu_busy_us")
-    return min(1.0, float(busy) / window.total_us) if isinstance(busy, (int, float)) and window.total_us > 0 else None
-
-
 def _anchor(spots: Sequence[Hotspot]) -> Optional[Hotspot]:
     return spots[0] if spots else None
 
@@ -234,7 +227,7 @@ def _gpu_findings(profile: ProfileData, spots: Sequence[Hotspot], window: Window
     if profile.device != "cuda" or not profile.steps:
         return []
     out = []
-    busy = _gpu_busy_share(profile, window)
+    busy = gpu_busy_share(profile)
     top = _anchor(spots)
     if busy and busy < GPU_UTILIZATION:  # no GPU activity recorded at all: not measured, not idle
         idle_us = (1.0 - busy) * window.total_us
