@@ -30,7 +30,10 @@ class HostSyncInStep(Rule):
         forced sync, every step; in a profile it shows as `aten::item` /
         `aten::_local_scalar_dense` and `cudaStreamSynchronize` with the GPU
         idle behind it. On CPU-only runs the cost is smaller but the pattern
-        still blocks any future move to an accelerator.
+        still blocks any future move to an accelerator. In a file that never
+        uses CUDA (and that no CUDA file imports), `.cpu()` and `.numpy()` copy
+        nothing and wait for nothing, so only the value reads (`.item()`,
+        `.tolist()`, `float(t)`) are reported there.
     """
     fix_description = (
         "Keep running sums on the device (`total += loss.detach()`) and read them once after the "
