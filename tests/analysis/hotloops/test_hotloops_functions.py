@@ -164,3 +164,46 @@ def test_lightning_steps_and_batch_hooks():
     assert step.kind == "lightning-step"
     assert step.batch_names >= {"batch", "x", "y"} and step.counter_names == {"batch_idx"}
     assert region_at(hot, 22).batch_names == {"batch"}
+
+
+def test_a_whole_training_run_called_in_a_search_loop_is_hot_only_in_its_batch_loop() -> None:
+    # A hyper-parameter search calls train() once per candidate; train() asks for a batch *size* before
+    # its own loader loop. A call about a batch's size is not a batch fetch, so train() is no step function
+    # and the search loop no step loop: train()'s set-up and teardown run once per candidate.
+    # (Invented look-alike of a detection repository's evolve loop, bench/ACCURACY.md, issue 25.)
+    check_marks(
+        """
+        import torch
+
+        def check_train_batch_size(model, imgsz):
+            return 16
+
+        def train(hyp, device):
+            model = build(hyp).to(device)  # C
+            bs = check_train_batch_size(model, 640)  # C
+            weights = torch.ones(80).to(device)  # C
+            opt = torch.optim.SGD(model.parameters(), lr=hyp["lr"])
+            for images, targets in loader:
+                images = images.to(device)  # H
+                loss = model(images, targets)  # H
+                loss.backward()  # H
+                opt.step()  # H
+            torch.cuda.empty_cache()  # C
+            return evaluate(model)  # C
+
+        for candidate in population:
+            results = train(candidate, "cuda")  # C
+            scores.append(results)  # C
+        """
+    )
+    # a fetch whose name ends with the batch itself still is one
+    check_marks(
+        """
+        def run(model, opt, data):
+            for it in range(1000):
+                xb, yb = data.get_train_batch()  # H
+                loss = model(xb, yb)  # H
+                loss.backward()  # H
+                opt.step()  # H
+        """
+    )

@@ -172,12 +172,23 @@ def is_model_call(node: ast.AST, data_names: set[str]) -> bool:
     return any(names_in(arg) & data_names for arg in args) if data_names else bool(args)
 
 
+# words that, after "batch" in a function's name, make it about a batch's size or position, not a fetch
+# (``check_train_batch_size(model)``, ``get_batch_idx()``): it returns a number, not a batch
+_BATCH_QUALITIES = frozenset({"size", "sizes", "idx", "index", "indices", "count", "num", "len", "length", "shape",
+                              "dim", "norm", "stats", "mode", "sampler"})
+
+
 def is_batch_fetch(value: ast.AST) -> bool:
-    """``next(it)``, ``get_batch('train')``, ``loader.next_batch()``: a fresh batch each call."""
+    """``next(it)``, ``get_batch('train')``, ``loader.next_batch()``: a fresh batch each call; not a call
+    about a batch's size (``check_train_batch_size(...)``, ``batch_size()``)."""
     if not isinstance(value, ast.Call):
         return False
     name = last_name(value.func)
-    return name in ("next", "__next__") or "batch" in tokens(name)
+    if name in ("next", "__next__"):
+        return True
+    words = [t.lower() for part in name.split("_") for t in _TOKEN.findall(part)]
+    return any(word in ("batch", "batches") and (i + 1 == len(words) or words[i + 1] not in _BATCH_QUALITIES)
+               for i, word in enumerate(words))
 
 
 def looks_like_batch_param(name: str) -> bool:
