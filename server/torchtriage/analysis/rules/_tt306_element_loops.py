@@ -71,8 +71,8 @@ class ElementLoops:
         stop = self._range_stop(iterable)
         if stop is not None:
             bound = self.arrays.bound(stop) if isinstance(stop, ast.expr) else None
-            if bound == SIZE:
-                return True
+            if bound == SIZE:  # as many iterations as a dimension has, unless each takes a whole slice
+                return not self._whole_slices(_names(target), body)
             return bound != COUNT and self._indexes_array(_names(target), body)
         return self.arrays.kind(iterable) in (ARRAY, ELEMENTS)
 
@@ -94,6 +94,27 @@ class ElementLoops:
             positional = iterable.args
             return positional[1] if qualname.endswith("range") and len(positional) > 1 else positional[0]
         return True if qualname in INDEX_SOURCES else None
+
+    def _whole_slices(self, names: set[str], body: list[ast.AST]) -> bool:
+        """Whether the loop's index is never read, or only ever used to take a whole row or column:
+        ``X[:, i]``, ``padded[i, :n]`` (every other position a slice).  Each iteration is then one tensor
+        op, not one element (dlrm's per-feature ``[X_cat[:, i] for i in range(X_cat.shape[1])]`` and
+        ``[torch.tensor(range(n)) for _ in range(X_cat.shape[1])]``): a loop touches elements only
+        through its index."""
+        if not names:
+            return False  # (a part of a ``zip``: judged without its target)
+        uses = [n for n in walk_body(body) if isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load)]
+        if not uses:
+            return True
+        sliced: list[ast.Name] = []
+        for node in walk_body(body):
+            if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple)):
+                continue
+            parts = node.slice.elts
+            indexed = [p for p in parts if _names(p) & names]
+            if len(indexed) == 1 and len(parts) > 1 and all(isinstance(p, ast.Slice) for p in parts if p is not indexed[0]):
+                sliced += [n for n in ast.walk(indexed[0]) if isinstance(n, ast.Name) and n.id in names]
+        return len(sliced) == len(uses)
 
     def _indexes_array(self, names: set[str], body: list[ast.AST]) -> bool:
         """Whether the loop's index reads or writes single elements of an array in its body."""

@@ -112,6 +112,23 @@ class PerElementPythonInData(Rule):
         ),
         Valid(
             """
+            # a collate taking one whole column per feature: each iteration is one tensor op, not one element
+            import torch
+            from torch.utils.data import DataLoader
+
+            def collate_columns(samples):
+                dense = torch.tensor([s[0] for s in samples], dtype=torch.float)
+                sparse = torch.tensor([s[1] for s in samples], dtype=torch.long)
+                n_features = sparse.shape[1]
+                columns = [sparse[:, f] for f in range(n_features)]
+                offsets = [torch.arange(sparse.shape[0]) for _ in range(n_features)]
+                return dense, torch.stack(offsets), torch.stack(columns)
+
+            loader = DataLoader(clicks, batch_size=128, num_workers=4, collate_fn=collate_columns)
+            """
+        ),
+        Valid(
+            """
             # loops over dict items, files and keys
             import json
             import torch
