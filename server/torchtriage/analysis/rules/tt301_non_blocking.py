@@ -12,6 +12,7 @@ from ..incremental.memo import subtree_memo
 from ..hotloops.step_markers import is_model_call
 from ..syntax import keyword_value
 from ._helpers import is_batch_expression, is_device_move, method_name, names_in
+from ._other_devices import on_other_accelerator
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
 
@@ -178,6 +179,23 @@ class NonBlockingTransfer(Rule):
             """,
             lines=(2,),
         ),
+        Invalid(
+            """
+            # the branch taken off the other accelerators is the CUDA copy; the XPU and MPS copies are not
+            import torch
+            for batch in train_loader:
+                for key in batch:
+                    if is_xpu_available():
+                        batch[key] = batch[key].to(torch.device(f"xpu:{rank}"))
+                    elif not use_mps:
+                        batch[key] = batch[key].to("cuda:0")
+                    else:
+                        batch[key] = batch[key].to("mps")
+                loss = model(**batch).loss
+                loss.backward()
+            """,
+            lines=(8,),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
@@ -194,6 +212,8 @@ class NonBlockingTransfer(Rule):
                 continue
             if any(isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith("torch.") for n in ast.walk(receiver)):
                 continue  # a tensor made in the step (torch.tensor(r).to(d)) is TT305's case
+            if on_other_accelerator(ctx, call):
+                continue  # a copy to XPU / MPS / NPU..., or a branch taken only there: not a CUDA copy
             what = "`.cuda()`" if method_name(call) == "cuda" else "`.to(...)`"
             yield Report(
                 call,
