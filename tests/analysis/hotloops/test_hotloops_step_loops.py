@@ -253,3 +253,32 @@ def test_nested_non_step_loops_inside_a_step_run_per_step():
                 done = True                              # H
         """
     )
+
+
+def test_a_loop_that_always_breaks_on_its_first_batch_runs_once() -> None:
+    # "take one batch": the eval loop's body ends with an unconditional break (a speech repository's
+    # evaluate(), issue 25); a conditional break keeps the loop a step loop.
+    check_marks(
+        """
+        def evaluate(model, eval_loader):
+            with torch.no_grad():
+                for x, y in eval_loader:
+                    x, y = x.cuda(0), y.cuda(0)  # C
+                    x = x[:1]  # C
+                    break
+                y_hat = model.infer(x)  # C
+            return y_hat
+
+        for x, y in train_loader:
+            x = x.cuda()  # H
+            loss = model(x, y)  # H
+            loss.backward()  # H
+            if bad(loss):
+                break
+
+        def probe(model, probe_loader):
+            for x, y in probe_loader:
+                out = model(x.cuda())  # C
+                return out
+        """
+    )

@@ -30,7 +30,10 @@ class StepLoopJudge:
         self._trains_through: dict[FunctionNode, bool] = {}
 
     def markers(self, loop: Loop) -> tuple[bool, bool]:
-        """(is a step loop, trains) from the loop's own body."""
+        """(is a step loop, trains) from the loop's own body.  A loop whose body always ends it on the first
+        pass (its last statement a ``break`` or ``return``: "take one batch") runs once, not per step."""
+        if loop.body and isinstance(loop.body[-1], (ast.Break, ast.Return)):
+            return False, False
         facts = loop_facts(loop)
         if facts.trains:
             return True, True
