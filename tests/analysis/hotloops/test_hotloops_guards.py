@@ -115,3 +115,23 @@ def test_regions_sorted_and_every_region_node_owned():
     inner = region_at(hot, 4)
     call = next(n for n in ast.walk(inner.node) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "backward")
     assert hot.region_of(call) is inner  # the innermost step loop owns its body
+
+
+def test_the_first_few_batches_only_are_not_per_step() -> None:
+    # ``if plots and batch_i < 3:`` (a detection repository's val loop, issue 25) holds on three batches;
+    # ``epoch < 3`` inside the step loop holds on every step of the first epochs, and ``i < warmup``
+    # (a name, not a small literal) on the first warmup steps: both stay per-step.
+    check_marks(
+        """
+        for epoch in range(epochs):
+            for batch_i, (im, targets) in enumerate(loader):
+                out = model(im.cuda())  # H
+                if plots and batch_i < 3:
+                    plot_images(im, out.cpu().numpy())  # C
+                if epoch < 3:
+                    frozen = out.detach().cpu()  # H
+                if batch_i < warmup:
+                    lr = base_lr * batch_i / warmup  # H
+                out.sum().backward()  # H
+        """
+    )

@@ -280,7 +280,22 @@ def _is_counter_expr(node: ast.AST, counters: set[str]) -> bool:
     return any(n in _COUNTER_WHOLE_NAMES or tokens(n) & COUNTER_TOKENS for n in names | attrs)
 
 
+FIRST_STEPS = 16  # ``if batch_i < 3:`` (plots or prints of the first few batches) holds on a handful of steps, then never
+
+
+def _is_first_steps(test: ast.Compare, counters: set[str]) -> bool:
+    """``batch_i < 3``, ``i <= 2``: this loop's own counter under a small literal bound (not ``epoch < 3``
+    inside the step loop, which holds on every step of the first epochs)."""
+    if not isinstance(test.ops[0], (ast.Lt, ast.LtE)):
+        return False
+    bound = test.comparators[0]
+    return (isinstance(test.left, ast.Name) and test.left.id in counters and isinstance(bound, ast.Constant)
+            and type(bound.value) is int and bound.value <= FIRST_STEPS)
+
+
 def _is_rare_compare(test: ast.Compare, counters: set[str]) -> bool:
+    if len(test.ops) == 1 and _is_first_steps(test, counters):
+        return True
     if len(test.ops) != 1 or not isinstance(test.ops[0], (ast.Eq, ast.In)):
         return False
     operands = [test.left, *test.comparators]
@@ -297,7 +312,8 @@ def is_flag_name(name: str) -> bool:
 
 
 def is_rare_guard(test: ast.AST, counters: set[str]) -> bool:
-    """Whether an ``if`` test is true only on some steps (logging, last batch, eval every N).
+    """Whether an ``if`` test is true only on some steps (logging, last batch, eval every N, the first
+    few batches: ``batch_i < 3``).
 
     ``a and b`` is rare when either part is; ``a or b`` only when both are.
     ``step % 1 == 0``, ``step % n != 0`` and rank checks (``rank == 0``,
