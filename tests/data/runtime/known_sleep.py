@@ -11,7 +11,10 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 SLEEP_S = 0.003
-REPEATS = 60
+# The operator-slot loop runs about 6 ms a sample. At 60 repeats (about 2 ms) the frame sampler sometimes
+# took no sample inside it in a whole window (about one run in four): a sample is taken only when the
+# main thread lets the sampler have the GIL, which a short burst of torch ops rarely does.
+REPEATS = 200
 
 
 class KnownSleep(Dataset):
