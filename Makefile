@@ -127,8 +127,6 @@ test-vscode: vscode-package
 
 # JupyterLab host (extension/jupyterlab): npm deps, the prebuilt labextension (built into
 # server/torchtriage/jupyter/labextension, which the wheel ships; never committed), then its tests.
-# @jupyterlab/builder reads only @jupyterlab/core-meta's package.json; core-meta's own dependencies are not
-# needed, and some of them are missing from the npm mirror this was built against, so it is unpacked, not installed.
 JLAB := extension/jupyterlab
 .PHONY: labextension test-jupyter
 
