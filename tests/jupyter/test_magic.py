@@ -277,9 +277,20 @@ def notebook_kernel(tmp_path_factory):
 KINETO_LINE = "USDT:2026-11-22 10:38:36 11139:11139 SyncActivityProfilerHandler.cpp:52] profiler_start"
 
 
+def _fd2_reaches_the_cell(kernel, marker: str) -> bool:
+    """Write ``marker`` to fd 2 in a cell and see it come back as the cell's stderr.  ipykernel forwards
+    fd 2 from a reader thread, which can publish after the cell's idle status (then under the next
+    cell's header): a few short follow-up cells collect a late line."""
+    stderr = kernel.run(f"import os; os.write(2, b'{marker}\\n')").stderr
+    for _ in range(4):
+        if marker in stderr:
+            return True
+        stderr += kernel.run("import time; time.sleep(0.25)").stderr
+    return marker in stderr
+
+
 def test_profiler_log_lines_go_to_output_log_not_the_cell(notebook_kernel):
-    shown = notebook_kernel.run("import os; os.write(2, b'fd 2 reaches the cell\\n')")
-    assert "fd 2 reaches the cell" in shown.stderr  # else this kernel would not show the lines this test hides
+    assert _fd2_reaches_the_cell(notebook_kernel, "fd 2 reaches the cell")  # else the kernel would not show what this test hides
     out, bundle = profile(notebook_kernel, "--active 2 --out run-native", f"""
         import os, sys, torch
         os.write(2, b"{KINETO_LINE}\\n")
@@ -303,7 +314,7 @@ def test_profiler_log_lines_go_to_output_log_not_the_cell(notebook_kernel):
     assert "profiler_stop" in text  # written by torch itself
     assert data["report"]["trace"]["output_log"] == str(log), data["report"]["trace"]
     # fd 2 is the kernel's again
-    assert "fd 2 after the profile" in notebook_kernel.run("os.write(2, b'fd 2 after the profile\\n')").stderr
+    assert _fd2_reaches_the_cell(notebook_kernel, "fd 2 after the profile")
 
 
 def test_interrupted_cell_gives_fd_2_back(notebook_kernel):
@@ -320,4 +331,4 @@ def test_interrupted_cell_gives_fd_2_back(notebook_kernel):
     """, interrupt_after=4.0)
     assert bundle[MIME]["status"]["status"] == "interrupted"
     assert notebook_kernel.run("print(os.fstat(2).st_ino)").stdout.strip() == before
-    assert "still shown" in notebook_kernel.run("os.write(2, b'still shown\\n')").stderr
+    assert _fd2_reaches_the_cell(notebook_kernel, "still shown")
