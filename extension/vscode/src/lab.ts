@@ -30,12 +30,8 @@ export class Lab {
       void vscode.window.showErrorMessage("torchtriage: open a Python script (.py) or a notebook to run the lab on it.");
       return undefined;
     }
-    const client = await this.server.whenRunning();
-    if (!client) {
-      const choice = await vscode.window.showErrorMessage("torchtriage: the language server is not running, so the lab cannot run.", "Show output");
-      if (choice) this.log.show();
-      return undefined;
-    }
+    const client = await this.server.runningFor("the lab cannot run");
+    if (!client) return undefined;
     const name = vscode.workspace.asRelativePath(uri);
     if (uri.fsPath.endsWith(".py")) {
       const document = await vscode.workspace.openTextDocument(uri); // the server runs open documents

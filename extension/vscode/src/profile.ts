@@ -103,12 +103,8 @@ export class Profiler {
   }
 
   private async run(uri: vscode.Uri, name: string, what: string, target: ProfileTarget = {}): Promise<ProfileReportPayload | undefined> {
-    const client = await this.server.whenRunning();
-    if (!client) {
-      const choice = await vscode.window.showErrorMessage("torchtriage: the language server is not running, so nothing can be profiled.", "Show output");
-      if (choice) this.log.show();
-      return undefined;
-    }
+    const client = await this.server.runningFor("nothing can be profiled");
+    if (!client) return undefined;
     const key = uri.toString();
     if (this.running.has(key)) {
       void vscode.window.showInformationMessage(`torchtriage: ${name} is already being profiled.`);

@@ -79,6 +79,17 @@ export class ServerManager implements vscode.Disposable {
     return this.client?.isRunning() ? this.client : undefined;
   }
 
+  /** The running client; when there is none, undefined after telling the user that `what` cannot happen
+   * (an error message with "Show output", which opens the log). */
+  async runningFor(what: string): Promise<LanguageClient | undefined> {
+    const client = await this.whenRunning();
+    if (!client) {
+      const choice = await vscode.window.showErrorMessage(`torchtriage: the language server is not running, so ${what}.`, SHOW_OUTPUT);
+      if (choice === SHOW_OUTPUT) this.log.show();
+    }
+    return client;
+  }
+
   restart(reason: string): Promise<void> {
     this.log.info(`restarting the server: ${reason}`);
     this.crashes = [];

@@ -30,12 +30,8 @@ export class TraceOpener {
       void vscode.window.showErrorMessage("torchtriage: the trace must be a file on this machine.");
       return undefined;
     }
-    const client = await this.server.whenRunning();
-    if (!client) {
-      const choice = await vscode.window.showErrorMessage("torchtriage: the language server is not running, so the trace cannot be analysed.", "Show output");
-      if (choice) this.log.show();
-      return undefined;
-    }
+    const client = await this.server.runningFor("the trace cannot be analysed");
+    if (!client) return undefined;
     const name = traceName(uri.fsPath);
     const key = uri.toString();
     if (this.running.has(key)) {

@@ -31,12 +31,8 @@ export class Verifier {
       void vscode.window.showErrorMessage("torchtriage: open a Python script (.py) to verify its fixes.");
       return undefined;
     }
-    const client = await this.server.whenRunning();
-    if (!client) {
-      const choice = await vscode.window.showErrorMessage("torchtriage: the language server is not running, so the fixes cannot be verified.", "Show output");
-      if (choice) this.log.show();
-      return undefined;
-    }
+    const client = await this.server.runningFor("the fixes cannot be verified");
+    if (!client) return undefined;
     const name = vscode.workspace.asRelativePath(uri);
     const document = await vscode.workspace.openTextDocument(uri); // the server runs open documents
     if (document.isDirty) await document.save(); // the runs use the file on disk
