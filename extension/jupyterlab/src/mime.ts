@@ -2,6 +2,7 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
+import { el } from './dom';
 import { LABELS, MIME_TYPE, Payload, ms, pct, where } from './payload';
 
 const COLORS: Record<string, string> = {
@@ -14,15 +15,6 @@ const COLORS: Record<string, string> = {
   communication: '#337ab7',
   idle: '#bbbbbb'
 };
-
-function el(tag: string, className: string, text?: string): HTMLElement {
-  const node = document.createElement(tag);
-  node.className = className;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
 
 export function renderPayload(host: HTMLElement, payload: Payload): void {
   host.textContent = '';

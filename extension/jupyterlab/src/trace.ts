@@ -10,6 +10,7 @@ import { ABCWidgetFactory, DocumentRegistry, DocumentWidget, TextModelFactory } 
 import { Contents, ServerConnection } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
+import { el } from './dom';
 import { LABELS, ms, pct } from './payload';
 import { requestAPI } from './runs';
 
@@ -52,15 +53,6 @@ class NoContentModelFactory extends TextModelFactory {
   get fileFormat(): Contents.FileFormat {
     return null;
   }
-}
-
-function el(tag: string, className: string, text?: string): HTMLElement {
-  const node = document.createElement(tag);
-  node.className = className;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
 }
 
 /** The analysed trace: a head (verdict, hot lines, run folder) over the run's report.html. */
