@@ -1,10 +1,8 @@
 // End-to-end in a real JupyterLab + jupyterlab-lsp, headless Chromium (playwright-core, /usr/bin/chromium).
 // Env: LAB_URL (with base path), LAB_TOKEN, NOTEBOOK (path relative to the server root), OUT (screenshots).
 // Prints one JSON line with what it saw; exits 1 (with OUT/failure.png) when a step fails.
-import { chromium } from 'playwright-core';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { openBrowser, stepper } from './browser.mjs';
 
 const { LAB_URL, LAB_TOKEN, NOTEBOOK, OUT } = process.env;
 // jupyterlab-lsp draws diagnostics as CodeMirror lint ranges; beside another Python server, our own client
@@ -14,30 +12,9 @@ const ONLY_DIAGNOSTICS = process.env.ONLY_DIAGNOSTICS === '1';
 const STEP_MS = Number(process.env.STEP_MS || 90000);
 const seen = {};
 
-const browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'tt-chromium-')), {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  viewport: { width: 1400, height: 1000 },
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-dev-shm-usage', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync']
-});
-const page = browser.pages()[0] ?? (await browser.newPage());
-page.setDefaultTimeout(STEP_MS);
+const { browser, page } = await openBrowser(STEP_MS);
+const step = stepper(browser, page, seen, OUT);
 const cells = page.locator('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell');
-
-async function step(name, fn) {
-  try {
-    await fn();
-    seen[name] = true;
-  } catch (error) {
-    seen[name] = false;
-    seen.error = `${name}: ${error.message.split('\n')[0]}`;
-    await page.screenshot({ path: join(OUT, 'failure.png'), fullPage: true }).catch(() => {});
-    console.log(JSON.stringify(seen));
-    await browser.close();
-    process.exit(1);
-  }
-}
 
 await step('opened', async () => {
   await page.goto(`${LAB_URL}lab/tree/${NOTEBOOK}?token=${LAB_TOKEN}`);

@@ -4,24 +4,15 @@
 // TRACE (its file name), PLAIN (a copy named *.json, opened with "Open With → torchtriage report"),
 // BAD (a file that is not a trace), OUT (screenshots).
 // Prints one JSON line with what it saw; exits 1 (with OUT/failure.png) when a step fails.
-import { chromium } from 'playwright-core';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { openBrowser, stepper } from './browser.mjs';
 
 const { LAB_URL, LAB_TOKEN, FOLDER, TRACE, PLAIN, BAD, OUT } = process.env;
 const STEP_MS = Number(process.env.STEP_MS || 90000);
 const seen = { contents_requests: [] };
 
-const browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'tt-chromium-')), {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  viewport: { width: 1400, height: 1000 },
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-dev-shm-usage', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync']
-});
-const page = browser.pages()[0] ?? (await browser.newPage());
-page.setDefaultTimeout(STEP_MS);
+const { browser, page } = await openBrowser(STEP_MS);
+const step = stepper(browser, page, seen, OUT);
 // What the browser asks the contents API about the trace: never its content (traces are often GBs).
 page.on('request', request => {
   const url = request.url();
@@ -29,20 +20,6 @@ page.on('request', request => {
     seen.contents_requests.push(url.replace(/^.*\/api\/contents\//, ''));
   }
 });
-
-async function step(name, fn) {
-  try {
-    await fn();
-    seen[name] = true;
-  } catch (error) {
-    seen[name] = false;
-    seen.error = `${name}: ${error.message.split('\n')[0]}`;
-    await page.screenshot({ path: join(OUT, 'failure.png'), fullPage: true }).catch(() => {});
-    console.log(JSON.stringify(seen));
-    await browser.close();
-    process.exit(1);
-  }
-}
 
 const items = page.locator('.jp-DirListing-content .jp-DirListing-item');
 const item = name => items.filter({ has: page.locator('.jp-DirListing-itemText', { hasText: new RegExp(`^${name.replace(/\./g, '\\.')}$`) }) }).first();
