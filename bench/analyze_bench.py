@@ -32,16 +32,10 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+import child_cost  # bench/child_cost.py (the script's folder is on sys.path)
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tests" / "data" / "runtime" / "traces" / "train_traced.py"
-MEASURE = """
-import resource, subprocess, sys, time
-start = time.perf_counter()
-proc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-wall = time.perf_counter() - start
-peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(proc.returncode, wall, peak_kib, repr(proc.stderr[-2000:]))
-"""
 
 
 def record_source(folder: Path) -> Path:
@@ -118,12 +112,8 @@ def write_trace(data: dict[str, Any], out: Path, megabytes: float, steps: int, c
 
 def measure(trace: Path, out: Path) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of one ``torchtriage analyze`` in a child process."""
-    command = [sys.executable, "-m", "torchtriage", "analyze", str(trace), "--out", str(out), "--format", "json", "--quiet"]
-    result = subprocess.run([sys.executable, "-c", MEASURE, *command], capture_output=True, text=True, check=True)
-    code, wall, peak_kib, stderr = result.stdout.split(" ", 3)
-    if code != "0":
-        raise SystemExit(f"torchtriage analyze failed ({code}): {stderr}")
-    return float(wall), int(peak_kib) / 1024
+    return child_cost.measure([sys.executable, "-m", "torchtriage", "analyze", str(trace), "--out", str(out), "--format", "json",
+                               "--quiet"])
 
 
 def main() -> None:

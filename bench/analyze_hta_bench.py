@@ -38,15 +38,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from child_cost import measure  # bench/child_cost.py (the script's folder is on sys.path)
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "tests" / "data" / "runtime" / "cuda" / "big_matmul" / "trace.json.gz"
-MEASURE = """
-import resource, subprocess, sys, time
-start = time.perf_counter()
-proc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-wall = time.perf_counter() - start
-print(proc.returncode, wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, repr(proc.stderr[-1500:]))
-"""
 HTA = """
 import logging, sys
 logging.disable(logging.WARNING)
@@ -121,15 +116,6 @@ def _name(source: Path) -> str:
         return str(source.resolve().relative_to(ROOT))
     except ValueError:
         return source.name
-
-
-def measure(command: list[str]) -> tuple[float, float]:
-    """(wall s, peak RSS MiB) of one child."""
-    result = subprocess.run([sys.executable, "-c", MEASURE, *command], capture_output=True, text=True, check=True)
-    code, wall, peak_kib, stderr = result.stdout.split(" ", 3)
-    if code != "0":
-        raise SystemExit(f"{command[:4]} failed ({code}): {stderr}")
-    return float(wall), int(peak_kib) / 1024
 
 
 def main() -> None:

@@ -48,6 +48,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+from child_cost import measure  # noqa: E402  (bench/child_cost.py)
+
 HEAVY_EVENTS = 450_000  # the heavy lab's event budget: its window records ~440k events (the issue's lab: ~350k)
 WORKLOADS = {
     "light": (HERE / "profile_workload.py", ["tiny", "24"], []),
@@ -74,15 +76,6 @@ def _timed(command: list[str], cwd: Path) -> float:
     return time.perf_counter() - start
 
 
-def _peak_of(command: list[str], cwd: Path) -> tuple[float, float]:
-    """(wall s, largest peak RSS MiB of any one process) of one run, in a fresh child so the peak is its own."""
-    probe = ("import resource, subprocess, sys, time; s = time.perf_counter(); "
-             "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True); "
-             "print(time.perf_counter() - s, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-    out = subprocess.run([sys.executable, "-c", probe, *command], cwd=cwd, capture_output=True, text=True, check=True).stdout.split()
-    return float(out[0]), int(out[1]) / 1024
-
-
 def profile_rows(repeat: int) -> list[Row]:
     """Profile cost against the plain run per workload, and the heavy lab's post-window stages."""
     rows: list[Row] = []
@@ -93,7 +86,7 @@ def profile_rows(repeat: int) -> list[Row]:
                 plain.append(_timed([sys.executable, str(script), *args], Path(tmp)))
                 run = Path(tmp) / "run"
                 command = [sys.executable, "-m", "torchtriage", "profile", "--quiet", *extra, "--out", str(run), str(script), "--", *args]
-                wall, peak = _peak_of(command, Path(tmp))
+                wall, peak = measure(command, Path(tmp))
                 ended = time.time()
                 profiled.append(wall)
                 peaks.append(peak)
@@ -168,7 +161,7 @@ def analyze_rows(hta_python: Optional[str], repeat: int) -> list[Row]:
     """``torchtriage analyze`` against HTA's load + temporal breakdown on the H100 trace here."""
     if not hta_python:
         return [Row("analyze vs traceinsight (HTA) 0.6.1", "not run", "pass --hta-python (a venv with traceinsight==0.6.1)")]
-    from analyze_hta_bench import HTA, SOURCE, load, measure, scale
+    from analyze_hta_bench import HTA, SOURCE, load, scale
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "trace"
