@@ -64,9 +64,14 @@ _BATCH_TOKENS = frozenset(
 _OPTIMIZER_WORK = frozenset({"step", "zero_grad", "backward", "update"})
 
 
+def words(name: str) -> list[str]:
+    """Lower-case words of an identifier, in order: ``is_lastBatch`` -> [is, last, batch]."""
+    return [t.lower() for part in name.split("_") for t in _TOKEN.findall(part)]
+
+
 def tokens(name: str) -> set[str]:
     """Lower-case words of an identifier: ``is_lastBatch`` -> {is, last, batch}."""
-    return {t.lower() for part in name.split("_") for t in _TOKEN.findall(part)}
+    return set(words(name))
 
 
 def last_name(node: ast.AST) -> str:
@@ -186,15 +191,15 @@ def is_batch_fetch(value: ast.AST) -> bool:
     name = last_name(value.func)
     if name in ("next", "__next__"):
         return True
-    words = [t.lower() for part in name.split("_") for t in _TOKEN.findall(part)]
-    return any(word in ("batch", "batches") and (i + 1 == len(words) or words[i + 1] not in _BATCH_QUALITIES)
-               for i, word in enumerate(words))
+    parts = words(name)
+    return any(word in ("batch", "batches") and (i + 1 == len(parts) or parts[i + 1] not in _BATCH_QUALITIES)
+               for i, word in enumerate(parts))
 
 
 def looks_like_batch_param(name: str) -> bool:
     """``batch``, ``images``, ``input_ids``, ``xb``; not ``batch_size`` or ``batch_idx``."""
-    words = [t.lower() for part in name.split("_") for t in _TOKEN.findall(part)]
-    return bool(words) and words[-1] in _BATCH_TOKENS
+    parts = words(name)
+    return bool(parts) and parts[-1] in _BATCH_TOKENS
 
 
 # --- names bound by a loop or a step function ---------------------------------------
