@@ -49,6 +49,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from child_cost import measure  # noqa: E402  (bench/child_cost.py)
+from profile_cost_bench import timed  # noqa: E402
 
 HEAVY_EVENTS = 450_000  # the heavy lab's event budget: its window records ~440k events (the issue's lab: ~350k)
 WORKLOADS = {
@@ -71,9 +72,8 @@ class Row:
 
 
 def _timed(command: list[str], cwd: Path) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - start
+    """Wall seconds of one run (``profile_cost_bench.timed``, which also gives its CPU time)."""
+    return timed(command, cwd)[0]
 
 
 def profile_rows(repeat: int) -> list[Row]:
