@@ -6,7 +6,10 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +18,7 @@ from torchtriage.runtime.offline.analyze import analyze_trace
 from torchtriage.runtime.offline.events import TraceScan
 from torchtriage.runtime.offline.inputs import choose_trace
 from torchtriage.runtime.offline.ordering import SortedRecords
+from torchtriage.runtime.offline.trace_event import ARG_KEYS, EVENT_KEYS, TraceEvent, from_dict
 from trace_recording import CUDA
 
 TRACE = CUDA / "sync_every_step" / "trace.json.gz"
@@ -36,10 +40,93 @@ def test_the_json_array_format(tmp_path: Path) -> None:
     assert header == {} and list(read) == events
 
 
+def _fields(event: Any) -> tuple[Any, ...]:
+    args = tuple(getattr(event.args, name) for name in ARG_KEYS)
+    return tuple(getattr(event, key) for key in EVENT_KEYS) + (args,)
+
+
+def _slow_events(path: Path) -> list[tuple[Any, ...]]:
+    """The events as ``json`` decodes them one at a time, each as the struct's fields (non-objects as they are)."""
+    _, events = reader.read_trace(path)
+    return [_fields(from_dict(e)) if isinstance(e, dict) else e for e in events]
+
+
+def _fast_events(path: Path) -> tuple[dict[str, Any], list[Any]]:
+    header, events = reader.read_events(path)
+    return header, [_fields(e) if isinstance(e, TraceEvent) else e for e in events]
+
+
+@pytest.mark.parametrize("run_chars", [300, 4096, reader.RUN_CHARS])
+def test_runs_of_whole_events_give_what_the_slow_reader_gives(monkeypatch: pytest.MonkeyPatch, run_chars: int) -> None:
+    whole = json.loads(gzip.decompress(TRACE.read_bytes()))
+    monkeypatch.setattr(reader, "RUN_CHARS", run_chars)
+    monkeypatch.setattr(reader, "CHUNK", 997)
+    runs: list[int] = []
+    decode = reader.decode_events
+    monkeypatch.setattr(reader, "decode_events", lambda text: runs.append(len(text)) or decode(text))
+    header, events = _fast_events(TRACE)
+    assert len(runs) > 3  # read in runs, not event by event
+    assert events == _slow_events(TRACE) and len(events) == len(whole["traceEvents"]) > 1000
+    assert header == {k: v for k, v in whole.items() if k != "traceEvents"}
+
+
+ODD_EVENTS: list[Any] = [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+     "args": {"Input Dims": [[2, 3], [3, 4]], "Input type": ["float", "float"], "Call stack": "a.py(3): f"}},
+    {"ph": "X", "cat": "cpu_op", "name": "brace}, {inside", "pid": 1, "tid": 1, "ts": 20, "dur": 1},  # a cut candidate in a string
+    {"ph": "X", "cat": "cpu_op", "name": "nested", "pid": 1, "tid": 1, "ts": 30, "dur": 1,
+     "args": {"list": [{"a": 1}, {"b": 2}], "correlation": 7}},  # objects in a list: cut candidates at depth 3
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "40", "dur": None, "args": None},  # args not an object
+    17,  # not an object at all
+    {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 50, "args": {"Bytes": 512, "Device Type": 1, "Addr": 9}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 60.25, "dur": 2, "args": {"Sequence number": 3}},
+]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("run_chars", [40, 200, 1 << 16])
+def test_odd_layouts_read_the_same_in_runs_or_one_by_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                         fast: bool, run_chars: int) -> None:
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ODD_EVENTS * 20, "traceName": "odd"}, indent=2))
+    monkeypatch.setattr(reader, "RUN_CHARS", run_chars)
+    monkeypatch.setattr(reader, "FAST", fast)
+    header, events = _fast_events(path)
+    assert events == _slow_events(path) and header == {"schemaVersion": 1, "traceName": "odd"}
+    assert events.count(17) == 20 and sum(1 for e in events if isinstance(e, tuple) and e[2] == "brace}, {inside") == 20
+
+
+def test_without_msgspec_the_report_is_the_same(tmp_path: Path) -> None:
+    """A bare install without msgspec reads event by event (``json``) into the same report."""
+    code = ("import sys, json; sys.modules['msgspec'] = None\n"
+            "from torchtriage.runtime.offline.analyze import analyze_trace\n"
+            "from torchtriage.runtime.offline import trace_event\n"
+            f"run = analyze_trace({str(TRACE)!r}, out_dir={str(tmp_path / 'bare')!r})\n"
+            "print(json.dumps([trace_event.FAST, run.report['breakdown'], run.report['gpu_busy'], run.report['hotspots']]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    fast, breakdown, busy, hotspots = json.loads(done.stdout.strip().splitlines()[-1])
+    report = analyze_trace(TRACE, out_dir=tmp_path / "fast").report
+    assert report is not None and not fast
+    assert [breakdown, busy, hotspots] == json.loads(json.dumps([report["breakdown"], report["gpu_busy"], report["hotspots"]]))
+
+
+def test_a_cut_off_trace_is_worded_the_same_by_both_readers(tmp_path: Path) -> None:
+    text = json.dumps({"traceEvents": ODD_EVENTS[:3] * 200}, indent=2)
+    path = tmp_path / "cut.json"
+    path.write_text(text[: len(text) * 2 // 3])
+    with pytest.raises(reader.TraceError) as slow:
+        list(reader.read_trace(path)[1])
+    with pytest.raises(reader.TraceError) as fast:
+        list(reader.read_events(path)[1])
+    assert str(fast.value) == str(slow.value) and "the file is cut off" in str(fast.value)
+
+
 def test_records_come_back_in_order_through_temporary_files() -> None:
     scan = TraceScan()
-    _, events = reader.read_trace(TRACE)
+    _, events = reader.read_events(TRACE)
     records = [r for r in map(scan.record, events) if r is not None]
+    assert len(records) > 2000
     spilled = SortedRecords(run=1000)
     for record in records:
         spilled.add(record)

@@ -1,9 +1,11 @@
 """``analyze_trace(PATH)``: a trace recorded anywhere -> the run folder ``torchtriage profile`` writes.
 
-The stages: pick the trace (``inputs``), read it one event at a time into
-compact records while noting its steps and threads (``reader``, ``events``),
+The stages: pick the trace (``inputs``), read it in runs of whole events into
+compact records while noting its steps, threads and GPU busy spans
+(``reader``, ``trace_event``, ``events``, ``gpu_spans``),
 put the records in time order with bounded memory (``ordering``), sweep them
-into the agent's wire records (``sweep``), and hand those to the same host code
+into the agent's wire records (``sweep``, which also looks at the stepping
+thread in the largest GPU idle gaps: ``gaps``), and hand those to the same host code
 as a profiled run: ``build_profile`` -> diagnosis -> report.json / report.html
 (``profiling.finish.write_outputs``).  Bad input raises ``TraceError`` with a
 one-line message; a trace that can be partly used gives a report with warnings.
@@ -24,13 +26,13 @@ from ..report.shape_table import SHAPE_ROWS
 from ..results.profile_data import ProfileData
 from .events import PY, TraceScan
 from .frames import CodeMap
-from .gaps import trace_gaps
+from .gaps import plan, trace_gaps
 from .inputs import choose_trace
 from .ordering import RUN, SortedRecords
 from .pattern_block import add_patterns
 from .raw import gpu_busy_block, raw_record, source_block
 from .ranks import analyze_workers
-from .reader import TraceError, read_trace
+from .reader import TraceError, read_events
 from .steps import find_steps
 from .sweep import Sweep
 from .workers import list_workers
@@ -74,7 +76,7 @@ def analyze_trace(path: Path, out_dir: Optional[Path] = None, on_stage: Optional
             return analyze_workers(found, out_dir, stage, lambda trace, out: analyze_trace(trace, out, on_stage, run_size, roots, path_map))
     choice = choose_trace(Path(path))
     stage(f"reading {choice.path}")
-    header, events = read_trace(choice.path)
+    header, events = read_events(choice.path)
     scan = TraceScan()
     records = SortedRecords(run=run_size)
     try:
@@ -90,12 +92,13 @@ def analyze_trace(path: Path, out_dir: Optional[Path] = None, on_stage: Optional
         stage("attributing the recorded time to lines")
         code = CodeMap(choice.path.parent, roots=roots, path_map=path_map)
         sweep = Sweep(steps, main, code, call_stacks=not scan.counts[PY])
+        sweep.gaps = plan(scan.gpu.idle(sweep.clock.steps), sweep.main_thread)
         sweep.feed(records)
         sweep.finish()
     finally:
         records.close()
     raw = raw_record(header, scan, sweep, code, choice, step_warnings)
-    raw["gaps"] = trace_gaps(choice.path, scan, sweep, code)  # a second read, for the stepping thread in the largest gaps
+    raw["gaps"] = trace_gaps(sweep.gaps, sweep.callsites, code)
     run_dir = Path(out_dir).resolve() if out_dir is not None else new_run_dir(run_name(choice.path))
     extra: dict[str, Any] = {"run_dir": str(run_dir), "chrome_trace": str(choice.path.resolve()),
                              "source": source_block(header, scan, choice)}

@@ -32,7 +32,10 @@ import collections
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..agent.wire import is_gpu_annotation
+from .gpu_spans import GpuSpans
 from .opfacts import op_facts
+from .trace_event import NO_ARGS, TraceEvent
 
 ANNOT, PY, OP, RUNTIME, MEM, GPU = range(6)
 STEP_PREFIX = "ProfilerStep#"
@@ -66,7 +69,7 @@ class StepRange:
 
 @dataclass
 class TraceScan:
-    """What the pass over the events saw: steps, threads, counts per kind, and the events it skipped."""
+    """What the pass over the events saw: steps, threads, counts per kind, the GPU's busy spans, and the events it skipped."""
 
     steps: list[StepRange] = field(default_factory=list)
     threads: dict[tuple[Any, Any], int] = field(default_factory=dict)  # (pid, tid) -> thread number
@@ -78,6 +81,7 @@ class TraceScan:
     skipped: int = 0  # events that were not objects or had no usable time
     events: int = 0
     names: dict[str, str] = field(default_factory=dict)  # one string object per distinct name
+    gpu: GpuSpans = field(default_factory=GpuSpans)  # the GPU's busy spans, for its idle gaps (``gaps``)
 
     def thread(self, pid: Any, tid: Any) -> int:
         key = (pid, tid)
@@ -90,36 +94,34 @@ class TraceScan:
         return self.names.setdefault(name, name)
 
     def record(self, event: Any) -> Optional[Record]:
-        """The record for one trace event (None: not used), noting steps and counts on the way."""
+        """The record for one trace event (a ``TraceEvent``; None: not used), noting steps and counts on the way."""
         self.events += 1
-        if not isinstance(event, dict):
+        if not isinstance(event, TraceEvent):
             self.skipped += 1
             return None
-        ph = event.get("ph")
-        if ph not in ("X", "i", "I"):
+        ph = event.ph
+        if ph != "X" and ph != "i" and ph != "I":
             return None
-        category = event.get("cat")
-        name = event.get("name")
+        name = event.name
         try:
-            start = round(float(event["ts"]) * 1000)
-            duration = max(0, round(float(event.get("dur") or 0) * 1000)) if ph == "X" else 0
-        except (KeyError, TypeError, ValueError):
+            start = round(float(event.ts) * 1000)
+            duration = max(0, round(float(event.dur or 0) * 1000)) if ph == "X" else 0
+        except (TypeError, ValueError):
             self.skipped += 1
             return None
         if not isinstance(name, str):
             name = str(name)
-        args = event.get("args")
-        if not isinstance(args, dict):
-            args = {}
+        args = event.args
         seq = self.events
         if ph != "X":
             if name != "[memory]":
                 return None
-            thread = self.thread(event.get("pid"), event.get("tid"))
+            thread = self.thread(event.pid, event.tid)
             self.counts[MEM] += 1
-            device = args.get("Device Type", 0)
-            return (start, 0, MEM, seq, thread, name, _int(args.get("Bytes")), _int(args.get("Total Allocated"), -1),
-                    _int(args.get("Addr")), _DEVICE_TYPES.get(device, str(device)), "")
+            device = args.device_type if args.device_type is not None else 0
+            return (start, 0, MEM, seq, thread, name, _int(args.bytes), _int(args.total_allocated, -1),
+                    _int(args.addr), _DEVICE_TYPES.get(device, str(device)), "")
+        category = event.cat
         kind = _CATEGORIES.get(category) if isinstance(category, str) else None
         if kind is None:
             kind = _CATEGORIES.get(str(category or "").lower())
@@ -127,7 +129,7 @@ class TraceScan:
                 return None  # flows, GPU-side annotations, the trace span, kineto's overhead events
         if kind == OP and is_label(name):
             kind = ANNOT
-        key = (event.get("pid"), event.get("tid"))
+        key = (event.pid, event.tid)
         thread = self.threads.get(key)
         if thread is None:
             thread = self.thread(*key)
@@ -149,15 +151,18 @@ class TraceScan:
                 if end > span[1]:
                     span[1] = end
         if kind == OP:
-            stack = args.get("Call stack")
+            stack = args.call_stack
             stack = self._name(stack) if isinstance(stack, str) and stack else ""
             self.call_stacks += bool(stack)
-            return (start, -duration, OP, seq, thread, name, _int(args.get("Sequence number"), -1), stack,
-                    _int(args.get("Fwd thread id")), self._name(op_facts(name, args)), self._shapes(args.get("Input Dims")))
+            facts = op_facts(name, args.input_type, args.input_dims) if args is not NO_ARGS else ""
+            return (start, -duration, OP, seq, thread, name, _int(args.sequence_number, -1), stack,
+                    _int(args.fwd_thread_id), self._name(facts), self._shapes(args.input_dims))
         if kind == RUNTIME or kind == GPU:
-            return (start, -duration, kind, seq, thread, name, _int(args.get("correlation"), -1), 0, 0, 0, "")
+            if kind == GPU and not is_gpu_annotation(name):
+                self.gpu.add(start, end, name)
+            return (start, -duration, kind, seq, thread, name, _int(args.correlation, -1), 0, 0, 0, "")
         if kind == ANNOT:  # 1.9-era ranges (``enumerate(DataLoader)#...``) carry the stack of the line that opened them
-            stack = args.get("Call stack")
+            stack = args.call_stack
             return (start, -duration, kind, seq, thread, name, 0, self._name(stack) if isinstance(stack, str) and stack else "", 0, 0, "")
         return (start, -duration, kind, seq, thread, name, 0, 0, 0, 0, "")
 

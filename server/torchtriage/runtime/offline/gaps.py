@@ -1,86 +1,88 @@
 """The largest GPU idle gaps of an analysed trace, and what the stepping thread was doing in each (agent.json's ``gaps``).
 
-The agent's rule, from the same code (``agent/intervals.py``: ``idle_spans`` and
-its constants; only the frame lookup differs, since ``agent/gaps.py`` walks torch's
-event tree): the GPU activities, merged into busy intervals, leave idle spans; those inside
+The agent's rule, from the same code (``agent/intervals.py``: its constants;
+only the frame lookup differs, since ``agent/gaps.py`` walks torch's event tree):
+the GPU activities, merged into busy intervals, leave idle spans; those inside
 the recorded steps of at least ``MIN_GAP_NS`` are ranked by length and the
-``MAX_GAPS`` longest kept.  ``PROBES`` instants spread over each are then looked
-up in a second read of the trace, keeping for each instant only the stepping
-thread's operators and Python frames that cover it (a few per instant: memory
-stays bounded whatever the trace's size).  The innermost covering event is the
-gap's ``cpu``; the innermost user frame gives the line: the line of that frame's
-function that calls the next event in (as the sweep places calls), else the
-first user frame of the innermost operator's "Call stack" (traces without
+``MAX_GAPS`` longest kept.  The busy spans come from the first pass over the
+trace (``TraceScan.gpu``), so ``plan`` names the ``PROBES`` instants spread over
+each gap before the sweep starts, and the sweep keeps, as it passes each instant,
+the stepping thread's operators and Python frames open then (``covering``): a few
+per instant, with no second read of the trace.  The innermost covering event is
+the gap's ``cpu``; the innermost user frame gives the line: the line of that
+frame's function that calls the next event in (as the sweep places calls), else
+the first user frame of the innermost operator's "Call stack" (traces without
 Python frames), else the function's ``def`` line (inexact).  The frame most
 probes agree on is kept.
 """
 
 from __future__ import annotations
 
-import bisect
 from collections import Counter
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from ..agent.intervals import MAX_GAPS, MIN_GAP_NS, PROBES, idle_spans
+from ..agent.intervals import MAX_GAPS, MIN_GAP_NS, PROBES
 from ..agent.wire import Gap
-from .events import _CATEGORIES, OP, PY, TraceScan
+from .events import OP, PY
 from .frames import CodeMap, parse_frame
-from .reader import read_trace
-from .sweep import Sweep
 
-Cover = tuple[int, int, int, str, str]  # start ns, -duration ns, kind, name, call stack
+if TYPE_CHECKING:
+    from .callsites import CallSites
 
-
-def _covering(path: Path, threads: set[tuple[Any, Any]], probes: list[int]) -> list[list[Cover]]:
-    """Per probe instant (sorted), the stepping thread's operators and Python frames that cover it."""
-    found: list[list[Cover]] = [[] for _ in probes]
-    _, events = read_trace(path)
-    for event in events:
-        if not isinstance(event, dict) or event.get("ph") != "X" or (event.get("pid"), event.get("tid")) not in threads:
-            continue
-        kind = _CATEGORIES.get(str(event.get("cat") or ""))
-        if kind != OP and kind != PY:
-            continue
-        try:
-            start = round(float(event["ts"]) * 1000)
-            duration = max(0, round(float(event.get("dur") or 0) * 1000))
-        except (KeyError, TypeError, ValueError):
-            continue
-        low = bisect.bisect_left(probes, start)
-        high = bisect.bisect_left(probes, start + duration)
-        if low < high:
-            args = event.get("args")
-            stack = args.get("Call stack", "") if isinstance(args, dict) else ""
-            cover = (start, -duration, kind, str(event.get("name")), stack if isinstance(stack, str) else "")
-            for k in range(low, high):
-                found[k].append(cover)
-    return found
+Cover = tuple[int, str, Optional[tuple[str, int, str, int]], str]  # kind, name, user frame (user functions), call stack
+Span = tuple[int, int, int, str]  # step position, start ns, end ns, the activity after it
+Where = tuple[str, int, str, bool, str]  # path, line, function, exact, innermost event
 
 
-def _frame(covers: list[Cover], sweep: Sweep, code: CodeMap) -> tuple[str, int, str, bool, str]:
+@dataclass
+class GapPlan:
+    """The gaps to name and the instants to look at in each; the sweep fills ``covers`` as it passes them."""
+
+    spans: list[Span] = field(default_factory=list)
+    instants: list[int] = field(default_factory=list)  # sorted
+    covers: dict[int, list[Cover]] = field(default_factory=dict)  # instant -> the covering events, outermost first
+
+
+def probe_instants(low: int, high: int) -> list[int]:
+    return [low + (high - low) * (2 * k + 1) // (2 * PROBES) for k in range(PROBES)]
+
+
+def plan(idle: Sequence[Span], main_thread: Optional[int]) -> GapPlan:
+    """The ``MAX_GAPS`` longest idle spans of at least ``MIN_GAP_NS`` and their probe instants."""
+    spans = [s for s in idle if s[2] - s[1] >= MIN_GAP_NS]
+    spans = sorted(spans, key=lambda s: (s[1] - s[2], s[1]))[:MAX_GAPS]
+    if not spans or main_thread is None:
+        return GapPlan()
+    return GapPlan(spans, sorted({t for _, low, high, _ in spans for t in probe_instants(low, high)}))
+
+
+def covering(stack: Sequence[Any], instant: int) -> list[Cover]:
+    """The operators and Python frames of a thread's open stack (``sweep._Entry``) that cover ``instant``."""
+    out = []
+    for entry in stack:
+        if entry.start <= instant < entry.end and (entry.kind == OP or entry.kind == PY):
+            user = entry.frame if entry.kind == PY and entry.py_function and isinstance(entry.frame, tuple) else None
+            out.append((entry.kind, entry.op if entry.kind == OP else entry.name, user, entry.stack))
+    return out
+
+
+def _frame(covers: list[Cover], callsites: "CallSites", code: CodeMap) -> Where:
     """(path, line, function, exact, innermost event) at one instant."""
     if not covers:
         return ("", 0, "", False, "")
-    covers = sorted(covers)  # outermost first
-    inner = covers[-1]
-    cpu = parse_frame(inner[3]).function if inner[2] == PY else inner[3]
+    cpu = covers[-1][1]
     for depth in range(len(covers) - 1, -1, -1):
-        start, _, kind, name, _ = covers[depth]
-        if kind != PY:
+        user = covers[depth][2]
+        if user is None:
             continue
-        frame = parse_frame(name)
-        if not frame.path or not code.is_user(frame.path):
-            continue
-        local = code.local(frame.path)
+        local, line, function, _ = user
         if depth + 1 < len(covers):
-            callee = covers[depth + 1]
-            callee_name = parse_frame(callee[3]).function if callee[2] == PY else callee[3]
-            line = sweep.callsites.line(local, frame.function, frame.line, callee_name, False)
-            if line is not None:
-                return (local, line, frame.function, True, cpu)
-        return (local, frame.line, frame.function, False, cpu)
-    for start, _, kind, name, stack in reversed(covers):
+            placed = callsites.line(local, function, line, covers[depth + 1][1], False)
+            if placed is not None:
+                return (local, placed, function, True, cpu)
+        return (local, line, function, False, cpu)
+    for _, _, _, stack in reversed(covers):
         for part in stack.split(";") if stack else ():
             frame = parse_frame(part.strip())
             if frame.path and code.is_user(frame.path):
@@ -88,18 +90,11 @@ def _frame(covers: list[Cover], sweep: Sweep, code: CodeMap) -> tuple[str, int, 
     return ("", 0, "", False, cpu)
 
 
-def trace_gaps(path: Path, scan: TraceScan, sweep: Sweep, code: CodeMap) -> list[Gap]:
-    """agent.json's ``gaps`` for the trace at ``path`` (its steps and GPU work as the sweep found them)."""
-    spans = [s for s in idle_spans(sweep.device.gpu, list(sweep.clock.steps)) if s[2] - s[1] >= MIN_GAP_NS]
-    spans = sorted(spans, key=lambda s: (s[1] - s[2], s[1]))[:MAX_GAPS]
-    if not spans or sweep.main_thread is None:
-        return []
-    instants = sorted({low + (high - low) * (2 * k + 1) // (2 * PROBES) for _, low, high, _ in spans for k in range(PROBES)})
-    threads = {key for key, number in scan.threads.items() if number == sweep.main_thread}
-    covers = dict(zip(instants, _covering(path, threads, instants)))
+def trace_gaps(gaps: GapPlan, callsites: "CallSites", code: CodeMap) -> list[Gap]:
+    """agent.json's ``gaps`` from the plan the sweep filled in."""
     out = []
-    for position, low, high, name in spans:
-        frames = Counter(_frame(covers[low + (high - low) * (2 * k + 1) // (2 * PROBES)], sweep, code) for k in range(PROBES))
+    for position, low, high, name in gaps.spans:
+        frames = Counter(_frame(gaps.covers.get(t, []), callsites, code) for t in probe_instants(low, high))
         (where, probes), = frames.most_common(1)
         out.append(Gap(position, low, high - low, where[0], where[1], where[2], where[3], where[4], probes, name))
     return out

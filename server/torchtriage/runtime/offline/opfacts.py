@@ -51,10 +51,10 @@ def sizes(value: Any) -> str:
         return ""
 
 
-def op_facts(name: str, args: dict[str, Any]) -> str:
-    """The facts string of one operator event ("" when the rules need nothing of it or the trace has no shapes)."""
+def op_facts(name: str, types: Any, dims: Any) -> str:
+    """The facts string of one operator event, from its "Input type" and "Input Dims" arguments
+    ("" when the rules need nothing of it or the trace has no shapes)."""
     if name in SHAPE_OPS:
-        types, dims = args.get("Input type"), args.get("Input Dims")
         if not isinstance(types, list) or not isinstance(dims, list):
             return ""
         a, b = SHAPE_OPS[name]
@@ -62,17 +62,14 @@ def op_facts(name: str, args: dict[str, Any]) -> str:
             return ""
         return f"{dtype_name(types[a])}|{sizes(dims[a])},{sizes(dims[b])}"
     if name in CONVS:
-        types = args.get("Input type")
         if not isinstance(types, list) or len(types) < 2:
             return ""
         return "bias" if len(types) > 2 and types[2] else "nobias"
     if name == "aten::copy_":
-        types = args.get("Input type")
         if not isinstance(types, list) or len(types) < 2 or not types[0]:
             return ""
         return "same" if types[0] == types[1] else "cast"
     if name in SIZED:
-        dims = args.get("Input Dims")
         return sizes(dims[0]) if isinstance(dims, list) and dims else ""
     return ""
 

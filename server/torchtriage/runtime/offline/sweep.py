@@ -47,6 +47,7 @@ from .collectives import ENQUEUE_PREFIXES, NCCL_KERNEL_PREFIXES, WAIT_CONTEXTS, 
 from .device import CUDA_SYNCS, SYNC_OPS, DeviceWork
 from .events import ANNOT, GPU, MEM, OP, PY, RUNTIME
 from .frames import CodeMap, code_kind, parse_frame
+from .gaps import GapPlan, covering
 from .patterns import PatternWatch
 from .ranges import RangeTable
 from .steps import StepClock
@@ -66,7 +67,7 @@ class _Entry:
     """An event open on its thread's stack."""
 
     __slots__ = ("end", "kind", "name", "op", "ctx", "chain", "frame", "in_op", "backward", "start", "acc", "charge_chain",
-                 "chain_id", "category", "py_function", "main", "hint", "waited", "shapes")
+                 "chain_id", "category", "py_function", "main", "hint", "waited", "shapes", "stack")
 
     def __init__(self, end: int, kind: int, name: str, ctx: str, chain: tuple[int, ...], frame: FrameInfo, in_op: bool,
                  backward: bool, start: int) -> None:
@@ -82,6 +83,7 @@ class _Entry:
         self.hint: Optional[tuple[int, int, int]] = None  # (provisional site, depth, call ns): under a call whose line is open
         self.waited: Optional[dict[int, int]] = None  # step position -> own ns inside a collective (stepping-thread C calls)
         self.shapes = ""  # an operator's input shapes (record_shapes; "" none)
+        self.stack = ""  # an operator's "Call stack" argument ("" none)
 
 
 class _Thread:
@@ -126,10 +128,16 @@ class Sweep:
         self._sites: dict[tuple[UserFrame, str, bool], int] = {}
         self._pending: dict[int, list[str]] = {}  # provisional site -> names of the Python functions under the call, outermost first
         self._stacks: dict[str, tuple[int, ...]] = {}
+        self.gaps = GapPlan()  # the GPU idle gaps' instants: the stepping thread's open events are kept at each
+        self._probe = 0  # the next of them to pass
 
     # -- the sweep ------------------------------------------------------------------------------------------
     def feed(self, records: Any) -> None:
+        instants = self.gaps.instants
+        probe = instants[0] if instants else 1 << 62
         for start, neg, kind, _seq, thread, name, a, b, c, d, e in records:
+            if start > probe:
+                probe = self._look(start)
             if kind == GPU:
                 self.device.activity(name, start, -neg, a)
                 self.watch.gpu(thread, name, -neg, a)
@@ -170,7 +178,17 @@ class Sweep:
                     th.stack[-1].shapes = e
                 self.watch.opened(th, name, a, d)
 
+    def _look(self, until: int) -> int:
+        """Keep the stepping thread's open events at each gap instant before ``until``; the next instant after."""
+        instants, main = self.gaps.instants, self.threads.get(self.main_thread) if self.main_thread is not None else None
+        while self._probe < len(instants) and instants[self._probe] < until:
+            instant = instants[self._probe]
+            self.gaps.covers[instant] = covering(main.stack, instant) if main is not None else []
+            self._probe += 1
+        return instants[self._probe] if self._probe < len(instants) else 1 << 62
+
     def finish(self) -> None:
+        self._look(1 << 62)
         for th in self.threads.values():
             stack, cursor = th.stack, th.cursor
             while stack:
@@ -316,6 +334,7 @@ class Sweep:
         elif name == COMPILE_OP or name.endswith("(dynamo_timed)"):
             ctx = "compile"
         entry = _Entry(end, OP, charge_name, ctx, chain, parent.frame, True, backward, start)
+        entry.stack = stack
         entry.chain_id = self.tables.chain(chain)
         sync = SYNC_OPS.get(name)
         if sync and ctx not in ("host_sync", "data_loading", "profiler"):
