@@ -88,7 +88,7 @@ def test_ranks_from_file_names_and_an_older_run(logdir: Path, tmp_path: Path) ->
     assert run.report is not None
     assert run.report["ranks"]["covered"] == [0, 1] and run.report["ranks"]["world_size"] is None
     assert [s["rank"] for s in run.report["ranks"]["stragglers"]] == [1]
-    older = [w for w in run.report["warnings"] if "older trace file(s)" in w]
+    older = [w for w in run.report["warnings"] if "other trace file(s)" in w]
     assert older and "job_rank0.1700000000000.pt.trace.json" in older[0]
 
 

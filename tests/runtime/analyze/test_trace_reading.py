@@ -15,6 +15,7 @@ import pytest
 
 from torchtriage.runtime.offline import reader
 from torchtriage.runtime.offline.analyze import analyze_trace
+from torchtriage.runtime.offline.cycles import step_count
 from torchtriage.runtime.offline.events import TraceScan
 from torchtriage.runtime.offline.inputs import choose_trace
 from torchtriage.runtime.offline.ordering import SortedRecords
@@ -156,7 +157,7 @@ def test_a_logdir_with_ranks_and_runs(tmp_path: Path) -> None:
     assert run.report["source"]["rank"] == 0 and run.report["source"]["other_traces"] == choice.others
     assert run.report["ranks"]["covered"] == [0, 1] and run.report["ranks"]["launcher"] == "trace"
     warnings = " ".join(run.report["warnings"])
-    assert "1 older trace file(s) of the same worker(s)" in warnings and "left out: job_rank0.1600000000000.pt" in warnings
+    assert "1 other trace file(s) of the same worker(s)" in warnings and "left out: job_rank0.1600000000000.pt" in warnings
 
 
 def test_the_sync_names_are_the_agents() -> None:
@@ -166,3 +167,41 @@ def test_the_sync_names_are_the_agents() -> None:
 
     assert device.CUDA_SYNCS == CUDA_SYNCS and device.SYNC_OPS == SYNC_OPS
     assert sweep.BACKWARD_PREFIX == BACKWARD_PREFIX and sweep.COMPILE_OP == COMPILE_OP
+
+
+def _cut_short(source: Path, target: Path, steps: int) -> None:
+    """A copy of ``source`` holding only its first ``steps`` ProfilerStep ranges (a cycle the job's end cut short)."""
+    whole = json.loads(gzip.decompress(source.read_bytes()))
+    starts = sorted(e["ts"] for e in whole["traceEvents"]
+                    if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep#"))
+    end = starts[steps]
+    whole["traceEvents"] = [e for e in whole["traceEvents"] if not isinstance(e.get("ts"), (int, float)) or e["ts"] < end]
+    target.write_bytes(gzip.compress(json.dumps(whole).encode()))
+
+
+def test_a_worker_s_fullest_cycle_is_analysed_not_a_newer_one_cut_short(tmp_path: Path) -> None:
+    logdir = tmp_path / "logdir"
+    logdir.mkdir()
+    full = logdir / "host_42.1700000000000.pt.trace.json.gz"
+    shutil.copy(TRACE, full)
+    short = logdir / "host_42.1700000009000.pt.trace.json.gz"
+    _cut_short(TRACE, short, steps=1)
+    assert step_count(full) == analyze_trace(TRACE, out_dir=tmp_path / "alone").report["steps_profiled"] > 1
+    assert step_count(short) == 1
+    choice = choose_trace(logdir)
+    assert choice.path == full and choice.left_out == 1
+    assert any(f"{short.name}, holds 1 step(s)" in w and f"the fuller cycle {full.name}" in w for w in choice.warnings)
+
+    same = tmp_path / "same"  # equal cycles: the newest, as before
+    same.mkdir()
+    for stamp in ("1700000000000", "1700000009000"):
+        shutil.copy(TRACE, same / f"host_42.{stamp}.pt.trace.json.gz")
+    assert choose_trace(same).path.name == "host_42.1700000009000.pt.trace.json.gz"
+
+
+def test_a_damaged_cycle_counts_the_steps_before_the_damage(tmp_path: Path) -> None:
+    data = TRACE.read_bytes()
+    cut = tmp_path / "cut.pt.trace.json.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    assert 0 <= step_count(cut) <= step_count(TRACE)
+    assert step_count(tmp_path / "missing.json") == 0

@@ -2,8 +2,8 @@
 
 ``tensorboard_trace_handler(dir)`` writes ``<worker>.<ms since epoch>.pt.trace.json``
 (``.gz`` when asked), one file per worker (process; by default ``host_pid``) and
-profiling cycle.  In a folder the newest file of each worker is that worker's
-trace (``workers``).  ``choose_trace`` picks one trace: the file given, or in a
+profiling cycle.  In a folder the file of each worker with the most steps (its
+fullest cycle, the newest of a tie) is that worker's trace (``workers``).  ``choose_trace`` picks one trace: the file given, or in a
 folder the trace of rank 0 (else the first worker by name), listing the others;
 ``analyze`` analyses a folder of several ranks or runs worker by worker
 (``ranks``) and each worker's trace through ``choose_trace``.

@@ -6,8 +6,11 @@ the script names it (``worker_name=f"rank{rank}"`` is common).  A multi-process
 job writes ``distributedInfo: {backend, rank, world_size}`` into each trace's
 header (read without reading the events: kineto writes it before them).
 
-* The newest file of each worker is that worker's trace; the older ones
-  (earlier cycles, or an earlier run of the same worker) are left out and listed.
+* Of a worker's files (one per profiling cycle), the one with the most
+  ``ProfilerStep`` ranges is that worker's trace, the newest of a tie
+  (``cycles``): a last cycle cut short by the job's end is not chosen over a
+  full one.  The others (other cycles, or an earlier run of the same worker)
+  are left out and listed.
 * A worker's rank is ``distributedInfo.rank``, else ``rank<N>`` in its name.
 * Two workers with the same rank (a job run twice into one logdir: new pids,
   new worker names) keep the newer, and the other is listed.
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from .cycles import fullest
 from .reader import TraceError, read_header
 
 HANDLER_NAME = re.compile(r"^(?P<worker>.+)\.(?P<ms>\d{10,})\.pt\.trace\.json(?:\.gz)?$")
@@ -38,11 +42,11 @@ LISTED = 4  # paths named in a warning before "and N more"
 
 @dataclass(frozen=True)
 class Worker:
-    """One worker's newest trace, and what its header and name say about it."""
+    """One worker's trace (its fullest cycle), and what its header and name say about it."""
 
     path: Path
     name: str  # the worker as tensorboard_trace_handler names it, else the file name
-    when: float  # the time in its name (tensorboard), else the file's mtime in ms
+    when: float  # the time in its newest file's name (tensorboard), else that file's mtime in ms
     rank: Optional[int] = None
     world_size: Optional[int] = None
     backend: Optional[str] = None
@@ -63,6 +67,7 @@ class Workers:
     older: list[Path] = field(default_factory=list)  # older files of the same workers
     replaced: list[Worker] = field(default_factory=list)  # workers whose rank a newer worker has (an earlier run)
     unranked: list[Worker] = field(default_factory=list)  # workers without a rank beside ranked ones (not analysed)
+    fuller: list[tuple[Path, int, Path, int]] = field(default_factory=list)  # (chosen, its steps, newest, its steps)
 
     @property
     def ranks(self) -> list[Worker]:
@@ -78,9 +83,13 @@ class Workers:
     def warnings(self) -> list[str]:
         """What was left out, and what the traces lacked, each as one sentence."""
         out = []
+        for chosen, steps, newest, newest_steps in self.fuller:
+            out.append(f"the newest trace of its worker, {newest.name}, holds {newest_steps} step(s) (a cycle cut short?): the "
+                       f"fuller cycle {chosen.name} ({steps} steps) is analysed; give the file itself to analyse another")
         if self.older:
-            out.append(f"{len(self.older)} older trace file(s) of the same worker(s) in {self.folder} were left out (earlier "
-                       f"profiling cycles or runs): the newest trace of each worker is analysed; left out: {_names(self.older)}")
+            out.append(f"{len(self.older)} other trace file(s) of the same worker(s) in {self.folder} were left out (other "
+                       f"profiling cycles or runs): the cycle with the most steps of each worker is analysed; left out: "
+                       f"{_names(self.older)}")
         if self.replaced:
             out.append(f"{len(self.replaced)} trace(s) of an earlier run claim the same rank(s) as newer ones and were left out: "
                        + _names([w.path for w in self.replaced]))
@@ -158,8 +167,12 @@ def list_workers(folder: Path) -> Workers:
     found = Workers(folder=folder, workers=[])
     for (_, worker), runs in sorted(newest.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         runs.sort()
-        found.older += [f for _, f in runs[:-1]]
         when, file = runs[-1]
+        if len(runs) > 1:
+            (_, file), steps = fullest(runs)
+            if file != runs[-1][1]:
+                found.fuller.append((file, steps[file], runs[-1][1], steps[runs[-1][1]]))
+        found.older += [f for _, f in runs if f != file]
         try:
             header = read_header(file) if len(newest) > 1 else {}
         except TraceError:
