@@ -71,6 +71,52 @@ def test_forward_and_backward_shares_from_the_ranges(path: Path, tmp_path: Path)
     assert ranges_html(report) in html and "id='ranges'" in html
 
 
+def forward_work_by_hand(path: Path, range_name: str) -> dict[str, float]:
+    """{op: own us per step} of the stepping thread's operators and runtime calls whose innermost range at their
+    start is ``range_name`` (own: the duration less that of the events directly nested in it on the thread)."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        events = [e for e in json.load(handle)["traceEvents"] if e.get("ph") == "X"]
+    marks = [e for e in events if e["name"].startswith("ProfilerStep#") and e.get("cat") == "user_annotation"]
+    thread = (marks[0]["pid"], marks[0]["tid"])
+    mine = [e for e in events if (e["pid"], e["tid"]) == thread and not e["name"].startswith("ProfilerStep#")]
+    ranges = [e for e in mine if e.get("cat") == "user_annotation"]
+    work = sorted((e for e in mine if e.get("cat") in ("cpu_op", "cuda_runtime")), key=lambda e: (e["ts"], -e["dur"]))
+    own: dict[str, float] = defaultdict(float)
+    for k, op in enumerate(work):
+        inner = [r for r in ranges if r["ts"] <= op["ts"] < r["ts"] + r["dur"]]
+        if not inner or min(inner, key=lambda r: r["dur"])["name"] != range_name:
+            continue
+        end = op["ts"] + op["dur"]
+        children = [c for c in work[k + 1:] if c["ts"] < end and c["ts"] + c["dur"] <= end]
+        direct = [c for c in children if not any(o is not c and o["ts"] <= c["ts"] and c["ts"] + c["dur"] <= o["ts"] + o["dur"]
+                                                 for o in children)]
+        own[op["name"]] += (op["dur"] - sum(c["dur"] for c in direct)) / len(marks)
+    return own
+
+
+@pytest.mark.parametrize("path", [NCCL, RANK0], ids=["nccl-2-ranks", "sampled-128-ranks"])
+def test_the_operators_inside_a_range_without_stacks(path: Path, tmp_path: Path) -> None:
+    """What runs inside DistributedDataParallel.forward (the stepping thread's own ops): its largest ops with their own
+    time, as a sweep of the raw events by hand gives them; the verdict names the largest range's largest op."""
+    report = analyze_trace(path, out_dir=tmp_path / "run").report
+    assert report is not None
+    rows = {r["name"]: r for r in report["ranges"]["rows"]}
+    row = rows["DistributedDataParallel.forward"]
+    hand = forward_work_by_hand(path, "DistributedDataParallel.forward")
+    expected = sorted(hand.items(), key=lambda kv: -kv[1])[:5]
+    assert [o["name"] for o in row["top_ops"]] == [name for name, _ in expected]
+    for o, (_, us) in zip(row["top_ops"], expected):
+        assert o["self_ms_per_step"] == pytest.approx(us / 1000, rel=2e-2)
+    assert sum(o["self_ms_per_step"] for o in row["top_ops"]) <= row["self_ms_per_step"] + 1e-3
+    backward = rows["## backward ##"]["top_ops"]
+    assert backward and all(o["self_ms_per_step"] > 0 for o in backward)
+    ranged = next(e["text"] for e in report["bottleneck"]["evidence"] if "innermost record_function" in e["text"])
+    top = max(rows.values(), key=lambda r: r["self_ms_per_step"])
+    assert f"largest op {top['top_ops'][0]['name']}" in ranged
+    html = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    assert "operators directly inside" in html and f"<code>{row['top_ops'][0]['name']}</code>" in html
+
+
 def test_a_trace_with_stacks_has_no_range_table(tmp_path: Path) -> None:
     kineto = DATA / "traces" / "public" / "kineto" / "resnet50_num_workers_0" / "worker0.1623143089861.pt.trace.json.gz"
     report = analyze_trace(kineto, out_dir=tmp_path / "run").report

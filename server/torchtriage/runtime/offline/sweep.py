@@ -259,6 +259,8 @@ class Sweep:
             else:
                 total = own
             self.tables.ops.add(entry.op, "cpu", entry.main, own, total, entry.chain_id, duration)
+            if entry.main and self.ranges.stats:
+                self.ranges.work_in(entry.op, entry.start, own)
             if entry.shapes:  # a call nested in one of the same op and shapes counted once in the total
                 nested = any(e.op == entry.op and e.shapes == entry.shapes for e in stack)
                 self.tables.shapes.add(entry.op, entry.shapes, own, 0 if nested else duration)

@@ -20,7 +20,8 @@ def range_sections(profile: ProfileData) -> dict[str, Any]:
         "names": block.get("names", 0),
         "rows": [
             {"name": name, "parent": parent or None, "calls_per_step": round(calls / n, 3), "ms_per_step": round(incl / n / 1e6, 4),
-             "self_ms_per_step": round(own / n / 1e6, 4), "share": round(min(1.0, incl / step_ns), 4) if step_ns > 0 else 0.0}
-            for name, incl, own, calls, parent in block["ranges"]
+             "self_ms_per_step": round(own / n / 1e6, 4), "share": round(min(1.0, incl / step_ns), 4) if step_ns > 0 else 0.0,
+             "top_ops": [{"name": op, "self_ms_per_step": round(ns / n / 1e6, 4)} for op, ns in (rest[0] if rest else [])]}
+            for name, incl, own, calls, parent, *rest in block["ranges"]
         ],
     }}

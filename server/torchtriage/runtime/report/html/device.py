@@ -143,13 +143,19 @@ def ranges_html(r: dict[str, Any]) -> str:
     rows = "".join(
         f"<tr><td><code>{escape(o['name'])}</code></td><td>{escape(o['parent'] or '')}</td>"
         f"<td class='num'>{o['calls_per_step']:g}</td><td class='num'>{o['ms_per_step']:.3f}</td>"
-        f"<td class='num'>{o['share'] * 100:.1f}%</td><td class='num'>{o['self_ms_per_step']:.3f}</td></tr>"
+        f"<td class='num'>{o['share'] * 100:.1f}%</td><td class='num'>{o['self_ms_per_step']:.3f}</td>"
+        f"<td>{_top_ops(o.get('top_ops') or [])}</td></tr>"
         for o in table["rows"]
     )
     return ("<h2 id='ranges'>record_function and module ranges (stepping thread)</h2>"
             "<p class='caption'>The trace has no Python frames or call stacks: these ranges name where the step goes.</p>"
             "<table class='ranges'><tr><th>range</th><th>inside</th><th class='num'>calls/step</th><th class='num'>ms/step</th>"
-            "<th class='num'>step share</th><th class='num'>innermost ms/step</th></tr>" + rows + "</table>")
+            "<th class='num'>step share</th><th class='num'>innermost ms/step</th><th>operators directly inside (own ms/step)</th></tr>"
+            + rows + "</table>")
+
+
+def _top_ops(ops: list[dict[str, Any]]) -> str:
+    return ", ".join(f"<code>{escape(o['name'])}</code> {o['self_ms_per_step']:.3f}" for o in ops)
 
 
 def device_html(r: dict[str, Any]) -> str:
