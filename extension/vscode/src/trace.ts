@@ -1,16 +1,50 @@
 /**
  * Open a trace…: a torch.profiler trace recorded elsewhere (a chrome trace `.json` / `.json.gz` /
- * `.pt.trace.json(.gz)`, or a `tensorboard_trace_handler` folder from the explorer's context menu)
+ * `.pt.trace.json(.gz)`, or a `tensorboard_trace_handler` folder of them, one per worker or rank)
  * analysed by the language server (`torchtriage.analyze`, behind a cancellable progress notification),
  * then its report in the webview and its hot lines drawn on the local files it names (the hottest one
- * opened at its hottest line).  Nothing of the user's runs: allowed in an untrusted workspace too.
+ * opened at its hottest line).  The trace is the explorer's file or folder (its context menu), else one
+ * picked in a quick pick: the traces found in the workspace (a folder of several as one choice), or an
+ * open dialog for a file or for a folder (a native dialog on Windows and Linux selects one kind, not both).
+ * Nothing of the user's runs: allowed in an untrusted workspace too.
  */
 import * as vscode from "vscode";
 import { Annotations, ProfileReportPayload } from "./annotations";
 import { TRACE_FILTERS, analyzeArgument, traceMessage, traceName } from "./pure/trace";
+import { FoundTrace, MAX_TRACES, TRACE_EXCLUDE, TRACE_GLOB, TraceChoice, traceChoices, tracePickPlaceholder } from "./pure/traceChoices";
 import { ReportView } from "./reportView";
 import { ServerManager } from "./server";
 import { errorText, executeWithProgress, wasCancelled } from "./serverCommand";
+
+/** A trace file found in the workspace, with its URI. */
+interface FoundUri extends FoundTrace {
+  uri: vscode.Uri;
+}
+
+/** A quick pick item: a trace (file or folder) found in the workspace, or one of the open dialogs. */
+interface TracePickItem extends vscode.QuickPickItem {
+  uri?: vscode.Uri;
+  browse?: "file" | "folder";
+}
+
+/** The open dialogs, last in the quick pick (the same objects throughout, so the active one can be kept). */
+const BROWSE_ITEMS: TracePickItem[] = [
+  { label: "browse", kind: vscode.QuickPickItemKind.Separator },
+  { label: "Browse for a trace file…", description: ".json, .json.gz, .pt.trace.json", iconPath: new vscode.ThemeIcon("go-to-file"), browse: "file" },
+  { label: "Browse for a folder of traces…", description: "a tensorboard_trace_handler logdir", iconPath: new vscode.ThemeIcon("folder-opened"), browse: "folder" },
+];
+
+/** The quick pick item of a trace found in the workspace: a folder's URI is its files' parent. */
+function traceItem(choice: TraceChoice<FoundUri>): TracePickItem {
+  const file = choice.files[0].uri;
+  const folder = choice.kind === "folder";
+  return {
+    label: choice.label,
+    description: choice.description,
+    iconPath: new vscode.ThemeIcon(folder ? "folder" : "file"),
+    uri: folder ? vscode.Uri.joinPath(file, "..") : file,
+  };
+}
 
 export class TraceOpener {
   private running = new Set<string>();
@@ -22,7 +56,7 @@ export class TraceOpener {
     private readonly log: vscode.LogOutputChannel,
   ) {}
 
-  /** The trace `target` (the explorer's file or folder), else the one picked in the open dialog. */
+  /** The trace `target` (the explorer's file or folder), else the one picked in the quick pick (or its open dialogs). */
   async open(target?: vscode.Uri): Promise<ProfileReportPayload | undefined> {
     const uri = target ?? (await this.pick());
     if (!uri) return undefined;
@@ -70,16 +104,81 @@ export class TraceOpener {
     }
   }
 
+  /** The trace picked: one found in the workspace, or one browsed for in an open dialog. */
   private async pick(): Promise<vscode.Uri | undefined> {
+    const picked = await this.choose();
+    return picked?.browse ? this.browse(picked.browse) : picked?.uri;
+  }
+
+  /**
+   * The quick pick, shown at once with the open dialogs in it; the workspace's traces are added when found
+   * (the active item kept if the user moved to another than the first or typed a filter).
+   */
+  private async choose(): Promise<TracePickItem | undefined> {
+    const quickPick = vscode.window.createQuickPick<TracePickItem>();
+    quickPick.title = "torchtriage: open a trace recorded with torch.profiler";
+    quickPick.placeholder = "Looking for traces in the workspace…";
+    quickPick.matchOnDescription = true;
+    quickPick.items = BROWSE_ITEMS;
+    quickPick.busy = true;
+    const search = new vscode.CancellationTokenSource();
+    const fill = (items: TracePickItem[], placeholder: string) => {
+      if (search.token.isCancellationRequested) return;
+      const active = quickPick.activeItems[0];
+      const keep = active && (active !== BROWSE_ITEMS[1] || quickPick.value !== "");
+      quickPick.items = items;
+      if (keep && items.includes(active)) quickPick.activeItems = [active];
+      quickPick.placeholder = placeholder;
+      quickPick.busy = false;
+    };
+    void this.workspaceTraces(search.token).then(
+      ({ files, truncated }) => {
+        const choices = traceChoices(files, Date.now()).map(traceItem);
+        const found: TracePickItem[] = choices.length ? [{ label: "in the workspace", kind: vscode.QuickPickItemKind.Separator }, ...choices] : [];
+        fill([...found, ...BROWSE_ITEMS], tracePickPlaceholder(choices.length, truncated));
+      },
+      (error) => {
+        this.log.warn(`looking for traces in the workspace failed: ${errorText(error)}`);
+        fill(BROWSE_ITEMS, "Browse for a trace file, or for a folder of them");
+      },
+    );
+    try {
+      return await new Promise<TracePickItem | undefined>((resolve) => {
+        quickPick.onDidAccept(() => {
+          const item = quickPick.selectedItems[0];
+          if (item) resolve(item); // Enter on a filter that matches nothing leaves the pick open
+        });
+        quickPick.onDidHide(() => resolve(undefined));
+        quickPick.show();
+      });
+    } finally {
+      search.cancel();
+      search.dispose();
+      quickPick.dispose();
+    }
+  }
+
+  /** The workspace's trace files (at most MAX_TRACES), with their sizes and times, and whether more may be there. */
+  private async workspaceTraces(token: vscode.CancellationToken): Promise<{ files: FoundUri[]; truncated: boolean }> {
+    const uris = await vscode.workspace.findFiles(TRACE_GLOB, TRACE_EXCLUDE, MAX_TRACES, token);
+    const files = await Promise.all(
+      uris.map(async (uri) => {
+        const stat = await Promise.resolve(vscode.workspace.fs.stat(uri)).catch(() => undefined);
+        return { uri, relativePath: vscode.workspace.asRelativePath(uri), size: stat?.size ?? 0, mtime: stat?.mtime ?? 0 };
+      }),
+    );
+    return { files, truncated: uris.length >= MAX_TRACES };
+  }
+
+  /** The open dialog for a trace file, or for a folder of them (a native dialog selects one kind on Windows and Linux). */
+  private async browse(kind: "file" | "folder"): Promise<vscode.Uri | undefined> {
     const chosen = await vscode.window.showOpenDialog({
-      title: "torchtriage: open a trace recorded with torch.profiler",
+      title: kind === "file" ? "torchtriage: the trace file to analyse" : "torchtriage: the folder of traces to analyse (a tensorboard_trace_handler logdir)",
       openLabel: "Analyse",
-      canSelectFiles: true,
-      // A native dialog selects files or folders on Windows and Linux, not both: a tensorboard_trace_handler
-      // folder is opened from the explorer's context menu there.
-      canSelectFolders: process.platform === "darwin",
+      canSelectFiles: kind === "file",
+      canSelectFolders: kind === "folder",
       canSelectMany: false,
-      filters: TRACE_FILTERS,
+      ...(kind === "file" ? { filters: TRACE_FILTERS } : {}),
       defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
     });
     return chosen?.[0];

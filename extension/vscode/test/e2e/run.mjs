@@ -77,6 +77,24 @@ const ONLY = process.env.TORCHTRIAGE_E2E_ONLY ? new RegExp(process.env.TORCHTRIA
 const wanted = (name) => !ONLY || ONLY.test(name);
 
 const results = [];
+/** "Open a trace…", then in its quick pick the open dialog `browse` (titled `title`), and `target` typed into it. */
+async function pickTrace(page, browse, title, target) {
+  await ui.command(page, "torchtriage: Open a trace…");
+  // The quick pick: the workspace's traces (none: the trace is outside it) and the two open dialogs.
+  const input = page.locator(".quick-input-widget input");
+  await page.locator(".quick-input-widget", { hasText: "open a trace recorded with torch.profiler" }).first().waitFor({ timeout: 20_000 });
+  await page.waitForTimeout(300);
+  await input.fill(browse.replace("…", ""));
+  await page.locator(".quick-input-widget .monaco-list-row", { hasText: browse }).first().waitFor({ timeout: 10_000 });
+  await page.keyboard.press("Enter");
+  // code-server's open dialog: a quick input holding a folder path; the target's path typed over it.
+  await page.locator(".quick-input-widget", { hasText: title }).first().waitFor({ timeout: 20_000 });
+  await page.waitForTimeout(500);
+  await input.fill(target);
+  await page.waitForTimeout(800);
+  await page.keyboard.press("Enter");
+}
+
 async function scenario(page, name, body) {
   if (!wanted(name)) return;
   const started = Date.now();
@@ -111,12 +129,12 @@ try {
   copyFileSync(path.join(REPO, "tests", "data", "runtime", "verify", "loader_bound.py"), path.join(trusted, "loader_bound.py")); // its TT302 fix helps
   // A trace recorded beforehand with plain torch.profiler (with_stack) of a script in the workspace, run from its
   // folder (so the trace names it `traced_train.py`), written outside the workspace; and what analyze makes of it.
-  const TRACE = "open a trace: the file dialog, the report webview, the label on the script's hot line";
+  const TRACE = "open a trace: the file dialog, the report webview, the label on the script's hot line; then its folder";
   let traced;
   if (wanted(TRACE)) {
     copyFileSync(path.join(REPO, "tests", "data", "runtime", "traces", "train_traced.py"), path.join(trusted, "traced_train.py"));
-    mkdirSync(path.join(root, "traces"));
-    const trace = path.join(root, "traces", "job.pt.trace.json");
+    mkdirSync(path.join(root, "job")); // a folder named as its one trace, so both picks announce "trace job"
+    const trace = path.join(root, "job", "job.pt.trace.json");
     execFileSync(python, ["traced_train.py", "--trace", trace], { cwd: trusted, stdio: "pipe" });
     const out = execFileSync(python, ["-m", "torchtriage", "analyze", "--format", "json", "--out", path.join(root, "expected-analyze"), "--source-root", trusted, trace],
       { encoding: "utf-8", maxBuffer: 256 * 1024 * 1024 });
@@ -207,14 +225,7 @@ try {
     await page.locator(".part.editor .codelens-decoration a", { hasText: "Profile this script" }).first().waitFor({ timeout: 90_000 });
     await ui.command(page, "Notifications: Clear All Notifications");
     await ui.command(page, "View: Close All Editor Groups");
-    await ui.command(page, "torchtriage: Open a trace…");
-    // code-server's open dialog: a quick input holding a folder path; the trace's path typed over it.
-    const input = page.locator(".quick-input-widget input");
-    await page.locator(".quick-input-widget", { hasText: "open a trace recorded with torch.profiler" }).first().waitFor({ timeout: 20_000 });
-    await page.waitForTimeout(500);
-    await input.fill(traced.trace);
-    await page.waitForTimeout(800);
-    await page.keyboard.press("Enter");
+    await pickTrace(page, "Browse for a trace file…", "the trace file to analyse", traced.trace);
     await page.locator(".notifications-toasts", { hasText: "analysing the trace job" }).first().waitFor({ timeout: 30_000 }).catch(() => undefined); // the progress (brief)
     const message = page.locator(".notifications-toasts .notification-toast", { hasText: "torchtriage: trace job:" }).first();
     await message.waitFor({ timeout: 120_000 });
@@ -239,6 +250,14 @@ try {
     const status = await page.locator(".statusbar-item", { hasText: "ms/step" }).first().innerText();
     if (!/compute bound \d+% · [\d.]+ ms\/step/.test(status)) throw new Error(`status bar verdict: ${status}`);
     await ui.command(page, "View: Close All Editor Groups"); // one group again for the scenarios after this one
+    // The same trace's folder (a tensorboard_trace_handler logdir of one worker) through the folder dialog.
+    await ui.command(page, "Notifications: Clear All Notifications");
+    await pickTrace(page, "Browse for a folder of traces…", "the folder of traces to analyse", path.dirname(traced.trace));
+    const again = page.locator(".notifications-toasts .notification-toast", { hasText: "torchtriage: trace job:" }).first();
+    await again.waitFor({ timeout: 120_000 });
+    const folderText = (await again.innerText()).replace(/\s+/g, " ");
+    if (!/trace job: compute bound \d+% · [\d.]+ ms\/step; hot lines drawn on traced_train\.py/.test(folderText)) throw new Error(`the folder's analysis message: ${folderText}`);
+    await ui.command(page, "View: Close All Editor Groups");
   });
 
   const LAB = "lab: compare before a profile says why; run the lab: progress, verdict, lab.html";
