@@ -1,7 +1,8 @@
 """The short terminal summary ``torchtriage profile`` prints: a rich renderable.
 
 Built from the report.json document only: verdict and step time, the
-breakdown, the top five lines, the first fixes, and where the run folder is.
+breakdown, the top five lines (or, in a trace without stacks, the top
+ranges), the top GPU kernels, the first fixes, and where the run folder is.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .device_lines import device_lines
+from .device_tables import kernels_table, ranges_table
 
 KIND_TITLES = MappingProxyType({
     "data_loading": "data loading",
@@ -246,8 +248,11 @@ def render_summary(report: dict[str, Any], run_dir: Path | str | None = None) ->
         parts.append(Text(f"  \u2022 {e['text']}"))
     if report["steps_profiled"]:
         parts += [Text(""), _breakdown(report)]
-    if report["hotspots"]:
+    if report["hotspots"] and any(h.get("path") for h in report["hotspots"]):
         parts += [Text(""), HotLines(report)]
+    for table in (ranges_table(report), kernels_table(report)):
+        if table is not None:
+            parts += [Text(""), table]
     recs = report["bottleneck"]["recommendations"][:3]
     if recs:
         parts.append(Text("\nTry first:", style="bold"))
