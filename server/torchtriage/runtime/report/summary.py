@@ -248,9 +248,10 @@ def render_summary(report: dict[str, Any], run_dir: Path | str | None = None) ->
         parts.append(Text(f"  \u2022 {e['text']}"))
     if report["steps_profiled"]:
         parts += [Text(""), _breakdown(report)]
-    if report["hotspots"] and any(h.get("path") for h in report["hotspots"]):
+    ranges = ranges_table(report)  # a trace without stacks: its ranges stand in for the lines it cannot name
+    if report["hotspots"] and ranges is None:
         parts += [Text(""), HotLines(report)]
-    for table in (ranges_table(report), kernels_table(report)):
+    for table in (ranges, kernels_table(report)):
         if table is not None:
             parts += [Text(""), table]
     recs = report["bottleneck"]["recommendations"][:3]
