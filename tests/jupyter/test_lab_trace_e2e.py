@@ -1,7 +1,9 @@
 """End to end in a real JupyterLab, driven in headless Chromium (playwright-core): a trace recorded here with plain
 torch.profiler (``with_stack``), put in the server root, opened from the file browser shows as a torchtriage report
 (the verdict, the hot line in the root's script, report.html); a copy named ``*.json`` opens through "Open With →
-torchtriage report"; a file that is not a trace shows the reason.  The trace's content never reaches the browser."""
+torchtriage report"; a file that is not a trace shows the reason.  A folder holding a trace per rank opens through
+the folder's context menu (only there) as the first rank's report, naming the ranks, each a link to its own report;
+an empty folder shows the reason.  The trace's content never reaches the browser."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ JLAB = REPO / "extension" / "jupyterlab"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 NODE = shutil.which("node")
 SCRIPT = REPO / "tests" / "data" / "runtime" / "traces" / "train_traced.py"
+RANK_TRACE = REPO / "tests" / "data" / "runtime" / "cuda" / "sync_every_step" / "trace.json.gz"
 
 pytestmark = [
     pytest.mark.slow,
@@ -47,13 +50,17 @@ def test_a_trace_in_the_file_browser_opens_as_a_report(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     shutil.copy(trace, traces / "copy.json")
     (traces / "notes.pt.trace.json").write_text('{"traceEvents": [')  # truncated
+    (traces / "ranks").mkdir()
+    for name in ("job_rank0.1700000000000", "job_rank1.1700000000001"):
+        shutil.copy(RANK_TRACE, traces / "ranks" / f"{name}.pt.trace.json.gz")
+    (traces / "empty").mkdir()
     heavy = next(n for n, line in enumerate(SCRIPT.read_text().splitlines(), 1) if "return torch.mm(a, b)" in line)
     out = tmp_path / "screens"
     out.mkdir()
     lab = Lab(tmp_path / "lab", root)
     try:
         env = dict(os.environ, LAB_URL=lab.url, LAB_TOKEN=lab.token, FOLDER="proj/traces", TRACE=trace.name, PLAIN="copy.json",
-                   BAD="notes.pt.trace.json", OUT=str(out), CHROMIUM=CHROMIUM)
+                   BAD="notes.pt.trace.json", RANKS="ranks", EMPTY="empty", OUT=str(out), CHROMIUM=CHROMIUM)
         result = subprocess.run([NODE, str(JLAB / "e2e" / "trace.mjs")], env=env, capture_output=True, text=True, timeout=480)
     finally:
         lab.close()
@@ -69,5 +76,12 @@ def test_a_trace_in_the_file_browser_opens_as_a_report(tmp_path):
     assert "notes.pt.trace.json" in seen["bad"].split("analyse", 1)[1], seen  # the CLI's message names the file
     fetched = [url for url in seen["contents_requests"] if "/checkpoints" not in url]  # (checkpoints: a listing)
     assert fetched and all("content=0" in url for url in fetched), seen
-    runs = list((traces / ".torchtriage" / "runs").iterdir())
+    assert seen["file_menu_has_folder_command"] is False, seen
+    assert seen["folder_verdict"].startswith("data loading bound") and seen["folder_tab"].startswith("ranks/"), seen
+    assert seen["folder_workers"].startswith("Ranks analysed: 0, 1 · all ranks (the report of rank 0)"), seen
+    assert seen["folder_run"].startswith("Analysed: proj/traces/.torchtriage/runs/") and seen["folder_run"].endswith("-analyze-ranks"), seen
+    assert seen["folder_html_has_ranks"] is True, seen  # the run's page: the ranks section
+    assert seen["rank1_src"].endswith("-analyze-ranks/rank1") and seen["rank1_has_ranks_section"] is False, seen
+    assert "cannot analyse proj/traces/empty" in seen["empty"] and "no trace files in this folder" in seen["empty"], seen
+    runs = [run for run in (traces / ".torchtriage" / "runs").iterdir() if not run.name.endswith("-analyze-ranks")]
     assert len(runs) == 2 and all((run / "report.html").is_file() for run in runs), runs  # the trace, and its copy

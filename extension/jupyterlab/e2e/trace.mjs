@@ -2,12 +2,13 @@
 // opened from the file browser shows as a torchtriage report.
 // Env: LAB_URL (with base path), LAB_TOKEN, FOLDER (the trace's folder, relative to the root, `/`-separated),
 // TRACE (its file name), PLAIN (a copy named *.json, opened with "Open With → torchtriage report"),
-// BAD (a file that is not a trace), OUT (screenshots).
+// BAD (a file that is not a trace), OUT (screenshots); RANKS (a subfolder of FOLDER holding a trace per rank) and EMPTY
+// (a subfolder without traces), each opened with the folder context menu's "Open as torchtriage trace report".
 // Prints one JSON line with what it saw; exits 1 (with OUT/failure.png) when a step fails.
 import { join } from 'node:path';
 import { openBrowser, stepper } from './browser.mjs';
 
-const { LAB_URL, LAB_TOKEN, FOLDER, TRACE, PLAIN, BAD, OUT } = process.env;
+const { LAB_URL, LAB_TOKEN, FOLDER, TRACE, PLAIN, BAD, OUT, RANKS, EMPTY } = process.env;
 const STEP_MS = Number(process.env.STEP_MS || 90000);
 const seen = { contents_requests: [] };
 
@@ -67,6 +68,47 @@ await step('bad_trace', async () => {
   const error = reports.nth(2).locator('.tt-trace-error');
   await error.waitFor({ timeout: 60000 });
   seen.bad = (await error.innerText()).replace(/\s+/g, ' ');
+});
+
+const FOLDER_COMMAND = 'Open as torchtriage trace report';
+const menuItem = label => page.locator('.lm-Menu-item:visible', { hasText: label });
+
+await step('folder_command_only_on_folders', async () => {
+  await item(TRACE).click({ button: 'right' });
+  await menuItem(/^Open With/).first().waitFor();
+  seen.file_menu_has_folder_command = (await menuItem(FOLDER_COMMAND).count()) > 0;
+  await page.keyboard.press('Escape');
+});
+
+await step('folder_report', async () => {
+  await item(RANKS).click({ button: 'right' });
+  await menuItem(FOLDER_COMMAND).first().click();
+  const report = reports.nth(3);
+  await report.locator('.tt-trace-workers').waitFor({ timeout: 180000 });
+  seen.folder_verdict = await report.locator('.tt-trace-verdict').innerText();
+  seen.folder_workers = await report.locator('.tt-trace-workers').innerText();
+  seen.folder_run = await report.locator('.tt-trace-run').innerText();
+  seen.folder_tab = await page.locator('.lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current').first().innerText();
+  const body = report.frameLocator('iframe.tt-trace-report').locator('body');
+  await body.filter({ hasText: 'Ranks (2 in the traces' }).waitFor({ timeout: 60000 });
+  seen.folder_html_has_ranks = (await body.innerText()).includes('Ranks (2 in the traces');
+  await report.locator('.tt-trace-worker', { hasText: /^1$/ }).click();
+  await page.waitForFunction(() => {
+    const frames = document.querySelectorAll('.jp-torchtriage-trace iframe.tt-trace-report');
+    return frames.length > 3 && frames[3].src.includes('rank1');
+  });
+  seen.rank1_src = decodeURIComponent((await report.locator('iframe.tt-trace-report').getAttribute('src')) ?? '');
+  await body.filter({ hasText: 'of step time' }).waitFor({ timeout: 60000 });
+  seen.rank1_has_ranks_section = (await body.innerText()).includes('Ranks (2 in the traces');
+});
+await page.screenshot({ path: join(OUT, 'folder.png') });
+
+await step('empty_folder', async () => {
+  await item(EMPTY).click({ button: 'right' });
+  await menuItem(FOLDER_COMMAND).first().click();
+  const error = reports.nth(4).locator('.tt-trace-error');
+  await error.waitFor({ timeout: 60000 });
+  seen.empty = (await error.innerText()).replace(/\s+/g, ' ');
 });
 
 console.log(JSON.stringify(seen));

@@ -4,12 +4,13 @@
  * the cell's editor; a side panel lists the runs.  The report itself is drawn by the mime renderer
  * (mime.ts).  Diagnostics come from `torchtriage lsp` through jupyter-lsp: shown by jupyterlab-lsp when it
  * serves torchtriage, else by diagnostics.ts beside the Python server jupyterlab-lsp chose.
- * A torch.profiler trace in the file browser opens as a report (trace.ts).
+ * A torch.profiler trace in the file browser opens as a report, and so does a folder of traces (trace.ts).
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, ToolbarButton } from '@jupyterlab/apputils';
 import { Cell, CodeCell } from '@jupyterlab/cells';
 import { CodeMirrorEditor } from '@jupyterlab/codemirror';
+import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { OutputArea } from '@jupyterlab/outputarea';
 import { ILSPDocumentConnectionManager } from '@jupyterlab/lsp';
@@ -19,7 +20,7 @@ import { hotLines, marksFor, setMarks } from './annotations';
 import { MIME_TYPE, Payload } from './payload';
 import { RunsPanel, requestAPI } from './runs';
 import { NotebookDiagnostics, SERVER_ID } from './diagnostics';
-import { registerTraceReports } from './trace';
+import { addTraceFolderCommand, registerTraceReports } from './trace';
 
 export const COMMAND = 'torchtriage:profile-cell';
 export const FIX_COMMAND = 'torchtriage:fix-line';
@@ -113,15 +114,19 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'Profile notebook cells with torchtriage in the live kernel and annotate their hot lines.',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ICommandPalette, ILayoutRestorer, ILSPDocumentConnectionManager],
+  optional: [ICommandPalette, ILayoutRestorer, ILSPDocumentConnectionManager, IFileBrowserFactory],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     palette: ICommandPalette | null,
     restorer: ILayoutRestorer | null,
-    lsp: ILSPDocumentConnectionManager | null
+    lsp: ILSPDocumentConnectionManager | null,
+    browsers: IFileBrowserFactory | null
   ) => {
     registerTraceReports(app.docRegistry);
+    if (browsers) {
+      addTraceFolderCommand(app, browsers);
+    }
     const annotator = new Annotator();
     const clients = new WeakMap<NotebookPanel, NotebookDiagnostics>();
     const runs = new RunsPanel();

@@ -8,7 +8,7 @@
 | ``report?path=REL`` | GET | one run's report.json (``path``: the run folder, relative to the root) |
 | ``html?path=REL`` | GET | that run's report.html (self-contained) |
 | ``tensorboard`` | POST ``{"path": REL}`` | start TensorBoard on the run's logdir; ``{"url", "pid"}`` |
-| ``trace`` | POST ``{"path": REL}`` | analyse a trace file (``torchtriage analyze``, see ``traces.py``); ``{"run", "reused", "summary"}`` |
+| ``trace`` | POST ``{"path": REL}`` | analyse a trace file or folder (``torchtriage analyze``, see ``traces.py``); ``{"run", "trace", "folder", "reused", "summary", "workers"}`` |
 
 Every route needs jupyter-server's authentication and authorization
 (resource ``torchtriage``); writes need the XSRF token; paths are relative to
@@ -28,7 +28,7 @@ from tornado import web
 
 from .paths import OutsideRoot, inside, run_folders
 from .tensorboard import TensorBoards
-from .traces import TraceFailed, TraceRuns, summary
+from .traces import TraceFailed, TraceRuns, summary, workers
 
 AUTH_RESOURCE = "torchtriage"
 
@@ -140,16 +140,17 @@ class TraceHandler(_Base):
             trace = inside(self.root, relative)
         except OutsideRoot as exc:
             raise web.HTTPError(403, str(exc)) from None
-        if not trace.is_file():
-            raise web.HTTPError(404, f"no trace file {relative}")
+        if not (trace.is_file() or trace.is_dir()):
+            raise web.HTTPError(404, f"no trace file or folder {relative}")
         runs: TraceRuns = self.settings["torchtriage_traces"]
         try:
             folder, reused = await runs.run_for(trace, self.root)
         except TraceFailed as exc:
             raise web.HTTPError(422, str(exc)) from None
         report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-        self.finish(json.dumps({"run": self.relative(folder), "trace": self.relative(trace), "reused": reused,
-                                "summary": summary(report, self.root)}))
+        self.finish(json.dumps({"run": self.relative(folder), "trace": self.relative(trace), "folder": trace.is_dir(),
+                                "reused": reused, "summary": summary(report, self.root),
+                                "workers": workers(folder, report, self.root) if trace.is_dir() else []}))
 
 
 def _summary(relative: str, folder: Path, report: dict[str, Any]) -> dict[str, Any]:

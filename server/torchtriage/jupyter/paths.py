@@ -18,7 +18,7 @@ def inside(root: Path, relative: str) -> Path:
     if not relative or "\x00" in relative:
         raise OutsideRoot("no path given")
     posix = PurePosixPath(relative.replace("\\", "/"))
-    if posix.is_absolute() or relative.startswith("~") or ".." in posix.parts or ":" in posix.parts[0]:
+    if posix.is_absolute() or relative.startswith("~") or ".." in posix.parts or ":" in (posix.parts or ("",))[0]:
         raise OutsideRoot(f"{relative!r} is not a relative path inside the server root")
     real_root = root.resolve()
     target = (real_root / Path(*posix.parts)).resolve()
