@@ -58,6 +58,11 @@ class ModuleContext(ModuleIndex):
     # "dist_util.py:45": a project device function (``dev()``, returning a CUDA device) this file
     # calls, so it uses CUDA itself though its text never says "cuda".
     device_call: str | None = field(default=None, repr=False, compare=False)
+    # Why this file's own loops are not step loops: a script beside the project's training code
+    # that neither trains nor is used by it (see :mod:`.project.roles`); None: they are judged.
+    auxiliary: str | None = field(default=None, repr=False, compare=False)
+    # Other project files import this one: its ``if __name__ == "__main__":`` block is a self-test or demo.
+    imported: bool = field(default=False, repr=False, compare=False)
     # The hot loops for ``hot_entries`` when whoever builds the context has them already (the
     # project model computes them while solving); else :attr:`hot` finds them on first use.
     hot_loops: InitVar[HotLoops | None] = None
@@ -129,4 +134,4 @@ class ModuleContext(ModuleIndex):
     @cached_property
     def hot(self) -> HotLoops:
         """The step loops and per-step functions of this module."""
-        return find_hot_loops(self, self.hot_entries)
+        return find_hot_loops(self, self.hot_entries, own_loops=self.auxiliary is None, main_block=not self.imported)

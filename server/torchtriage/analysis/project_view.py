@@ -55,6 +55,9 @@ class ProjectView:
     # "dist_util.py:45": a project device function (``dev()``, returning a CUDA device) this file
     # calls, so it uses CUDA itself though its text never says "cuda".
     device_call: str | None = None
+    # Why the file's own loops are not step loops (a script beside the training code), else None.
+    auxiliary: str | None = None
+    imported: bool = False  # other project files import it: its ``__main__`` block is a self-test or demo
 
 
 def qualname_of(func: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
@@ -80,7 +83,7 @@ def view_of(ctx) -> ProjectView:  # type: ignore[no-untyped-def]
         defaults = tuple(sorted((k, tuple(v)) for k, v in ctx.project_defaults.items()))
     return ProjectView(
         entries, ctx.cuda_from, defaults, tuple(sorted(ctx.imported_constants.items())), ctx.path_label,
-        tuple(ctx.loader_reads), ctx.trains_via, ctx.device_call,
+        tuple(ctx.loader_reads), ctx.trains_via, ctx.device_call, ctx.auxiliary, ctx.imported,
     )
 
 
@@ -108,4 +111,6 @@ def context_facts(view: ProjectView, index: "ModuleIndex") -> dict[str, Any]:
         "project_defaults": {k: list(v) for k, v in view.defaults} if view.defaults is not None else None,
         "imported_constants": dict(view.imported_constants),
         "device_call": view.device_call,
+        "auxiliary": view.auxiliary,
+        "imported": view.imported,
     }

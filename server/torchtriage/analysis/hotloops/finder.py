@@ -32,6 +32,10 @@ bodies of branches that end the run or initialise lazily (see :mod:`.guards`).
 A modulus of literal 1 is per-step; so are rank guards (``if rank == 0``,
 ``if is_main_process``), which hold on every step of the main process.
 
+In a project (:mod:`..project.roles`), a script beside the training code that
+takes no part in it has no step loops of its own, and a file other project files
+import has none in its ``if __name__ == "__main__":`` block unless they train.
+
 Gradient accumulation: a guard such as ``if (i + 1) % accum == 0:`` whose body
 steps an optimizer, zeroes grads or runs backward is an *accumulation
 boundary*, not a logging guard.  Its body runs once per optimizer step, which
@@ -91,9 +95,12 @@ __all__ = [
 
 
 class _Finder:
-    def __init__(self, ctx: ModuleIndex, entries: tuple[HotEntry, ...] = ()) -> None:
+    def __init__(self, ctx: ModuleIndex, entries: tuple[HotEntry, ...] = (), own_loops: bool = True,
+                 main_block: bool = True) -> None:
         self.ctx = ctx
         self.entries = entries
+        self.own_loops = own_loops
+        self.main_block = main_block
         self.result = HotLoops()
         self.functions: dict[str, list[FunctionNode]] = {}
         self.classes: dict[str, ast.ClassDef] = {}
@@ -147,11 +154,15 @@ class _Finder:
 
     def run(self) -> HotLoops:
         loops: list[tuple[Loop, bool, int]] = []
-        for node in self.loops:
+        for node in self.loops if self.own_loops else ():
             is_step, trains = self.judge.markers(node)
+            if is_step and not self.main_block and not trains and in_main_block(self.ctx, node):
+                continue  # a library file's self-test or demo: not a training step
             if is_step:
                 loops.append((node, trains, sum(1 for _ in self.ctx.ancestors(node))))
         hooks = [f for name in LIGHTNING_STEP_METHODS | LIGHTNING_BATCH_HOOKS for f in self.functions.get(name, ())]
+        if not self.own_loops:
+            hooks = []
         hooks = sorted((f for f in hooks if self.ctx.is_method(f)), key=lambda f: (f.lineno, f.col_offset))
         inputs = self._inputs(loops, hooks)
         kept = kept_hot_loops(self.ctx, inputs)
@@ -386,12 +397,36 @@ class _Finder:
             return []
         return [f for f in self.functions.get(func.attr, []) if owner is not None and self.ctx.parents.get(f) is owner]
 
-def find_hot_loops(ctx: ModuleIndex, entries: tuple[HotEntry, ...] = ()) -> HotLoops:
+
+def find_hot_loops(ctx: ModuleIndex, entries: tuple[HotEntry, ...] = (), own_loops: bool = True,
+                   main_block: bool = True) -> HotLoops:
     """Compute the per-step code of a module (none in test modules: their loops check
     behaviour, not speed, and an ``assert`` on a tensor is what a test is for).
 
     ``entries`` are functions of this module that other files of the project call once per
-    step (see :mod:`.project`); they are per-step like a same-file ``train_step``."""
+    step (see :mod:`.project`); they are per-step like a same-file ``train_step``.
+    ``own_loops`` False: the module's own loops and Lightning hooks are not step code (a script
+    beside a project's training code, :mod:`.project.roles`); only ``entries`` are.
+    ``main_block`` False: the loops of its ``if __name__ == "__main__":`` block that do not train
+    are not step code either (a file other project files import: the block is a self-test or demo)."""
     if is_test_file(ctx.path):
         return HotLoops()
-    return _Finder(ctx, entries).run()
+    return _Finder(ctx, entries, own_loops, main_block).run()
+
+
+def in_main_block(ctx: ModuleIndex, node: ast.AST) -> bool:
+    """Whether ``node`` is inside a top-level ``if __name__ == "__main__":`` block."""
+    top = None
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, ast.Module):
+            break
+        top = ancestor
+    return isinstance(top, ast.If) and _is_main_test(top.test)
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and \
+        any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)

@@ -31,6 +31,7 @@ from ..file_kinds import is_test_file
 from ..hotloops.finder import HotEntry, HotLoops, find_hot_loops
 from ..incremental.reparse import ParsedModule, parse_module
 from .links import cuda_reach, link_loaders, step_data_params
+from .roles import auxiliary_modules, imported_modules
 from .modules import FunctionNode, ModuleTable, ProjectModule, module_name
 from ..project_view import ProjectView, view_of
 from ..hotloops.loop_kinds import loop_facts
@@ -86,6 +87,8 @@ class Project:
         self._entries: dict[ProjectModule, dict[FunctionNode, HotEntry]] = {}
         self._last_hot: dict[ProjectModule, tuple[tuple[HotEntry, ...], HotLoops]] = {}
         self._solved_hot: dict[ProjectModule, HotLoops] = {}  # computed with the final entries
+        self._auxiliary: dict[ProjectModule, str] = {}  # scripts beside the training code (:mod:`.roles`)
+        self._imported: set[ProjectModule] = set()  # files other project files import (:mod:`.roles`)
         self._solved = False
 
     @property
@@ -127,7 +130,7 @@ class Project:
         """The module's hot loops with its current entries (kept for the rules when final)."""
         assert module.ctx is not None
         entries = tuple(self._entries.get(module, {}).values())
-        hot = find_hot_loops(module.ctx, entries)
+        hot = find_hot_loops(module.ctx, entries, own_loops=module not in self._auxiliary, main_block=module not in self._imported)
         self._last_hot[module] = (entries, hot)
         return hot
 
@@ -136,7 +139,9 @@ class Project:
         hot = self._solved_hot.get(module)
         if hot is None:
             assert module.ctx is not None
-            hot = self._solved_hot[module] = find_hot_loops(module.ctx, tuple(self._entries.get(module, {}).values()))
+            hot = self._solved_hot[module] = find_hot_loops(module.ctx, tuple(self._entries.get(module, {}).values()),
+                                                            own_loops=module not in self._auxiliary,
+                                                            main_block=module not in self._imported)
         return hot
 
     def _seed_single_steps(self) -> None:
@@ -173,6 +178,8 @@ class Project:
         if self._solved:
             return
         self._solved = True
+        self._auxiliary = auxiliary_modules(self.table)
+        self._imported = imported_modules(self.table)
         self._seed_single_steps()
         pending = [m for m in self.by_path.values() if m.ctx is not None]
         rounds = 0
@@ -227,6 +234,8 @@ class Project:
                 imported_constants=imported_constants,
                 device_call=device_calls.get(module),
                 hot_loops=self._solved_hot.get(module),
+                auxiliary=self._auxiliary.get(module),
+                imported=module in self._imported,
             )
         self._solved_hot.clear()
 
@@ -248,7 +257,7 @@ class Project:
         if ctx.project_defaults is not None and ctx.project_defaults == own:
             view = replace(view, defaults=None)  # nothing from other files: as if alone
         if not (view.entries or view.cuda_from or view.imported_constants or view.defaults is not None or view.loader_reads
-                or view.trains_via or view.device_call):
+                or view.trains_via or view.device_call or view.auxiliary or view.imported):
             return None  # the file analysed alone gives the same findings
         return view
 
