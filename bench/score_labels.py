@@ -60,6 +60,7 @@ def main() -> None:
     tp: Counter[str] = Counter()
     fp: Counter[str] = Counter()
     fn: Counter[str] = Counter()
+    rows: dict[str, tuple[int, int, int]] = {}  # repository -> (right, wrong, missed)
     for spec in args.repos:
         name, _, folder = spec.partition("=")
         hazards = {(p, line, code) for p, line, code in labels[name]["hazards"]}
@@ -68,19 +69,42 @@ def main() -> None:
             (tp if key in hazards else fp)[key[2]] += 1
         for key in hazards - found:
             fn[key[2]] += 1
+        rows[name] = (len(found & hazards), len(found - hazards), len(hazards - found))
         for key in sorted(found - hazards):
             print(f"FP {name}: {key[0]}:{key[1]} {key[2]}", file=sys.stderr)
         for key in sorted(hazards - found):
             print(f"miss {name}: {key[0]}:{key[1]} {key[2]}", file=sys.stderr)
-    print("| rule | hazards | found right | wrong | missed | precision | recall |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for code in sorted(set(tp) | set(fp) | set(fn)):
-        hazards_n = tp[code] + fn[code]
-        precision = tp[code] / (tp[code] + fp[code]) if tp[code] + fp[code] else float("nan")
-        recall = tp[code] / hazards_n if hazards_n else float("nan")
-        print(f"| {code} | {hazards_n} | {tp[code]} | {fp[code]} | {fn[code]} | {precision:.2f} | {recall:.2f} |")
-    T, F, N = sum(tp.values()), sum(fp.values()), sum(fn.values())
-    print(f"| **all** | {T + N} | {T} | {F} | {N} | {T / (T + F):.2f} | {T / (T + N):.2f} |")
+    print(_table("rule", {code: (tp[code], fp[code], fn[code]) for code in sorted(set(tp) | set(fp) | set(fn))}))
+    print()
+    print(_table("repository", rows, {name: labels[name].get("domain", "") for name in rows}))
+    print()
+    domains: dict[str, list[int]] = {}
+    for name, (right, wrong, missed) in rows.items():
+        sums = domains.setdefault(labels[name].get("domain", "") or "(none)", [0, 0, 0])
+        sums[0] += right
+        sums[1] += wrong
+        sums[2] += missed
+    print(_table("domain", {domain: tuple(sums) for domain, sums in sorted(domains.items())}))  # type: ignore[misc]
+
+
+def _table(what: str, rows: dict[str, tuple[int, int, int]], domains: dict[str, str] | None = None) -> str:
+    """A Markdown table of (right, wrong, missed) per row, with precision, recall and a total row."""
+    extra = " domain |" if domains is not None else ""
+    lines = [f"| {what} |{extra} hazards | found right | wrong | missed | precision | recall |",
+             "|---|" + ("---|" if domains is not None else "") + "---:|---:|---:|---:|---:|---:|"]
+    for key, (right, wrong, missed) in rows.items():
+        cell = f" {domains[key]} |" if domains is not None else ""
+        lines.append(f"| {key} |{cell} {right + missed} | {right} | {wrong} | {missed} | {_ratio(right, right + wrong)} | "
+                     f"{_ratio(right, right + missed)} |")
+    right, wrong, missed = (sum(r[i] for r in rows.values()) for i in range(3))
+    blank = " |" if domains is not None else ""
+    lines.append(f"| **all** |{blank} {right + missed} | {right} | {wrong} | {missed} | {_ratio(right, right + wrong)} | "
+                 f"{_ratio(right, right + missed)} |")
+    return "\n".join(lines)
+
+
+def _ratio(part: int, whole: int) -> str:
+    return f"{part / whole:.2f}" if whole else "–"
 
 
 if __name__ == "__main__":
