@@ -111,6 +111,23 @@ class HostSyncInStep(Rule):
             model.cpu()
             """
         ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+            from torch.nn.utils.rnn import pack_padded_sequence
+
+            rnn = nn.LSTM(8, 8, batch_first=True).cuda()
+            for x, lengths in loader:
+                x, lengths = x.cuda(non_blocking=True), lengths.cuda(non_blocking=True)
+                packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True)  # the lengths must be on the host
+                host = lengths.cpu().numpy()
+                again = nn.utils.rnn.pack_padded_sequence(x, host, batch_first=True, enforce_sorted=False)
+                loss = rnn(packed)[1][0].sum() + rnn(again)[1][0].sum()
+                loss.backward()
+                optimizer.step()
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -221,6 +238,26 @@ class HostSyncInStep(Rule):
                     writer.add_scalar("train/loss", loss.item(), step)
             """,
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+            from torch.nn.utils.rnn import pack_padded_sequence
+
+            rnn = nn.LSTM(8, 8, batch_first=True).cuda()
+            for x, lengths in loader:
+                x, lengths = x.cuda(non_blocking=True), lengths.cuda(non_blocking=True)
+                longest = int(lengths.max().cpu())  # not lengths a packing call needs: a sync
+                packed = pack_padded_sequence(x[:, :longest], lengths.cpu(), batch_first=True)
+                loss = rnn(packed)[1][0].sum()
+                loss.backward()
+                optimizer.step()
+            """,
+            findings=(
+                ("8:19-8:38", "`.cpu()` on `lengths.max()` every step forces a GPU->CPU sync: collect on the device and move once "
+                              "after the loop"),
+            ),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
@@ -235,6 +272,8 @@ class HostSyncInStep(Rule):
                 continue  # ``if isinstance(v, torch.Tensor): v = v.item()``, never handed a step tensor
             if kind == "cpu" and _cpu_branch_of_device_choice(ctx, call):
                 continue  # runs only when the data is not on an accelerator: nothing to wait for
+            if kind in ("cpu", "numpy", "tolist") and _lengths_for_packing(ctx, call):
+                continue  # ``pack_padded_sequence`` needs its lengths on the host: a copy the library asks for
             what = f"`{kind}(...)` of a tensor" if kind in ("float", "int", "bool") else f"`.{kind}()`"
             subject = ctx.segment(call.args[0] if kind in ("float", "int", "bool") else call.func.value)  # type: ignore[attr-defined]
             advice = (
@@ -247,6 +286,38 @@ class HostSyncInStep(Rule):
                 f"{what} on `{subject[:40]}` every step forces a GPU->CPU sync: {advice}",
                 fix=lambda call=call, region=region: _fix(ctx, call, region),
             )
+
+
+_PACKERS = frozenset({"pack_padded_sequence"})  # torch.nn.utils.rnn: lengths must be on the CPU
+
+
+def _lengths_for_packing(ctx: RuleContext, call: ast.Call) -> bool:
+    """The host copy is the ``lengths`` of a ``pack_padded_sequence`` call: passed straight
+    (``pack_padded_sequence(x, lengths.cpu())``) or through a name assigned in the same function
+    (``lengths = lengths.cpu().numpy()`` ... ``pack_padded_sequence(x, lengths)``)."""
+    node: ast.AST = call
+    parent = ctx.parents.get(node)
+    while isinstance(parent, ast.Attribute) or (isinstance(parent, ast.Call) and parent.func is node):
+        node, parent = parent, ctx.parents.get(parent)  # the end of ``.cpu().numpy()`` / ``.cpu().int()``
+    if isinstance(parent, ast.keyword):
+        packer = ctx.parents.get(parent)
+        return parent.arg == "lengths" and isinstance(packer, ast.Call) and _is_packer(packer)
+    if isinstance(parent, ast.Call) and _is_packer(parent):
+        return len(parent.args) > 1 and parent.args[1] is node
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+        name = parent.targets[0].id
+        scope = ctx.enclosing_function(call) or ctx.tree
+        for other in ast.walk(scope):
+            if isinstance(other, ast.Call) and _is_packer(other):
+                lengths = other.args[1] if len(other.args) > 1 else next((k.value for k in other.keywords if k.arg == "lengths"), None)
+                if isinstance(lengths, ast.Name) and lengths.id == name:
+                    return True
+    return False
+
+
+def _is_packer(call: ast.Call) -> bool:
+    func = call.func
+    return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _PACKERS
 
 
 def _guards_the_run(ctx: RuleContext, call: ast.Call) -> bool:
