@@ -135,3 +135,24 @@ def test_the_first_few_batches_only_are_not_per_step() -> None:
                 out.sum().backward()  # H
         """
     )
+
+
+def test_the_first_few_batches_by_a_counter_derived_from_the_loop_index() -> None:
+    # ``pbar = tqdm(enumerate(loader))`` then ``for i, (imgs, targets) in pbar:`` and ``ni = i + nb * epoch``
+    # (a detection repository's train loop, issue 25): ``if ni < 3`` plots the first three batches of the run.
+    # ``ni <= nw`` (warm-up, a name) and ``total = loss + ni`` (no counter bound) stay per-step.
+    check_marks(
+        """
+        for epoch in range(epochs):
+            pbar = tqdm(enumerate(train_loader), total=nb)
+            for i, (imgs, targets) in pbar:
+                ni = i + nb * epoch  # H
+                out = model(imgs.cuda())  # H
+                if ni <= nw:
+                    lr = base_lr * ni / nw  # H
+                if plots:
+                    if ni < 3:
+                        plot_images(imgs, targets, out.cpu().numpy())  # C
+                out.sum().backward()  # H
+        """
+    )

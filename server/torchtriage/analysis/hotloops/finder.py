@@ -79,6 +79,7 @@ from .step_markers import (
     propagate_batch_names,
     target_names,
     unwrap_iterable,
+    derived_counters,
 )
 
 
@@ -230,6 +231,7 @@ class _Finder:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             batch, counters = target_names(loop.target, loop.iter)
         counters = counters or incremented_counters(loop.body)  # while loops: `step += 1`
+        counters |= derived_counters(loop.body, counters)  # ``ni = i + nb * epoch``
         batch = set(loop_facts(loop).data_names) or propagate_batch_names(loop.body, batch)
         if not batch:  # ``for i in range(0, batch.shape[0], micro): x = batch[i : i + micro]``
             batch = propagate_batch_names(loop.body, self._batch_params_around(loop))

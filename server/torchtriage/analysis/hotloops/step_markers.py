@@ -216,6 +216,12 @@ def target_names(target: ast.AST, iterable: ast.AST) -> tuple[set[str], set[str]
     ):
         counters |= names_in(target.elts[0])
         target = ast.Tuple(elts=target.elts[1:], ctx=ast.Store())
+    elif (  # ``pbar = tqdm(enumerate(loader))`` ... ``for i, (imgs, targets) in pbar``: the index named as a counter
+        isinstance(iterable, ast.Name) and isinstance(target, ast.Tuple) and len(target.elts) == 2
+        and isinstance(target.elts[0], ast.Name) and target.elts[0].id in _COUNTER_WHOLE_NAMES
+    ):
+        counters.add(target.elts[0].id)
+        target = target.elts[1]
     names = names_in(target)
     inner = unwrap_iterable(iterable)
     if isinstance(inner, ast.Call) and last_name(inner.func) in ("range", "trange", "count"):
@@ -262,6 +268,20 @@ def incremented_counters(body: list[ast.stmt]) -> set[str]:
                 name = last_name(node.target)
                 if name:
                     found.add(name)
+    return found
+
+
+def derived_counters(body: list[ast.stmt], counters: set[str]) -> set[str]:
+    """Names a loop body sets from its counter by arithmetic (``ni = i + nb * epoch``, ``global_step =
+    epoch * len(loader) + step``): they grow by one each step too, so ``if ni < 3:`` holds on a few steps."""
+    found: set[str] = set()
+    for node in own_nodes(body):
+        if (
+            isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, (ast.Add, ast.Sub))
+            and names_in(node.value) & counters
+        ):
+            found.add(node.targets[0].id)
     return found
 
 
