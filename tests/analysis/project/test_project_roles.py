@@ -157,3 +157,16 @@ def test_the_language_servers_view_gives_the_projects_findings() -> None:
         got = IncrementalAnalyzer(path).analyze(source, project=view)
         assert [(f.code, f.span) for f in got] == [(f.code, f.span) for f in proj.analyze(path)], path
     assert proj.view("predict.py").auxiliary == AUXILIARY_SCRIPT and proj.view("data/images.py").imported
+
+
+def test_the_loader_rules_skip_scripts_beside_training_and_self_tests_of_imported_files() -> None:
+    demo = IMAGES.replace("batch_size=4, num_workers=2", "batch_size=4")  # the demo's loader: no workers
+    dump = DUMP.replace("batch_size=8, num_workers=2", "batch_size=8")
+    proj = project(files(**{"data/images.py": demo, "tools/dump_outputs.py": dump}))
+    assert "TT302" not in {c for _, c in codes(proj, "data/images.py")}
+    assert "TT302" not in {c for _, c in codes(proj, "tools/dump_outputs.py")}
+    lone = project({"data/images.py": demo})  # run as the script it is, the same loader is flagged
+    assert "TT302" in {c for _, c in codes(lone, "data/images.py")}
+    slow_train = TRAIN.replace("batch_size=32, num_workers=4, pin_memory=True", "batch_size=32, pin_memory=True")
+    trained = project(files(**{"train.py": slow_train}))
+    assert (10, "TT302") in codes(trained, "train.py")  # the training loader keeps its finding

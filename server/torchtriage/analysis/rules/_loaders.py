@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from ...findings import Applicability, Edit, Fix
 from ..fixes import add_keywords_fix, code_for, parse_expression_snippet
-from ..hotloops.finder import HotLoops, HotRegion, unwrap_iterable
+from ..hotloops.finder import HotLoops, HotRegion, in_main_block, unwrap_iterable
 from ._bindings import resolve_dict, resolve_name
 from ..file_kinds import is_test_file
 from ..syntax import bound_name, keyword_value
@@ -66,13 +66,16 @@ def is_dataloader(ctx: "RuleContext", node: ast.AST) -> bool:
 
 
 def dataloader_calls(ctx: "RuleContext") -> Iterator[ast.Call]:
-    """Every torch DataLoader call of the module; none in test files, where speed is not the point."""
-    if is_test_file(ctx.path) or "DataLoader" not in ctx.source:
+    """Every torch DataLoader call of the module that training can run: none in test files, where speed
+    is not the point, nor in a script beside the training code or the ``__main__`` demo of a file the
+    project imports (:mod:`..project.roles`)."""
+    if is_test_file(ctx.path) or "DataLoader" not in ctx.source or ctx.auxiliary is not None:
         return  # every spelling (alias, module attribute) names DataLoader somewhere
     key = ("dataloader_calls",)
     calls = ctx.memo.get(key)
     if calls is None:
-        calls = ctx.memo[key] = [node for node in ctx.nodes_of(ast.Call) if is_dataloader(ctx, node)]
+        calls = ctx.memo[key] = [node for node in ctx.nodes_of(ast.Call)
+                                 if is_dataloader(ctx, node) and not (ctx.imported and in_main_block(ctx, node))]
     yield from calls  # type: ignore[misc]
 
 

@@ -123,6 +123,16 @@ class RuleContext(Protocol):
     @property
     def trains_via(self) -> str | None: ...
 
+    @property
+    def auxiliary(self) -> str | None:
+        """Why this file takes no part in training (a script beside it: :mod:`..project.roles`), else None."""
+        ...
+
+    @property
+    def imported(self) -> bool:
+        """Whether other project files import this one (its ``__main__`` block is then a self-test or demo)."""
+        ...
+
     def attribute_default(self, attr: str) -> Default | None: ...
 
     def constant_default(self, name: str) -> Default | None: ...
