@@ -242,8 +242,20 @@ def propagate_batch_names(body: list[ast.stmt], names: set[str], own: Iterable[a
                 continue
             if is_batch_fetch(node.value) or names_in(node.value) & result:  # type: ignore[arg-type]
                 for target in targets:
-                    result |= names_in(target)
+                    result |= bound_names(target)
     return result
+
+
+def bound_names(target: ast.AST) -> set[str]:
+    """The names an assignment target binds: ``x``, ``x, y``, ``*rest``, ``self.x`` (``x``), and the
+    container of ``out[key]`` (``out``), not the names in ``key`` (``losses[f"{prefix}_loss"] = loss``)."""
+    if isinstance(target, ast.Subscript):
+        return bound_names(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return set().union(*(bound_names(element) for element in target.elts)) if target.elts else set()
+    if isinstance(target, ast.Starred):
+        return bound_names(target.value)
+    return names_in(target)
 
 
 def is_shape_read(value: ast.AST | None) -> bool:

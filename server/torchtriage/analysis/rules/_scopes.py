@@ -64,7 +64,19 @@ def _binds(node: ast.AST) -> list[tuple[str, ast.AST, ast.AST]]:
         targets = [(node.optional_vars, node)]
     else:
         return []
-    return [(sub.id, statement, target) for target, statement in targets for sub in ast.walk(target) if isinstance(sub, ast.Name)]
+    return [(sub.id, statement, target) for target, statement in targets for sub in _target_names(target)]
+
+
+def _target_names(target: ast.AST) -> list[ast.Name]:
+    """The names in an assignment target, less those in a subscript's key: ``losses[f"{prefix}_loss"] = loss``
+    stores into ``losses`` and leaves ``prefix`` as it was."""
+    if isinstance(target, ast.Subscript):
+        return _target_names(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _target_names(element)]
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    return [sub for sub in ast.walk(target) if isinstance(sub, ast.Name)]
 
 
 def element_source(ctx: RuleContext, target: ast.AST, name: str, iterable: ast.AST) -> ast.AST | None:
