@@ -8,6 +8,7 @@ from typing import Iterator
 from ...findings import Applicability, Fix, Severity
 from ..hotloops.finder import HotRegion
 from ._steplog import formatted_values, guard_statement_fix, is_log_call, step_counter
+from ._tt102_text import text_and_sinks
 from ._tensors import TensorOracle, oracle
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
@@ -96,6 +97,25 @@ class PrintTensorInStep(Rule):
                 outputs = model.generate(inputs["input_ids"])
                 text = tokenizer.decode(outputs[0], skip_special_tokens=True)
                 print(f"Prompt: {prompt} -> {text}")
+            """
+        ),
+        Valid(
+            """
+            import torch
+            from torch.utils.tensorboard import SummaryWriter
+
+            writer = SummaryWriter()
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+                loss.backward()
+                optimizer.step()
+                losses = {}
+                losses[f"{prefix}_loss"] = loss.detach()  # a key built from a string: no tensor turned into text
+                losses[f"{prefix}_acc"] = acc.detach()  # ``prefix`` is still the string after the line above
+                name = f"step_{step}.pt"
+                writer.add_scalar("train/lr", scheduler.get_last_lr()[0], step)
+                if step % 100 == 0:
+                    writer.add_scalar("train/loss", loss, step)
             """
         ),
     )
@@ -198,6 +218,33 @@ class PrintTensorInStep(Rule):
                 train_step(model, batch, step)
             """,
         ),
+        Invalid(
+            """
+            import torch
+            import wandb
+            from torch.utils.tensorboard import SummaryWriter
+
+            writer = SummaryWriter()
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+                loss.backward()
+                optimizer.step()
+                status = f"loss {loss:.4f}"
+                legacy = "loss %g" % loss
+                writer.add_scalar("train/loss", loss, step)
+                wandb.log({"loss": loss})
+            """,
+            findings=(
+                ("10:22-10:26", "an f-string of `loss` every step reads the tensor on the host (a GPU->CPU sync): build the "
+                                "text every N steps (`if step % 100 == 0:`)"),
+                ("11:26-11:30", "`%` formatting of `loss` every step reads the tensor on the host (a GPU->CPU sync): build the "
+                                "text every N steps (`if step % 100 == 0:`)"),
+                ("12:37-12:41", "`writer.add_scalar` of `loss` every step reads the tensor on the host (a GPU->CPU sync): log "
+                                "it every N steps (`if step % 100 == 0:`)"),
+                ("13:24-13:28", "`wandb.log` of `loss` every step reads the tensor on the host (a GPU->CPU sync): log it every "
+                                "N steps (`if step % 100 == 0:`)"),
+            ),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
@@ -216,6 +263,13 @@ class PrintTensorInStep(Rule):
                 f"`{what}` of `{ctx.segment(shown)[:40]}` every step forces a GPU->CPU sync: "
                 "log every N steps (`if step % 100 == 0:`)",
                 fix=lambda call=call, region=region: _fix(ctx, call, region),
+            )
+        for shown, where, what, _ in text_and_sinks(ctx, tensors):
+            yield Report(
+                where,
+                f"{what} of `{ctx.segment(shown)[:40]}` every step reads the tensor on the host (a GPU->CPU sync): "
+                + ("log it every N steps (`if step % 100 == 0:`)" if what.startswith("`") and "format" not in what
+                   and "%" not in what else "build the text every N steps (`if step % 100 == 0:`)"),
             )
 
 
