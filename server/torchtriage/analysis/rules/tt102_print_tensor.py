@@ -18,13 +18,15 @@ class PrintTensorInStep(Rule):
     name = "print-tensor-in-step"
     severity = Severity.WARNING
     category = "host_sync"
-    summary = "A tensor is printed or logged every step, which copies it to the host and waits for the GPU."
+    summary = "A tensor is printed, formatted into text or logged every step, which copies it to the host and waits for the GPU."
     why = """
-        Turning a tensor into text (`print(loss)`, `f"{loss}"`, `logger.info(loss)`,
-        `pbar.set_postfix(loss=loss)`) copies it to the host, so the CPU waits
-        for every queued kernel first - a forced sync of roughly 1-5 ms per step
-        - and then spends Python time formatting it. Logging every step also
-        floods the console; every N steps is enough to follow training.
+        Turning a tensor into text (`print(loss)`, `f"{loss:.4f}"`, `"%g" % loss`,
+        `logger.info(loss)`, `pbar.set_postfix(loss=loss)`) or handing it to a
+        metric sink (`writer.add_scalar(tag, loss, step)`, `wandb.log({"loss": loss})`)
+        copies it to the host, so the CPU waits for every queued kernel first - a
+        forced sync of roughly 1-5 ms per step - and then spends Python time
+        formatting it. Logging every step also floods the console; every N steps is
+        enough to follow training.
     """
     fix_description = "Log every N steps (`if step % 100 == 0:`), or accumulate on the device and log once per epoch."
     fix_applicability = Applicability.UNSAFE
