@@ -55,8 +55,11 @@ def _dest(call: ast.Call) -> tuple[str, str] | None:
 def file_defaults(index: "ModuleIndex") -> tuple[dict[str, list[Default]], dict[str, list[Default]]]:
     """(attribute defaults, module constants) written in one file.
 
-    Attribute defaults: argparse ``add_argument`` defaults by destination, and class-level
-    fields with a constant value (``num_workers: int = 4`` in a config/dataclass).
+    Attribute defaults: argparse ``add_argument`` defaults by destination, class-level
+    fields with a constant value (``num_workers: int = 4`` in a config/dataclass), a
+    yacs-style defaults file's top-level ``_C.DATA.NUM_WORKERS = 8`` (by the last name), and
+    the keywords of a namespace built in one call (``SimpleNamespace(num_workers=4)``,
+    ``EasyDict(...)``, ``OmegaConf.create({...})``'s keys).
     Module constants: top-level ``NAME = constant``.
     """
     attributes: dict[str, list[Default]] = {}
@@ -104,7 +107,47 @@ def file_defaults(index: "ModuleIndex") -> tuple[dict[str, list[Default]], dict[
                 constants.setdefault(stmt.targets[0].id, []).append(
                     Default(constant, f"`{stmt.targets[0].id}` ({name}:{stmt.lineno})")
                 )
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _config_chain(stmt.targets[0]):
+            ok, constant = _constant(stmt.value)  # ``_C.DATA.NUM_WORKERS = 8`` (yacs defaults)
+            target = stmt.targets[0]
+            if ok and isinstance(target, ast.Attribute):
+                attributes.setdefault(target.attr, []).append(
+                    Default(constant, f"the `{_dotted(target)}` default ({name}:{stmt.lineno})")
+                )
+    for call in index.nodes_of(ast.Call):  # ``args = SimpleNamespace(num_workers=4)``
+        assert isinstance(call, ast.Call)
+        callee = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+        if callee in NAMESPACES:
+            fields = [(k.arg, k.value) for k in call.keywords if k.arg]
+            if callee == "create" and call.args and isinstance(call.args[0], ast.Dict):
+                fields += [(k.value, v) for k, v in zip(call.args[0].keys, call.args[0].values)
+                           if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+            for field, value in fields:
+                ok, constant = _constant(value)
+                if ok:
+                    attributes.setdefault(str(field), []).append(Default(constant, f"`{callee}({field}=...)` ({name}:{call.lineno})"))
     return attributes, constants
+
+
+NAMESPACES = frozenset({"SimpleNamespace", "Namespace", "EasyDict", "edict", "AttrDict", "create"})  # create: OmegaConf.create
+
+
+def _config_chain(target: ast.AST) -> bool:
+    """``_C.DATA.NUM_WORKERS`` / ``cfg.TRAIN.LR``: an attribute chain of at least two names off a module name."""
+    depth = 0
+    while isinstance(target, ast.Attribute):
+        target, depth = target.value, depth + 1
+    return isinstance(target, ast.Name) and depth >= 2
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def unique(defaults: list[Default] | None) -> Default | None:
