@@ -19,7 +19,7 @@ from .defaults import Default, file_defaults, unique
 from .hotloops.finder import HotEntry, HotLoops, find_hot_loops
 from .incremental.memo import keyed_memo
 from .module_index import ModuleIndex
-from .project_view import LoaderRead, ProjectView, context_facts
+from .project_view import LoaderRead, ProjectView, ReturnedLoader, context_facts
 
 if TYPE_CHECKING:
     from .incremental.reparse import ParsedModule
@@ -63,6 +63,8 @@ class ModuleContext(ModuleIndex):
     auxiliary: str | None = field(default=None, repr=False, compare=False)
     # Other project files import this one: its ``if __name__ == "__main__":`` block is a self-test or demo.
     imported: bool = field(default=False, repr=False, compare=False)
+    # Loaders this file's factories return that a caller iterates in a step loop every epoch.
+    returned_loaders: tuple[ReturnedLoader, ...] = field(default=(), repr=False, compare=False)
     # The hot loops for ``hot_entries`` when whoever builds the context has them already (the
     # project model computes them while solving); else :attr:`hot` finds them on first use.
     hot_loops: InitVar[HotLoops | None] = None

@@ -37,6 +37,18 @@ class LoaderRead:
 
 
 @dataclass(frozen=True)
+class ReturnedLoader:
+    """A loader this file's function builds and returns (``build_loader``), which a caller unpacks
+    (at ``via``) and iterates in the step loop at ``where`` once per epoch (:mod:`.project.returned_loaders`)."""
+
+    name: str  # the loader's variable in the factory
+    factory: str  # the function returning it
+    via: str  # "main.py:88", the call that unpacks it
+    where: str  # "main.py:140", the step loop
+    moves_to_device: bool  # that step loop copies its batches to a device
+
+
+@dataclass(frozen=True)
 class EntryByName:
     qualname: str  # "func", "Class.method", "outer.inner"
     batch: frozenset[str]
@@ -58,6 +70,7 @@ class ProjectView:
     # Why the file's own loops are not step loops (a script beside the training code), else None.
     auxiliary: str | None = None
     imported: bool = False  # other project files import it: its ``__main__`` block is a self-test or demo
+    returned_loaders: tuple[ReturnedLoader, ...] = ()  # loaders it returns that callers iterate every epoch
 
 
 def qualname_of(func: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
@@ -83,7 +96,7 @@ def view_of(ctx) -> ProjectView:  # type: ignore[no-untyped-def]
         defaults = tuple(sorted((k, tuple(v)) for k, v in ctx.project_defaults.items()))
     return ProjectView(
         entries, ctx.cuda_from, defaults, tuple(sorted(ctx.imported_constants.items())), ctx.path_label,
-        tuple(ctx.loader_reads), ctx.trains_via, ctx.device_call, ctx.auxiliary, ctx.imported,
+        tuple(ctx.loader_reads), ctx.trains_via, ctx.device_call, ctx.auxiliary, ctx.imported, tuple(ctx.returned_loaders),
     )
 
 
@@ -113,4 +126,5 @@ def context_facts(view: ProjectView, index: "ModuleIndex") -> dict[str, Any]:
         "device_call": view.device_call,
         "auxiliary": view.auxiliary,
         "imported": view.imported,
+        "returned_loaders": view.returned_loaders,
     }

@@ -277,6 +277,16 @@ def loader_reads_elsewhere(ctx: "RuleContext", call: ast.Call) -> list:
     return [read for read in ctx.loader_reads if read.name == name] if name else []
 
 
+def returned_and_iterated(ctx: "RuleContext", call: ast.Call) -> list:
+    """This loader returned by its factory and iterated every epoch by a caller's step loop (:mod:`..project`)."""
+    if not ctx.returned_loaders:
+        return []
+    name = loader_name(ctx, call)
+    function = ctx.enclosing_function(call)
+    return [read for read in ctx.returned_loaders
+            if name and read.name == name and function is not None and read.factory == function.name]
+
+
 def regions_reached(ctx: "RuleContext", roots: list[HotRegion], hot: HotLoops | None = None) -> list[HotRegion]:
     """The given regions plus the per-step functions they call, transitively (``hot``: the hot
     loops to read, ``ctx.hot`` unless given)."""

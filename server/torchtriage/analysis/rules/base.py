@@ -28,7 +28,7 @@ from ...findings import Applicability, Fix, Severity, Span
 if TYPE_CHECKING:
     from ..defaults import Default
     from ..hotloops.finder import HotEntry, HotLoops
-    from ..project_view import LoaderRead
+    from ..project_view import LoaderRead, ReturnedLoader
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -126,6 +126,11 @@ class RuleContext(Protocol):
     @property
     def auxiliary(self) -> str | None:
         """Why this file takes no part in training (a script beside it: :mod:`..project.roles`), else None."""
+        ...
+
+    @property
+    def returned_loaders(self) -> tuple[ReturnedLoader, ...]:
+        """Loaders this file's factories return that a caller iterates every epoch (:mod:`..project.returned_loaders`)."""
         ...
 
     @property

@@ -7,6 +7,7 @@ from typing import Iterator
 from ...findings import Applicability, Severity
 from ._loaders import (
     dataloader_calls, is_false, loader_reads_elsewhere, resolution_note, loops_reading, moves_data_to_device, set_keyword_fix, setting,
+    returned_and_iterated,
 )
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
@@ -177,6 +178,8 @@ class DataLoaderNoPinMemory(Rule):
             note = ""
             if not moves_data_to_device(ctx, loops or None):
                 elsewhere = [r for r in loader_reads_elsewhere(ctx, call) if r.moves_to_device] if not loops else []
+                if not elsewhere and not loops:
+                    elsewhere = [r for r in returned_and_iterated(ctx, call) if r.moves_to_device]
                 if not elsewhere:
                     continue
                 note = f" (its batches are copied to the GPU in the step loop at {elsewhere[0].where})"

@@ -11,6 +11,7 @@ from ._generators import batch_generators, repeating_generator
 from ._loaders import (
     dataloader_calls, is_false, literal, loader_name, loader_reads_elsewhere, loops_reading, resolution_note, set_keyword_fix,
     setting,
+    returned_and_iterated,
 )
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
@@ -229,7 +230,7 @@ class DataLoaderWorkersNotPersistent(Rule):
         ),
     )
     def check(self, ctx: RuleContext) -> Iterator[Report]:
-        if not ctx.hot.epoch_loops and not ctx.loader_reads and not batch_generators(ctx):
+        if not ctx.hot.epoch_loops and not ctx.loader_reads and not batch_generators(ctx) and not ctx.returned_loaders:
             return
         if _mutates_dataset_per_epoch(ctx, list(ctx.hot.epoch_loops)):
             return
@@ -244,10 +245,14 @@ class DataLoaderWorkersNotPersistent(Rule):
             if not any(_read_every_epoch(ctx, region, call) for region in loops_reading(ctx, call)):
                 where = _read_every_epoch_elsewhere(ctx, call)
                 generator = repeating_generator(ctx, call, loader_name(ctx, call)) if where is None else None
+                returned = returned_and_iterated(ctx, call) if where is None and generator is None else []
                 if where is not None:
                     note = f" (iterated by the step loop at {where}, called once per epoch)"
                 elif generator is not None:
                     note = f" (the generator `{generator}` iterates it again on every pass over the data)"
+                elif returned:
+                    read = returned[0]
+                    note = f" (`{read.factory}` returns it to {read.via}; the step loop at {read.where} iterates it every epoch)"
                 else:
                     continue
             yield Report(

@@ -1,0 +1,195 @@
+"""Loaders built by a factory and iterated by the files that call it (``build_loader(config)``).
+
+Training code often builds its DataLoaders in one file and iterates them in another::
+
+    # data/build.py                         # main.py
+    def build_loader(config):               train_loader, val_loader = build_loader(config)
+        train = DataLoader(..., num_workers=   for epoch in range(epochs):
+                   config.DATA.NUM_WORKERS)        train_one_epoch(model, train_loader)
+        val = DataLoader(...)                      validate(model, val_loader)
+        return train, val
+
+A DataLoader call whose variable a function returns (alone, or at a position of a returned
+tuple) is matched with each project call of that function whose result is unpacked into
+names; a name that a step loop then iterates, inside a loop that does not also build it
+again (once per epoch), makes a :class:`ReturnedLoader` for the factory's file: the loader
+rules report the DataLoader there (TT304: workers restarted every epoch; TT303: batches
+copied to the GPU in that step loop).  Nothing is executed.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Iterator
+
+from ..file_kinds import is_test_file
+from ..hotloops.finder import HotLoops
+from ..hotloops.step_markers import SCOPE_NODES
+from ..project_view import ReturnedLoader
+from .call_graph import CallGraph
+from .modules import FunctionNode, ProjectModule
+
+Origin = tuple[ProjectModule, FunctionNode, str, "int | None"]  # the DataLoader's file and function, its variable, return position
+Factory = dict[tuple[ProjectModule, FunctionNode], list[Origin]]
+WRAPPERS = 3  # factories that return another factory's result (``return _build_loader(config)``), followed this deep
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def returned_loaders(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops]) -> dict[ProjectModule, tuple[ReturnedLoader, ...]]:
+    """Per factory file: its returned loaders that a caller iterates in a step loop once per epoch."""
+    factories = _factories(graph)
+    if not factories:
+        return {}
+    found: dict[ProjectModule, list[ReturnedLoader]] = {}
+    for module in graph.table.by_path.values():
+        if module.ctx is None or is_test_file(module.path):
+            continue
+        for assign in module.ctx.nodes_of(ast.Assign):
+            assert isinstance(assign, ast.Assign)
+            if not isinstance(assign.value, ast.Call) or len(assign.targets) != 1:
+                continue
+            target = graph.table.resolve_function(module, assign.value.func)
+            if target is None or target not in factories:
+                continue
+            for origin, factory, variable, position in factories[target]:
+                name = _unpacked(assign.targets[0], position)
+                read = _iterated_every_epoch(graph, hot_of, module, assign, name) if name else None
+                if read is not None:
+                    where, moves = read
+                    found.setdefault(origin, []).append(
+                        ReturnedLoader(variable, factory.name, f"{module.label}:{assign.lineno}", where, moves))
+    return {module: tuple(reads) for module, reads in found.items()}
+
+
+def _factories(graph: CallGraph) -> Factory:
+    """Functions that return the variable a DataLoader call was assigned to, and those that return
+    such a function's result as it is."""
+    from ..rules._loaders import is_dataloader, loader_name
+
+    out: Factory = {}
+    for module in graph.table.by_path.values():
+        ctx = module.ctx
+        if ctx is None or is_test_file(module.path) or "DataLoader" not in ctx.source:
+            continue
+        for call in ctx.nodes_of(ast.Call):
+            if not is_dataloader(ctx, call):
+                continue
+            variable = loader_name(ctx, call)  # type: ignore[arg-type]
+            func = ctx.enclosing_function(call)
+            if variable is None or func is None:
+                continue
+            for position in _returned_at(func, variable):
+                out.setdefault((module, func), []).append((module, func, variable, position))
+    for _ in range(WRAPPERS if out else 0):
+        added = False
+        for module in graph.table.by_path.values():
+            if module.ctx is None or is_test_file(module.path):
+                continue
+            for funcs in module.ctx.functions.values():
+                for func in funcs:
+                    for value in _returned_calls(func):
+                        inner = graph.table.resolve_function(module, value.func)
+                        if inner is None or inner not in out or inner == (module, func):
+                            continue
+                        known = out.setdefault((module, func), [])
+                        for origin in out[inner]:
+                            if origin not in known:
+                                known.append(origin)
+                                added = True
+        if not added:
+            break
+    return out
+
+
+def _returned_calls(func: FunctionNode) -> Iterator[ast.Call]:
+    """The calls ``func`` returns as they are (``return _build_loader(config)``)."""
+    stack: list[ast.AST] = [n for n in func.body if not isinstance(n, SCOPE_NODES)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+            yield node.value
+        stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, SCOPE_NODES))
+
+
+def _returned_at(func: FunctionNode, variable: str) -> Iterator[int | None]:
+    """Where ``func`` returns ``variable``: None alone, else its index in a returned tuple."""
+    stack: list[ast.AST] = [n for n in func.body if not isinstance(n, SCOPE_NODES)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return) and node.value is not None:
+            value = node.value
+            if isinstance(value, ast.Name) and value.id == variable:
+                yield None
+            elif isinstance(value, ast.Tuple):
+                for index, element in enumerate(value.elts):
+                    if isinstance(element, ast.Name) and element.id == variable:
+                        yield index
+        stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, SCOPE_NODES))
+
+
+def _unpacked(target: ast.expr, position: int | None) -> str | None:
+    """The caller's name for the returned loader."""
+    if position is None:
+        return target.id if isinstance(target, ast.Name) else None
+    if isinstance(target, (ast.Tuple, ast.List)) and position < len(target.elts) and not any(
+            isinstance(e, ast.Starred) for e in target.elts):
+        element = target.elts[position]
+        return element.id if isinstance(element, ast.Name) else None
+    return None
+
+
+def _iterated_every_epoch(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], module: ProjectModule,
+                          built: ast.Assign, name: str) -> tuple[str, bool] | None:
+    """(the step loop, whether it copies batches to a device) when ``name``, unpacked from the factory at
+    ``built``, is iterated by a step loop once per pass of an outer loop that does not rebuild it."""
+    from ..rules._loaders import moves_data_to_device
+    from .links import iterated_name
+
+    assert module.ctx is not None
+    scope = module.ctx.enclosing_function(built) or module.ctx.tree
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Call):
+            passed = [i for i, a in enumerate(node.args) if isinstance(a, ast.Name) and a.id == name]
+            keywords = [k.arg for k in node.keywords if k.arg and isinstance(k.value, ast.Name) and k.value.id == name]
+            if not (passed or keywords) or not _each_epoch(module, node, built):
+                continue
+            target = graph.table.resolve_function(module, node.func) or _local_function(module, node)
+            if target is None:
+                continue
+            owner, func = target
+            params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+            wanted = {params[i]: params[i] for i in passed if i < len(params)} | {k: k for k in keywords}  # type: ignore[misc]
+            hot = hot_of(owner)
+            for region in hot.step_loops:
+                loop = region.node
+                if owner.ctx is not None and owner.ctx.enclosing_function(loop) is func and isinstance(loop, (ast.For, ast.AsyncFor)) \
+                        and iterated_name(loop.iter, wanted) is not None:
+                    return f"{owner.label}:{loop.lineno}", moves_data_to_device(owner.ctx, [region], hot)
+    hot = hot_of(module)
+    for region in hot.step_loops:
+        loop = region.node
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and iterated_name(loop.iter, {name: name}) is not None \
+                and _each_epoch(module, loop, built):
+            return f"{module.label}:{loop.lineno}", moves_data_to_device(module.ctx, [region], hot)
+    return None
+
+
+def _local_function(module: ProjectModule, call: ast.Call) -> tuple[ProjectModule, FunctionNode] | None:
+    """A function of the caller's own file called by name (``train_one_epoch(...)`` defined in ``main.py``)."""
+    assert module.ctx is not None
+    if isinstance(call.func, ast.Name):
+        functions = [f for f in module.ctx.functions.get(call.func.id, ()) if not module.ctx.is_method(f)]
+        if functions:
+            return module, functions[0]
+    return None
+
+
+def _each_epoch(module: ProjectModule, node: ast.AST, built: ast.AST) -> bool:
+    """``node`` runs in a loop that does not contain the factory call (so the loader outlives each pass)."""
+    assert module.ctx is not None
+    for ancestor in module.ctx.ancestors(node):
+        if isinstance(ancestor, SCOPE_NODES):
+            return False
+        if isinstance(ancestor, LOOPS) and not any(a is ancestor for a in module.ctx.ancestors(built)):
+            return True
+    return False

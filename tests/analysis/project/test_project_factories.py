@@ -1,0 +1,84 @@
+"""Issue 25: loaders built by a factory from a yacs-style config and iterated by the caller every epoch
+(``train_loader, val_loader = build_loader(config)``).  An invented project, no code of any labelled
+repository: the loader rules report the DataLoader calls in the factory, with the config default and
+where they are iterated; look-alikes that stay quiet (a loader iterated once, a persistent one)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from torchtriage.analysis.engine import IncrementalAnalyzer
+from torchtriage.analysis.project.program import Project
+
+CONFIG = """
+    from yacs.config import CfgNode as CN
+
+    _C = CN()
+    _C.DATA = CN()
+    _C.DATA.NUM_WORKERS = 8
+    _C.DATA.PIN_MEMORY = False
+    _C.DATA.BATCH_SIZE = 128
+"""
+BUILD = """
+    import torch
+    from torch.utils.data import DataLoader
+
+
+    def build_loader(config):
+        train = DataLoader(train_set(), batch_size=config.DATA.BATCH_SIZE, num_workers=config.DATA.NUM_WORKERS,
+                           pin_memory=config.DATA.PIN_MEMORY, drop_last=True)
+        val = DataLoader(val_set(), batch_size=config.DATA.BATCH_SIZE, num_workers=config.DATA.NUM_WORKERS,
+                         pin_memory=True, persistent_workers=True)
+        probe = DataLoader(val_set(), batch_size=4, num_workers=config.DATA.NUM_WORKERS)
+        return train, val, probe
+"""
+MAIN = """
+    import torch
+    from config import _C as config
+    from data.build import build_loader
+
+
+    def train_one_epoch(model, loader, optimizer):
+        for images, targets in loader:
+            loss = torch.nn.functional.cross_entropy(model(images.cuda(non_blocking=True)), targets.cuda(non_blocking=True))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+    def main():
+        model = torch.nn.Linear(8, 2).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)
+        train_loader, val_loader, probe_loader = build_loader(config)
+        shapes = [x.shape for x, _ in probe_loader]  # iterated once, before training
+        for epoch in range(90):
+            train_one_epoch(model, train_loader, optimizer)
+            train_one_epoch(model, val_loader, optimizer)
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def project() -> Project:
+    files = {"config.py": CONFIG, "data/__init__.py": "", "data/build.py": BUILD, "main.py": MAIN}
+    return Project((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in files.items())
+
+
+def test_a_factorys_loaders_are_judged_where_they_are_built() -> None:
+    proj = project()
+    found = {(f.span.line, f.code): f.message for f in proj.analyze("data/build.py")}
+    assert (6, "TT304") in found and (6, "TT303") in found  # the train loader: 8 workers, not pinned, every epoch
+    assert "`_C.DATA.NUM_WORKERS` default (config.py:5)" in found[(6, "TT304")]
+    assert "`build_loader` returns it to main.py:17; the step loop at main.py:7 iterates it every epoch" in found[(6, "TT304")]
+    assert "step loop at main.py:7" in found[(6, "TT303")]
+    assert not [key for key in found if key[0] in (8, 10) and key[1] in ("TT303", "TT304")]  # persistent / iterated once
+
+
+def test_the_language_servers_view_gives_the_same_findings() -> None:
+    proj = project()
+    source = textwrap.dedent(BUILD).lstrip("\n")
+    got = IncrementalAnalyzer("data/build.py").analyze(source, project=proj.view("data/build.py"))
+    assert [(f.code, f.span, f.message) for f in got] == [(f.code, f.span, f.message) for f in proj.analyze("data/build.py")]
+    assert proj.view("data/build.py").returned_loaders
