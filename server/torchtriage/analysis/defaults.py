@@ -100,6 +100,10 @@ def file_defaults(index: "ModuleIndex") -> tuple[dict[str, list[Default]], dict[
                 attributes.setdefault(target, []).append(
                     Default(constant, f"the `{cls.name}.{target}` default ({name}:{stmt.lineno})")
                 )
+    imported = set(index.aliases)  # ``torch.backends.cudnn.benchmark = True`` sets a library, not a config
+    namespaces = {stmt.targets[0].id for stmt in index.tree.body  # ``_C = CN()``: a config object built at the top
+                  if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                  and isinstance(stmt.value, ast.Call)}
     for stmt in index.tree.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             ok, constant = _constant(stmt.value)
@@ -107,7 +111,7 @@ def file_defaults(index: "ModuleIndex") -> tuple[dict[str, list[Default]], dict[
                 constants.setdefault(stmt.targets[0].id, []).append(
                     Default(constant, f"`{stmt.targets[0].id}` ({name}:{stmt.lineno})")
                 )
-        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _config_chain(stmt.targets[0]):
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _config_chain(stmt.targets[0], namespaces, imported):
             ok, constant = _constant(stmt.value)  # ``_C.DATA.NUM_WORKERS = 8`` (yacs defaults)
             target = stmt.targets[0]
             if ok and isinstance(target, ast.Attribute):
@@ -132,12 +136,16 @@ def file_defaults(index: "ModuleIndex") -> tuple[dict[str, list[Default]], dict[
 NAMESPACES = frozenset({"SimpleNamespace", "Namespace", "EasyDict", "edict", "AttrDict", "create"})  # create: OmegaConf.create
 
 
-def _config_chain(target: ast.AST) -> bool:
-    """``_C.DATA.NUM_WORKERS`` / ``cfg.TRAIN.LR``: an attribute chain of at least two names off a module name."""
+def _config_chain(target: ast.AST, namespaces: set[str], imported: set[str]) -> bool:
+    """``_C.DATA.NUM_WORKERS`` / ``cfg.TRAIN.LR``: an attribute chain of at least two names off a name of
+    the file (not an imported module), or one off a config object it builds at the top (``_C = CN()`` ...
+    ``_C.WORKERS = 8``)."""
     depth = 0
     while isinstance(target, ast.Attribute):
         target, depth = target.value, depth + 1
-    return isinstance(target, ast.Name) and depth >= 2
+    if not isinstance(target, ast.Name) or target.id in imported:
+        return False
+    return depth >= 2 or (depth == 1 and target.id in namespaces)
 
 
 def _dotted(node: ast.AST) -> str:

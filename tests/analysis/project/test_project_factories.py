@@ -82,3 +82,32 @@ def test_the_language_servers_view_gives_the_same_findings() -> None:
     got = IncrementalAnalyzer("data/build.py").analyze(source, project=proj.view("data/build.py"))
     assert [(f.code, f.span, f.message) for f in got] == [(f.code, f.span, f.message) for f in proj.analyze("data/build.py")]
     assert proj.view("data/build.py").returned_loaders
+
+
+def test_a_config_object_built_at_the_top_gives_its_fields_defaults() -> None:
+    """``_C = CN()`` then ``_C.WORKERS = 8`` (one level): ``cfg.WORKERS`` holds 8; a library setting
+    (``torch.backends.cudnn.benchmark = False``) is no config default."""
+    files = {
+        "lib/__init__.py": "",
+        "lib/config.py": "from yacs.config import CfgNode as CN\n_C = CN()\n_C.WORKERS = 8\n_C.PIN_MEMORY = False\ncfg = _C\n",
+        "train.py": textwrap.dedent("""
+            import os
+            import torch
+            from torch.utils.data import DataLoader
+            from lib.config import cfg
+
+            torch.backends.cudnn.benchmark = False
+            loader = DataLoader(dataset, batch_size=32, num_workers=cfg.WORKERS, pin_memory=cfg.PIN_MEMORY)
+            model = torch.nn.Linear(8, 2).cuda()
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x.cuda(non_blocking=True)).sum()
+                    loss.backward()
+        """).lstrip("\n"),
+    }
+    proj = Project((path, path, text) for path, text in files.items())
+    found = {(f.span.line, f.code): f.message for f in proj.analyze("train.py")}
+    assert "`_C.WORKERS` default (config.py:3)" in found[(7, "TT304")]
+    assert "`_C.PIN_MEMORY` default (config.py:4)" in found[(7, "TT303")]
+    proj.solve()
+    assert proj.by_path["train.py"].ctx.attribute_default("benchmark") is None
