@@ -65,6 +65,8 @@ class ModuleContext(ModuleIndex):
     imported: bool = field(default=False, repr=False, compare=False)
     # Loaders this file's factories return that a caller iterates in a step loop every epoch.
     returned_loaders: tuple[ReturnedLoader, ...] = field(default=(), repr=False, compare=False)
+    # Names this file imports that are project subclasses of torch's DataLoader (``DataLoaderX``).
+    loader_classes: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     # The hot loops for ``hot_entries`` when whoever builds the context has them already (the
     # project model computes them while solving); else :attr:`hot` finds them on first use.
     hot_loops: InitVar[HotLoops | None] = None

@@ -71,6 +71,7 @@ class ProjectView:
     auxiliary: str | None = None
     imported: bool = False  # other project files import it: its ``__main__`` block is a self-test or demo
     returned_loaders: tuple[ReturnedLoader, ...] = ()  # loaders it returns that callers iterate every epoch
+    loader_classes: frozenset[str] = frozenset()  # imported names that are project DataLoader subclasses
 
 
 def qualname_of(func: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
@@ -97,6 +98,7 @@ def view_of(ctx) -> ProjectView:  # type: ignore[no-untyped-def]
     return ProjectView(
         entries, ctx.cuda_from, defaults, tuple(sorted(ctx.imported_constants.items())), ctx.path_label,
         tuple(ctx.loader_reads), ctx.trains_via, ctx.device_call, ctx.auxiliary, ctx.imported, tuple(ctx.returned_loaders),
+        frozenset(ctx.loader_classes),
     )
 
 
@@ -127,4 +129,5 @@ def context_facts(view: ProjectView, index: "ModuleIndex") -> dict[str, Any]:
         "auxiliary": view.auxiliary,
         "imported": view.imported,
         "returned_loaders": view.returned_loaders,
+        "loader_classes": view.loader_classes,
     }

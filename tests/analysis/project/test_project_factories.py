@@ -111,3 +111,42 @@ def test_a_config_object_built_at_the_top_gives_its_fields_defaults() -> None:
     assert "`_C.PIN_MEMORY` default (config.py:4)" in found[(7, "TT303")]
     proj.solve()
     assert proj.by_path["train.py"].ctx.attribute_default("benchmark") is None
+
+
+def test_a_project_subclass_of_dataloader_is_a_dataloader_through_a_re_export() -> None:
+    """``class DataLoaderX(DataLoader)`` in ``lib/utils/loaders.py``, re-exported by ``lib/utils/__init__.py`` and
+    used as ``DataLoaderX(...)``: judged like a DataLoader; a class that merely wraps one is not."""
+    files = {
+        "lib/__init__.py": "",
+        "lib/utils/__init__.py": "from .loaders import DataLoaderX, Prefetcher\n",
+        "lib/utils/loaders.py": textwrap.dedent("""
+            from torch.utils.data import DataLoader
+
+
+            class DataLoaderX(DataLoader):
+                def __iter__(self):
+                    return super().__iter__()
+
+
+            class Prefetcher:
+                def __init__(self, loader, num_workers=0):
+                    self.loader = loader
+        """).lstrip("\n"),
+        "train.py": textwrap.dedent("""
+            import torch
+            from lib.utils import DataLoaderX, Prefetcher
+
+            loader = DataLoaderX(dataset, batch_size=32, num_workers=8)
+            other = Prefetcher(loader, num_workers=0)
+            model = torch.nn.Linear(8, 2).cuda()
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x.cuda(non_blocking=True)).sum()
+                    loss.backward()
+        """).lstrip("\n"),
+    }
+    proj = Project((path, path, text) for path, text in files.items())
+    found = {(f.span.line, f.code) for f in proj.analyze("train.py")}
+    assert {(4, "TT303"), (4, "TT304")} <= found
+    assert not {key for key in found if key[0] == 5}
+    assert proj.view("train.py").loader_classes == frozenset({"DataLoaderX"})

@@ -31,7 +31,7 @@ from ..file_kinds import is_test_file
 from ..hotloops.finder import HotEntry, HotLoops, find_hot_loops
 from ..incremental.reparse import ParsedModule, parse_module
 from .links import cuda_reach, link_loaders, step_data_params
-from .returned_loaders import returned_loaders
+from .returned_loaders import imported_loader_classes, returned_loaders
 from .roles import auxiliary_modules, imported_modules
 from .modules import FunctionNode, ModuleTable, ProjectModule, module_name
 from ..project_view import ProjectView, view_of
@@ -215,6 +215,7 @@ class Project:
             device_calls, cuda_from = cuda_reach(self.table)
         loaders = link_loaders(self.graph, self._solved_hot_of)
         returned = returned_loaders(self.graph, self._solved_hot_of)
+        loader_classes = imported_loader_classes(self.table)
         for module in self.by_path.values():
             if module.ctx is None:
                 continue
@@ -239,6 +240,7 @@ class Project:
                 auxiliary=self._auxiliary.get(module),
                 imported=module in self._imported,
                 returned_loaders=returned.get(module, ()),
+                loader_classes=loader_classes.get(module, frozenset()),
             )
         self._solved_hot.clear()
 
@@ -260,7 +262,8 @@ class Project:
         if ctx.project_defaults is not None and ctx.project_defaults == own:
             view = replace(view, defaults=None)  # nothing from other files: as if alone
         if not (view.entries or view.cuda_from or view.imported_constants or view.defaults is not None or view.loader_reads
-                or view.trains_via or view.device_call or view.auxiliary or view.imported or view.returned_loaders):
+                or view.trains_via or view.device_call or view.auxiliary or view.imported or view.returned_loaders
+                or view.loader_classes):
             return None  # the file analysed alone gives the same findings
         return view
 

@@ -27,7 +27,7 @@ from ..hotloops.finder import HotLoops
 from ..hotloops.step_markers import SCOPE_NODES
 from ..project_view import ReturnedLoader
 from .call_graph import CallGraph
-from .modules import FunctionNode, ProjectModule
+from .modules import FunctionNode, ModuleTable, ProjectModule
 
 Origin = tuple[ProjectModule, FunctionNode, str, "int | None"]  # the DataLoader's file and function, its variable, return position
 Factory = dict[tuple[ProjectModule, FunctionNode], list[Origin]]
@@ -59,6 +59,32 @@ def returned_loaders(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoop
                     found.setdefault(origin, []).append(
                         ReturnedLoader(variable, factory.name, f"{module.label}:{assign.lineno}", where, moves))
     return {module: tuple(reads) for module, reads in found.items()}
+
+
+def imported_loader_classes(table: ModuleTable) -> dict[ProjectModule, frozenset[str]]:
+    """Per file: the names it imports that are project subclasses of torch's DataLoader
+    (``from lib.utils import DataLoaderX``, where ``class DataLoaderX(DataLoader)``)."""
+    from ..rules._loaders import DATALOADER_QUALNAMES
+
+    subclasses = {
+        id(cls) for module in table.by_path.values() if module.ctx is not None
+        for cls in module.classes.values()
+        if any(module.ctx.qualname(base) in DATALOADER_QUALNAMES for base in cls.bases)
+    }
+    if not subclasses:
+        return {}
+    out: dict[ProjectModule, frozenset[str]] = {}
+    for module in table.by_path.values():
+        names = set()
+        for local, (_, attr) in module.imports.items():
+            if attr is None:
+                continue
+            target = table.resolve_dotted(module, ast.Name(id=local, ctx=ast.Load()))  # through re-exports
+            if isinstance(target, tuple) and id(target[1]) in subclasses:
+                names.add(local)
+        if names:
+            out[module] = frozenset(names)
+    return out
 
 
 def _factories(graph: CallGraph) -> Factory:

@@ -62,7 +62,26 @@ class Setting:
 
 
 def is_dataloader(ctx: "RuleContext", node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and ctx.call_qualname(node) in DATALOADER_QUALNAMES
+    """A torch DataLoader, or a subclass of it this file defines or imports from its project
+    (``class DataLoaderX(DataLoader)``, used as ``DataLoaderX(dataset, num_workers=...)``)."""
+    if not isinstance(node, ast.Call):
+        return False
+    if ctx.call_qualname(node) in DATALOADER_QUALNAMES:
+        return True
+    name = node.func.id if isinstance(node.func, ast.Name) else None
+    return name is not None and (name in ctx.loader_classes or name in own_loader_classes(ctx))
+
+
+def own_loader_classes(ctx: "RuleContext") -> frozenset[str]:
+    """The classes of this file whose bases include torch's DataLoader (one level)."""
+    key = ("own_loader_classes",)
+    found = ctx.memo.get(key)
+    if found is None:
+        found = ctx.memo[key] = frozenset(
+            cls.name for cls in ctx.nodes_of(ast.ClassDef)  # type: ignore[attr-defined]
+            if any(ctx.qualname(base) in DATALOADER_QUALNAMES for base in cls.bases)  # type: ignore[attr-defined]
+        )
+    return found  # type: ignore[return-value]
 
 
 def dataloader_calls(ctx: "RuleContext") -> Iterator[ast.Call]:

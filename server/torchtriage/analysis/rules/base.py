@@ -129,6 +129,11 @@ class RuleContext(Protocol):
         ...
 
     @property
+    def loader_classes(self) -> frozenset[str]:
+        """Names this file imports that are project subclasses of torch's DataLoader (``DataLoaderX``)."""
+        ...
+
+    @property
     def returned_loaders(self) -> tuple[ReturnedLoader, ...]:
         """Loaders this file's factories return that a caller iterates every epoch (:mod:`..project.returned_loaders`)."""
         ...
