@@ -80,6 +80,9 @@ def file_defaults(index: "ModuleIndex") -> tuple[dict[str, list[Default]], dict[
             attributes.setdefault(dest, []).append(Default(value, f"the `{option}` default ({name}:{call.lineno})"))
     for call in index.nodes_of(ast.Call):  # ``parser.set_defaults(pin_mem=True)`` wins over the arguments'
         assert isinstance(call, ast.Call)
+        callee = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+        if callee in NAMESPACES:  # ``args = SimpleNamespace(num_workers=4)``
+            _namespace_fields(call, callee, name, attributes)
         if isinstance(call.func, ast.Attribute) and call.func.attr == "set_defaults":
             for keyword in call.keywords:
                 ok, value = _constant(keyword.value)
@@ -118,19 +121,19 @@ def file_defaults(index: "ModuleIndex") -> tuple[dict[str, list[Default]], dict[
                 attributes.setdefault(target.attr, []).append(
                     Default(constant, f"the `{_dotted(target)}` default ({name}:{stmt.lineno})")
                 )
-    for call in index.nodes_of(ast.Call):  # ``args = SimpleNamespace(num_workers=4)``
-        assert isinstance(call, ast.Call)
-        callee = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
-        if callee in NAMESPACES:
-            fields = [(k.arg, k.value) for k in call.keywords if k.arg]
-            if callee == "create" and call.args and isinstance(call.args[0], ast.Dict):
-                fields += [(k.value, v) for k, v in zip(call.args[0].keys, call.args[0].values)
-                           if isinstance(k, ast.Constant) and isinstance(k.value, str)]
-            for field, value in fields:
-                ok, constant = _constant(value)
-                if ok:
-                    attributes.setdefault(str(field), []).append(Default(constant, f"`{callee}({field}=...)` ({name}:{call.lineno})"))
     return attributes, constants
+
+
+def _namespace_fields(call: ast.Call, callee: str, name: str, attributes: dict[str, list[Default]]) -> None:
+    """The constant fields of a namespace built in one call (keywords; ``OmegaConf.create``'s dict keys)."""
+    fields: list[tuple[object, ast.expr]] = [(k.arg, k.value) for k in call.keywords if k.arg]
+    if callee == "create" and call.args and isinstance(call.args[0], ast.Dict):
+        fields += [(k.value, v) for k, v in zip(call.args[0].keys, call.args[0].values)
+                   if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    for field, value in fields:
+        ok, constant = _constant(value)
+        if ok:
+            attributes.setdefault(str(field), []).append(Default(constant, f"`{callee}({field}=...)` ({name}:{call.lineno})"))
 
 
 NAMESPACES = frozenset({"SimpleNamespace", "Namespace", "EasyDict", "edict", "AttrDict", "create"})  # create: OmegaConf.create

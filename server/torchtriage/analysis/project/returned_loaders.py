@@ -41,12 +41,16 @@ def returned_loaders(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoop
     if not factories:
         return {}
     found: dict[ProjectModule, list[ReturnedLoader]] = {}
+    names = {func.name for _, func in factories}  # a cheap first cut before resolving a call
     for module in graph.table.by_path.values():
         if module.ctx is None or is_test_file(module.path):
             continue
         for assign in module.ctx.nodes_of(ast.Assign):
             assert isinstance(assign, ast.Assign)
             if not isinstance(assign.value, ast.Call) or len(assign.targets) != 1:
+                continue
+            func = assign.value.func
+            if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)) not in names:
                 continue
             target = graph.table.resolve_function(module, assign.value.func)
             if target is None or target not in factories:
@@ -106,35 +110,38 @@ def _factories(graph: CallGraph) -> Factory:
                 continue
             for position in _returned_at(func, variable):
                 out.setdefault((module, func), []).append((module, func, variable, position))
+    wrappers = _returned_calls(graph) if out else {}
     for _ in range(WRAPPERS if out else 0):
         added = False
-        for module in graph.table.by_path.values():
-            if module.ctx is None or is_test_file(module.path):
-                continue
-            for funcs in module.ctx.functions.values():
-                for func in funcs:
-                    for value in _returned_calls(func):
-                        inner = graph.table.resolve_function(module, value.func)
-                        if inner is None or inner not in out or inner == (module, func):
-                            continue
-                        known = out.setdefault((module, func), [])
-                        for origin in out[inner]:
-                            if origin not in known:
-                                known.append(origin)
-                                added = True
+        for (module, func), calls in wrappers.items():
+            for value in calls:
+                inner = graph.table.resolve_function(module, value.func)
+                if inner is None or inner not in out or inner == (module, func):
+                    continue
+                known = out.setdefault((module, func), [])
+                for origin in out[inner]:
+                    if origin not in known:
+                        known.append(origin)
+                        added = True
         if not added:
             break
     return out
 
 
-def _returned_calls(func: FunctionNode) -> Iterator[ast.Call]:
-    """The calls ``func`` returns as they are (``return _build_loader(config)``)."""
-    stack: list[ast.AST] = [n for n in func.body if not isinstance(n, SCOPE_NODES)]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
-            yield node.value
-        stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, SCOPE_NODES))
+def _returned_calls(graph: CallGraph) -> dict[tuple[ProjectModule, FunctionNode], list[ast.Call]]:
+    """Per function of the project: the calls it returns as they are (``return _build_loader(config)``),
+    from each file's index of ``return`` statements (no walk of every body)."""
+    out: dict[tuple[ProjectModule, FunctionNode], list[ast.Call]] = {}
+    for module in graph.table.by_path.values():
+        ctx = module.ctx
+        if ctx is None or is_test_file(module.path):
+            continue
+        for ret in ctx.nodes_of(ast.Return):
+            value = getattr(ret, "value", None)
+            func = ctx.enclosing_function(ret) if isinstance(value, ast.Call) else None
+            if func is not None:
+                out.setdefault((module, func), []).append(value)  # type: ignore[arg-type]
+    return out
 
 
 def _returned_at(func: FunctionNode, variable: str) -> Iterator[int | None]:

@@ -22,6 +22,7 @@ from .base import RuleContext
 
 SCALAR_SINKS = frozenset({"add_scalar", "add_scalars", "log_metric", "log_metrics"})
 SINK_QUALNAMES = frozenset({"wandb.log", "mlflow.log_metric", "mlflow.log_metrics"})
+SINK_METHODS = SCALAR_SINKS | {"log"}  # the last name of every sink: a cheap first cut
 Shown = tuple[ast.expr, ast.AST, str, HotRegion]  # (the tensor, the node to report, what turns it into text, region)
 
 
@@ -48,7 +49,9 @@ def _turned_into_text(ctx: RuleContext, node: ast.AST) -> tuple[list[ast.expr], 
     func = node.func
     if isinstance(func, ast.Attribute) and func.attr == "format" and _is_text(func.value):
         return [*node.args, *(k.value for k in node.keywords)], "`str.format`"
-    if (isinstance(func, ast.Attribute) and func.attr in SCALAR_SINKS) or ctx.call_qualname(node) in SINK_QUALNAMES:
+    if not isinstance(func, ast.Attribute) or func.attr not in SINK_METHODS:
+        return None
+    if func.attr in SCALAR_SINKS or ctx.call_qualname(node) in SINK_QUALNAMES:
         sink = ctx.dotted(func) or "metric sink"
         values = ast.Call(func=func, args=node.args[1:] if _keyed(func) else node.args, keywords=node.keywords)
         return formatted_values(values), f"`{sink}`"
