@@ -119,7 +119,7 @@ def file_defaults(index: "ModuleIndex") -> tuple[dict[str, list[Default]], dict[
             target = stmt.targets[0]
             if ok and isinstance(target, ast.Attribute):
                 attributes.setdefault(target.attr, []).append(
-                    Default(constant, f"the `{_dotted(target)}` default ({name}:{stmt.lineno})")
+                    Default(constant, f"the `{index.dotted(target)}` default ({name}:{stmt.lineno})")
                 )
     return attributes, constants
 
@@ -149,16 +149,6 @@ def _config_chain(target: ast.AST, namespaces: set[str], imported: set[str]) -> 
     if not isinstance(target, ast.Name) or target.id in imported:
         return False
     return depth >= 2 or (depth == 1 and target.id in namespaces)
-
-
-def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def unique(defaults: list[Default] | None) -> Default | None:

@@ -4,7 +4,7 @@ no torch) finds gaps in a recorded trace by the agent's own rule."""
 
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple
+from typing import Iterable, List, Sequence, Tuple
 
 from .wire import GpuActivity, Step
 
@@ -28,9 +28,14 @@ def uncovered(start: int, end: int, children: List[Tuple[int, int]]) -> List[Tup
 
 def idle_spans(gpu: Sequence[GpuActivity], steps: Sequence[Step]) -> List[Tuple[int, int, int, str]]:
     """(step position, start ns, end ns, next activity) of every idle span between GPU activities inside a step."""
+    return idle_between(sorted((g.start_ns, g.start_ns + g.ns, g.name) for g in gpu if g.ns >= 0), steps)
+
+
+def idle_between(busy: Iterable[Tuple[int, int, str]], steps: Sequence[Step]) -> List[Tuple[int, int, int, str]]:
+    """``idle_spans`` over busy intervals already in start order: (start ns, end ns, the activity that starts it)."""
     out = []
     end = None
-    for start, stop, name in sorted((g.start_ns, g.start_ns + g.ns, g.name) for g in gpu if g.ns >= 0):
+    for start, stop, name in busy:
         if end is not None and start > end:
             for position, step in enumerate(steps):
                 low, high = max(end, step.start_ns), min(start, step.end_ns)

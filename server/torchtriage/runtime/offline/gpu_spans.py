@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..agent.intervals import MIN_GAP_NS
+from ..agent.intervals import MIN_GAP_NS, idle_between
 from ..agent.wire import Step
 
 COMPACT_AT = 65_536  # spans held before merging the close ones
@@ -38,16 +38,7 @@ class GpuSpans:
     def idle(self, steps: Sequence[Step]) -> list[tuple[int, int, int, str]]:
         """(step position, start ns, end ns, the activity that ends it) of each idle span inside a step,
         as ``agent.intervals.idle_spans`` gives them (spans shorter than ``MIN_GAP_NS`` may be left out)."""
-        out = []
-        end = None
-        for start, _, name, stop in _merged(self._spans, 0):
-            if end is not None and start > end:
-                for position, step in enumerate(steps):
-                    low, high = max(end, step.start_ns), min(start, step.end_ns)
-                    if high > low:
-                        out.append((position, low, high, name))
-            end = stop if end is None else max(end, stop)
-        return out
+        return idle_between(((start, stop, name) for start, _, name, stop in _merged(self._spans, 0)), steps)
 
 
 def _merged(spans: list[_Span], within: int) -> list[_Span]:
