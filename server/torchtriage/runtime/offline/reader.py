@@ -86,6 +86,11 @@ class _Scanner:
         self.pos = 0
         return True
 
+    def buffer_at_least(self, chars: int) -> None:
+        """Read on until ``chars`` characters are buffered past the position, or the file ends."""
+        while len(self.buf) - self.pos < chars and self._fill():
+            pass
+
     def peek(self, skip: str = _SPACE) -> str:
         """The next character that is not in ``skip`` ('' at the end of the file), left unread."""
         while True:
@@ -207,21 +212,21 @@ def _events(scanner: _Scanner, header: dict[str, Any], in_object: bool) -> Itera
         scanner.handle.close()
 
 
-def read_events(path: Path) -> tuple[dict[str, Any], Iterator[TraceEvent]]:
-    """``read_trace`` for the analysis: the header, and the events as ``TraceEvent`` structs (see the module doc)."""
+def read_events(path: Path) -> tuple[dict[str, Any], Iterator[Any]]:
+    """``read_trace`` for the analysis: the header, and the events as ``TraceEvent`` structs (see the module doc);
+    a value in the list that is not an object comes as it is, for the caller to count as skipped."""
     scanner, header, in_object = _start(Path(path))
     return header, _fast_events(scanner, header, in_object)
 
 
-def _fast_events(scanner: _Scanner, header: dict[str, Any], in_object: bool) -> Iterator[TraceEvent]:
+def _fast_events(scanner: _Scanner, header: dict[str, Any], in_object: bool) -> Iterator[Any]:
     slow = _events(scanner, header, in_object)
     try:
         while FAST:
             char = scanner.peek(_SPACE + ",")
             if char != "{":
                 break  # the list's end, or something the slow reader words
-            while len(scanner.buf) - scanner.pos < RUN_CHARS and scanner._fill():
-                pass
+            scanner.buffer_at_least(RUN_CHARS)
             run = _whole_events(scanner)
             if run is not None:
                 yield from run
