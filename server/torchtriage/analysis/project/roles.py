@@ -36,7 +36,7 @@ from .modules import ModuleTable, ProjectModule
 
 AUXILIARY = "neither trains nor is used by the files that train"
 AUXILIARY_SCRIPT = "a script for inference, export or benchmarking that does not train and that no training file imports"
-SCRIPT_WORDS = ("predict", "infer", "detect", "export", "benchmark", "bench", "demo", "generate", "sample", "chat",
+SCRIPT_WORDS = ("predict", "infer", "inference", "detect", "export", "benchmark", "bench", "demo", "generate", "sample", "chat",
                 "visualize", "plot")  # the first word of such a script's file name
 
 
