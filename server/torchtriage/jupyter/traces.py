@@ -49,10 +49,15 @@ def trace_files(folder: Path) -> list[Path]:
     return files(folder)
 
 
-def opened(trace: Path) -> list[str]:
-    """What a run of ``trace`` records in ``opened.txt``: its path, and for a folder its trace files (relative to it)."""
-    files = [file.relative_to(trace).as_posix() for file in trace_files(trace)] if trace.is_dir() else []
-    return [str(trace), *files]
+def listed(trace: Path) -> list[Path]:
+    """A folder's trace files (listed once per request: both ``opened`` and ``last_change`` read them); [] for a file."""
+    return trace_files(trace) if trace.is_dir() else []
+
+
+def opened(trace: Path, files: list[Path]) -> list[str]:
+    """What a run of ``trace`` records in ``opened.txt``: its path, and for a folder its trace files
+    (``files``, from ``listed``; relative to it)."""
+    return [str(trace), *(file.relative_to(trace).as_posix() for file in files)]
 
 
 def _opened_before(report_path: Path) -> list[str] | None:
@@ -69,10 +74,9 @@ def _opened_before(report_path: Path) -> list[str] | None:
     return [str(source.get("path"))] if isinstance(source, dict) and source.get("path") else None
 
 
-def last_change(trace: Path) -> float:
-    """When the trace file last changed; for a folder, its newest trace file (OSError when gone).  A trace file
-    added or removed changes what ``opened`` lists."""
-    files = trace_files(trace) if trace.is_dir() else [trace]
+def last_change(trace: Path, files: list[Path]) -> float:
+    """When the trace file last changed; for a folder, its newest trace file (``files``, from ``listed``; OSError
+    when gone).  A trace file added or removed changes what ``opened`` lists."""
     return max(file.stat().st_mtime for file in files) if files else trace.stat().st_mtime
 
 
@@ -84,10 +88,11 @@ def run_bases(trace: Path, root: Path) -> list[Path]:
     return nearest + [real_root]
 
 
-def previous_run(trace: Path, bases: list[Path]) -> Path | None:
-    """The newest run folder under ``bases`` analysed from ``trace`` after its last change, or None."""
+def previous_run(trace: Path, bases: list[Path], files: list[Path]) -> Path | None:
+    """The newest run folder under ``bases`` analysed from ``trace`` (its trace ``files``, from ``listed``) after
+    its last change, or None."""
     try:
-        changed, now = last_change(trace), opened(trace)
+        changed, now = last_change(trace, files), opened(trace, files)
     except OSError:
         return None
     found = []
@@ -119,8 +124,8 @@ def _new_run_folder(trace: Path, root: Path) -> Path:
     raise TraceFailed(f"no folder to write the run in (neither {trace.parent} nor {root} can be written)")
 
 
-async def _analyze(trace: Path, root: Path) -> Path:
-    analysed = opened(trace)  # before the run folder is made (the root's folder may be the one opened)
+async def _analyze(trace: Path, root: Path, files: list[Path]) -> Path:
+    analysed = opened(trace, files)  # listed before the run folder is made (the root's folder may be the one opened)
     out = _new_run_folder(trace, root)
     real_root = root.resolve()
     searched = [trace, *trace.parents] if trace.is_dir() else list(trace.parents)
@@ -147,15 +152,16 @@ class TraceRuns:
 
     async def run_for(self, trace: Path, root: Path) -> tuple[Path, bool]:
         """The run folder of ``trace`` (a file or folder, resolved, inside ``root``) and whether it was analysed before."""
-        if trace.is_dir() and not trace_files(trace):
+        files = listed(trace)
+        if trace.is_dir() and not files:
             shown = trace.relative_to(root.resolve()).as_posix()
             raise TraceFailed(f"{shown}: {NO_TRACES}")
-        previous = previous_run(trace, run_bases(trace, root))
+        previous = previous_run(trace, run_bases(trace, root), files)
         if previous is not None:
             return previous, True
         running = self._running.get(trace)
         if running is None:
-            running = asyncio.ensure_future(_analyze(trace, root))
+            running = asyncio.ensure_future(_analyze(trace, root, files))
             self._running[trace] = running
             running.add_done_callback(lambda _: self._running.pop(trace, None))
         return await asyncio.shield(running), False
