@@ -26,9 +26,10 @@ def make_loader(samples: int = 2048, features: int = 32) -> DataLoader:
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(samples, features, generator=generator)
     y = (x[:, :4].sum(dim=1, keepdim=True) > 0).float()
-    dataset = TensorDataset(x.to(device), y.to(device))
-    # whole batches by one index each (the data is already on the device): no per-sample collate
-    return DataLoader(dataset, sampler=BatchSampler(RandomSampler(dataset, generator=generator), BATCH, drop_last=True), batch_size=None)
+    dataset = TensorDataset(x, y)  # on the CPU, where data usually starts
+    # whole batches by one index each (no per-sample collate), pinned on a GPU so their copies can overlap
+    sampler = BatchSampler(RandomSampler(dataset, generator=generator), BATCH, drop_last=True)
+    return DataLoader(dataset, sampler=sampler, batch_size=None, pin_memory=device == "cuda")
 
 
 def main() -> None:
@@ -45,6 +46,7 @@ def main() -> None:
     step, running = 0, 0.0
     while step < args.steps:
         for i, (x, y) in enumerate(loader):
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             loss = criterion(model(x), y)
             if loss.isnan():
                 raise RuntimeError("loss is NaN")

@@ -16,7 +16,9 @@ What it does, in order:
 4. step times before and after torchtriage's own fixes (``fix --unsafe-fixes``
    on a copy) and of the hand-tuned version in ``examples/tuned/``;
 5. the lab on the examples, as far as time allows;
-6. ``--memory-snapshot``, and a one-rank NCCL run.
+6. ``--memory-snapshot``, and a one-rank NCCL run;
+7. ``diag``: where backward kernels sit in the profiler's event tree (``backward_walk.py``);
+8. ``pytest``: the live-GPU tests (``-m cuda``), their output in ``logs/pytest.txt``.
 
 Results: ``DIR/cuda_results.tar.gz`` (run folders without their full traces,
 trimmed traces, ``figures.json``, ``facts.json``, ``log.txt``) and
@@ -214,6 +216,18 @@ def extras(session: Session) -> None:
         session.figures["extra"]["nccl"] = result
 
 
+def diag(session: Session) -> None:
+    session.figures["extra"]["backward_walk"] = session.run(
+        "backward-walk", [sys.executable, str(Path(__file__).resolve().parent / "backward_walk.py"),
+                          str(session.work / "backward_walk.json"), "--device", session.device], 60)
+
+
+def live_tests(session: Session) -> None:
+    argv = [sys.executable, "-m", "pytest", "-m", "cuda", "-p", "no:cacheprovider", "-rA", "-q",
+            "--junitxml", str(session.work / "pytest.xml"), "tests/runtime/cuda"]
+    session.figures["extra"]["pytest"] = session.run("pytest", argv, 300)
+
+
 def trim_trace(source: Path, target: Path, steps: int = 2, drop: tuple[str, ...] = ()) -> bool:
     """Keep the metadata and the events of the first STEPS recorded steps (GPU work that runs late included),
     less the categories in DROP."""
@@ -279,7 +293,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/torchtriage-gpu"))
     parser.add_argument("--budget", type=float, default=380.0, help="seconds for everything before packing")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    parser.add_argument("--parts", default="profile,overhead,fixes,extras,lab")
+    parser.add_argument("--parts", default="profile,overhead,fixes,extras,lab,diag,pytest")
     parser.add_argument("--examples", default=",".join(STEPS), help="examples to profile")
     parser.add_argument("--timed", default=",".join(STEPS), help="examples to time before and after fixes")
     parser.add_argument("--labs", default=",".join(LAB_ORDER), help="examples to run the lab on")
@@ -290,7 +304,8 @@ def main() -> None:
     args.work.mkdir(parents=True)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     session = Session(args.work, args.budget, args)
-    parts = {"profile": profile_examples, "overhead": overhead, "fixes": fixes_and_tuned, "extras": extras, "lab": labs}
+    parts = {"profile": profile_examples, "overhead": overhead, "fixes": fixes_and_tuned, "extras": extras, "lab": labs,
+             "diag": diag, "pytest": live_tests}
     try:
         facts(session)
         for part in args.parts.split(","):

@@ -23,9 +23,10 @@ def make_loader(samples: int = 2048, features: int = 32) -> DataLoader:
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(samples, features, generator=generator)
     y = (x[:, :4].sum(dim=1, keepdim=True) > 0).float()
-    dataset = TensorDataset(x.to(device), y.to(device))
-    # whole batches by one index each (the data is already on the device): no per-sample collate
-    return DataLoader(dataset, sampler=BatchSampler(RandomSampler(dataset, generator=generator), BATCH, drop_last=True), batch_size=None)
+    dataset = TensorDataset(x, y)  # on the CPU, where data usually starts
+    # whole batches by one index each (no per-sample collate), pinned on a GPU so their copies can overlap
+    sampler = BatchSampler(RandomSampler(dataset, generator=generator), BATCH, drop_last=True)
+    return DataLoader(dataset, sampler=sampler, batch_size=None, pin_memory=device == "cuda")
 
 
 def main() -> None:
@@ -44,6 +45,7 @@ def main() -> None:
     running = torch.zeros((), device=device)
     while step < args.steps:
         for x, y in loader:
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=device == "cuda"):
                 loss = criterion(model(x), y)
             optimizer.zero_grad()

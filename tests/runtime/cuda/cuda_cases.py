@@ -30,6 +30,9 @@ BIG_MATMUL_GEMMS = 5
 # eval_no_grad.py: each batch's kept loss holds its graph, whose saved tensors are the batch's input
 # (64 x 256) and the hidden activation (64 x 1024), in fp32.
 EVAL_KEPT_PER_BATCH = (64 * 256 + 64 * 1024) * 4
+# graph_leak.py: each step keeps its logits (128 x 64, fp32) and targets (128, int64) for the epoch's accuracy,
+# and its loss (a scalar: one 512-byte block of the CUDA caching allocator, 4 bytes on the CPU).
+GRAPH_LEAK_KEPT_PER_STEP = 128 * 64 * 4 + 128 * 8
 
 
 def cases() -> dict[str, dict[str, Any]]:
@@ -108,3 +111,22 @@ def check_tiny_ops(profile: ProfileData) -> None:
     assert profile.kernels_per_step > 2000
     assert profile.extra["gpu_busy_us"] / len(profile.steps) < 0.2 * mean_step_ms(profile) * 1000.0
     assert verdict(profile) == "launch_overhead"
+
+
+def check_graph_leak(profile: ProfileData) -> None:
+    """Every step keeps its logits, targets and loss: memory grows by them, and that is the verdict."""
+    assert verdict(profile) == "memory_growth"
+    ends = [m.end_bytes for m in profile.memory_steps]
+    growth = statistics.median(b - a for a, b in zip(ends, ends[1:]))
+    assert GRAPH_LEAK_KEPT_PER_STEP <= growth <= GRAPH_LEAK_KEPT_PER_STEP + 512, growth
+
+
+def check_blocking_copies(profile: ProfileData, script: Path) -> None:
+    """A blocking copy from pageable memory waits for the stream: a sync a step at each ``.to(device)`` line,
+    behind the previous step's kernels, which is the verdict."""
+    lines = [line_of(script, text) for text in ("images = images.to(device)", "targets = targets.to(device)",
+                                                 "noise = torch.zeros(images.shape).to(device)")]
+    stream = {p.line: p for p in profile.sync_points if p.kind == "stream_sync"}
+    assert set(lines) <= set(stream), sorted(stream)
+    assert all(stream[line].count >= len(profile.steps) for line in lines)
+    assert verdict(profile) == "host_sync"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cuda_cases import check_big_matmul, check_eval_growth, check_sync_lines, check_tiny_ops
+from cuda_cases import check_big_matmul, check_blocking_copies, check_eval_growth, check_graph_leak, check_sync_lines, check_tiny_ops
 from torchtriage.runtime.attribution.lines import build_profile
 
 pytestmark = [pytest.mark.cuda, pytest.mark.slow,
@@ -37,8 +37,21 @@ def test_big_matmul(tmp_path):
 
 
 def test_sync_every_step(tmp_path):
-    profile, script, _ = profiled(tmp_path, "sync_every_step", 60)
+    profile, script, report = profiled(tmp_path, "sync_every_step", 60)
     check_sync_lines(profile, script)
+    assert report["bottleneck"]["kind"] == "host_sync"
+
+
+def test_graph_leak(tmp_path):
+    profile, _, report = profiled(tmp_path, "graph_leak", 40)
+    check_graph_leak(profile)
+    assert report["bottleneck"]["kind"] == "memory_growth"
+
+
+def test_device_moves(tmp_path):
+    profile, script, report = profiled(tmp_path, "device_moves", 40)
+    check_blocking_copies(profile, script)
+    assert report["bottleneck"]["kind"] == "host_sync"
 
 
 def test_eval_no_grad(tmp_path):
