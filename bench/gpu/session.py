@@ -18,7 +18,7 @@ What it does, in order:
 5. the lab on the examples, as far as time allows;
 6. ``--memory-snapshot``, and a one-rank NCCL run;
 7. ``diag``: where backward kernels sit in the profiler's event tree (``backward_walk.py``);
-8. ``pytest``: the live-GPU tests (``-m cuda``), their output in ``logs/pytest.txt``.
+8. ``pytest``: the live-GPU tests (``-m cuda``), their output in ``logs/pytest.txt``, their runs in ``live_runs/``.
 
 Results: ``DIR/cuda_results.tar.gz`` (run folders without their full traces,
 trimmed traces, ``figures.json``, ``facts.json``, ``log.txt``) and
@@ -223,6 +223,7 @@ def diag(session: Session) -> None:
 
 
 def live_tests(session: Session) -> None:
+    os.environ["TORCHTRIAGE_LIVE_OUT"] = str(session.work / "live_runs")  # the tests' runs are packed with the others
     argv = [sys.executable, "-m", "pytest", "-m", "cuda", "-p", "no:cacheprovider", "-rA", "-q",
             "--junitxml", str(session.work / "pytest.xml"), "tests/runtime/cuda"]
     session.figures["extra"]["pytest"] = session.run("pytest", argv, 300)

@@ -41,10 +41,11 @@ def test_autocast_wraps_the_trained_models_forward_and_nothing_else(bf16_models:
     torch.optim.SGD(model.parameters(), lr=0.1)  # only the model's parameters train
     x = torch.randn(5, 8)
     out = model(x)
-    assert out.dtype == torch.bfloat16 and model.inside == [True]
+    assert model.inside == [True]
+    assert out.dtype == torch.float32  # handed back in fp32 (float32_outputs): the loss meets an fp32 output
     assert not torch.is_autocast_enabled("cpu")  # left again after the forward
-    assert frozen(out.float()).dtype == torch.float32  # a module no optimizer owns runs as written
-    assert (out.float() @ torch.randn(4, 4)).dtype == torch.float32  # the loss side too
+    assert frozen(out).dtype == torch.float32  # a module no optimizer owns runs as written
+    assert (out @ torch.randn(4, 4)).dtype == torch.float32  # the loss side too
     assert bf16_models.names == ["Net"] and bf16_models.device == "cpu"
     assert bf16_models.calls == 1  # the submodules inside the model are not counted again
     assert bf16_models.output_dtype == "bfloat16" and bf16_models.take_step() == 5 and bf16_models.take_step() is None
@@ -62,16 +63,18 @@ def test_samples_per_step_add_up_over_micro_batches_of_the_first_model(bf16_mode
 
 def test_a_model_whose_optimizer_comes_after_its_first_call_is_found_later(bf16_models: TrainedModels) -> None:
     model = Net()
-    assert model(torch.randn(3, 8)).dtype == torch.float32  # a dry run before the optimizer exists
+    model(torch.randn(3, 8))  # a dry run before the optimizer exists
+    assert model.inside == [False] and bf16_models.output_dtype is None
     torch.optim.AdamW(model.parameters())
-    assert model(torch.randn(3, 8)).dtype == torch.bfloat16
+    model(torch.randn(3, 8))
+    assert model.inside == [False, True] and bf16_models.output_dtype == "bfloat16"
 
 
 def test_a_submodule_called_on_its_own_is_the_model_then(bf16_models: TrainedModels) -> None:
     model = Net()
     torch.optim.SGD(model.parameters(), lr=0.1)
-    assert model.body(torch.randn(2, 8)).dtype == torch.bfloat16
-    assert bf16_models.names == ["Sequential"]
+    model.body(torch.randn(2, 8))
+    assert bf16_models.output_dtype == "bfloat16" and bf16_models.names == ["Sequential"]
 
 
 def test_fp32_leaves_the_model_alone_but_still_reads_its_batch_and_output() -> None:
@@ -183,3 +186,29 @@ def test_failure_kinds_follow_the_exception_and_its_cause() -> None:
             raise RuntimeError("wrapped") from inner
     except RuntimeError as outer:
         assert failure_kind(outer) == "out_of_memory"
+
+
+def test_the_models_low_precision_outputs_reach_the_loss_in_fp32_and_backward_runs(bf16_models: TrainedModels) -> None:
+    """On an H100, ``mse_loss(bf16 output, fp32 target).backward()`` failed the lab's bf16 row of
+    examples/big_matmul.py ("Found dtype Float but expected BFloat16"): the loss now meets fp32."""
+    from collections import namedtuple
+
+    Pair = namedtuple("Pair", "logits hidden")
+
+    class Outputs(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = nn.Linear(8, 4)
+
+        def forward(self, x: torch.Tensor):
+            y = self.body(x)
+            return {"logits": y, "extra": [y, (y, 3)], "pair": Pair(y, y.long())}
+
+    model = Outputs()
+    torch.optim.SGD(model.parameters(), lr=0.1)
+    out = model(torch.randn(5, 8))
+    assert out["logits"].dtype == out["extra"][0].dtype == out["extra"][1][0].dtype == torch.float32
+    assert out["extra"][1][1] == 3 and isinstance(out["pair"], Pair) and out["pair"].hidden.dtype == torch.int64
+    assert bf16_models.output_dtype == "bfloat16"  # what autocast produced, before the cast
+    nn.functional.mse_loss(out["logits"], torch.randn(5, 4)).backward()
+    assert model.body.weight.grad is not None and model.body.weight.grad.dtype == torch.float32

@@ -30,7 +30,7 @@ from ..results.profile_data import (
     SyncPoint,
 )
 from .compiles import read_compiles
-from .device_time import device_work, gpu_bound_steps
+from .device_time import device_work, gpu_bound_steps, sync_waits_on_busy_gpu
 from .dtypes import read_dtype_lines
 from .samples import FrameSample, LineResolver, read_samples
 from ..results.device_facts import facts_from_wire
@@ -281,7 +281,8 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
         per_step.append(times)
     work = device_work(steps, attribution.gpu, (extra or {}).get("trace")) if device == "cuda" else {}
     gpu_paced = gpu_bound_steps(steps, work, per_step) if work else 0
-    if gpu_paced:  # those steps' categories are the GPU's now: the totals follow
+    sync_on_busy_us = sync_waits_on_busy_gpu(steps, work, per_step) if work else 0.0
+    if gpu_paced or sync_on_busy_us:  # those steps' categories are the GPU's now: the totals follow
         category_us = {c: round(sum(times[c] for times in per_step), 3) for c in CATEGORIES}
     workers = meta.get("loader_workers")
     worker_samples = read_samples(raw, "worker_samples")
@@ -308,6 +309,12 @@ def build_profile(raw: dict[str, Any], status: Optional[RunStatus] = None, extra
     if meta.get("dynamo"):
         info["dynamo"] = meta["dynamo"]
     warnings = list(raw.get("warnings", []))
+    if sync_on_busy_us:
+        info["sync_wait_on_busy_gpu_us"] = round(sync_on_busy_us, 3)
+        warnings.append(
+            f"{sync_on_busy_us / n / 1000:.2f} ms a step of waiting in syncs was the GPU running work queued before them: "
+            "it counts as compute, since removing the sync would not save it (host_sync keeps the wait the GPU spent idle)"
+        )
     if gpu_paced:
         info["gpu_paced_steps"] = gpu_paced
         warnings.append(

@@ -6,7 +6,7 @@ A global forward pre-hook sees each module call; the outermost call of a
 trained module, one not already inside another trained call, is the model's
 forward.  Around that call (and nothing else: not the loss outside it, not
 backward, not the optimizer) the configured autocast is entered and left by
-the matching post-hook.  For compiled configurations the model's ``forward``
+the matching post-hook, which hands the output on in fp32 (``float32_outputs``).  For compiled configurations the model's ``forward``
 is replaced, at its first call, by ``torch.compile`` of it: the first call
 runs eagerly (a warm-up step), every later call goes through the compiled
 forward, and the calls are counted to prove it.
@@ -43,6 +43,30 @@ def tensors_in(value: Any, depth: int = 0) -> Iterator[torch.Tensor]:
     elif depth < 4 and isinstance(value, dict):
         for item in value.values():
             yield from tensors_in(item, depth + 1)
+
+
+def float32_outputs(value: Any, depth: int = 0) -> Any:
+    """``value`` with its bf16 / fp16 tensors cast to fp32 (tuples, lists, dicts, nested a few levels).
+
+    Autocast covers only the model's forward, so the loss the script computes after it would meet a
+    low-precision output and an fp32 target: on CUDA ``mse_loss``'s backward then fails ("Found dtype
+    Float but expected BFloat16", seen on an H100).  The ops autocast would run in fp32 (losses,
+    softmax) get fp32 outputs, as when the script puts its loss inside the autocast block.
+    """
+    if isinstance(value, torch.Tensor):
+        return value.float() if value.dtype in (torch.bfloat16, torch.float16) else value
+    if depth >= 4:
+        return value
+    if isinstance(value, dict):  # in place: keeps dict subclasses (a transformers ModelOutput) whole
+        for key in list(value):
+            value[key] = float32_outputs(value[key], depth + 1)
+        return value
+    if isinstance(value, list):
+        return [float32_outputs(item, depth + 1) for item in value]
+    if isinstance(value, tuple):
+        items = [float32_outputs(item, depth + 1) for item in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    return value
 
 
 def leading_dim(value: Any) -> Optional[int]:
@@ -146,12 +170,13 @@ class TrainedModels:
         self.calls += 1
         self._samples = leading_dim(args) if module is self._primary else None
 
-    def _post(self, module: Any, args: Any, output: Any) -> None:
+    def _post(self, module: Any, args: Any, output: Any) -> Any:
+        """Leave the model's autocast; its output, cast back to fp32 when autocast ran (``float32_outputs``)."""
         if module is not self._active or torch.compiler.is_compiling():
-            return
+            return None
         self._depth -= 1
         if self._depth > 0:
-            return
+            return None
         self._active = None
         if self._autocast is not None:
             context, self._autocast = self._autocast, None
@@ -164,6 +189,9 @@ class TrainedModels:
             samples = self._samples if self._samples is not None else leading_dim(output)
             if samples is not None:
                 self.batch = (self.batch or 0) + samples
+        if self.dtype is not None:
+            return float32_outputs(output)
+        return None
 
     def _first_call(self, module: Any) -> str:
         """The model's device type; on its first call also check the dtype and install the compiled forward."""
