@@ -2,14 +2,16 @@
 
     python bench/gpu/save_cases.py SESSION_DIR [SESSION_DIR...]   # unpacked cuda_results (+ cuda_traces)
 
-For each example run found (a later SESSION_DIR wins) it writes, in the case's folder:
+For each example run found in a session's ``runs/`` and ``live_runs/`` (a later one wins) it writes, in
+the case's folder:
 ``agent.json.gz`` (what the agent recorded on the GPU), ``trace.json.gz`` when
 the trace is small (``FULL_TRACE_LIMIT``; the CI tests rebuild the report from
 it) or else ``trace_trimmed.json.gz`` (two steps, for reading), the example
 script as it ran (``script.py``: the line numbers in the records are its
 lines), and ``report.json`` rebuilt from those records by this checkout's host
-code.  ``cases.json`` lists the cases with the GPU, torch and driver they ran on; ``clocks.json``
-holds the step times the workloads' own synchronised clock read (``step_clock.py``).
+code.  A one-rank NCCL run (``runs/ddp_nccl``) is kept as ``ddp_nccl/``.  ``cases.json`` lists the
+cases with the GPU, torch and driver they ran on; ``clocks.json`` holds the step times the workloads'
+own synchronised clock read (``step_clock.py``).  Cases and examples no session names keep their entries.
 """
 
 from __future__ import annotations
@@ -69,10 +71,33 @@ def save_case(run: Path, facts: dict, manifest: dict) -> None:
     print(f"{case}: {manifest[case]['verdict']}, {sum(p.stat().st_size for p in target.iterdir()) // 1024} KiB")
 
 
+def save_nccl(run: Path, facts: dict, manifest: dict) -> None:
+    """The one-rank NCCL run (``profile --nproc-per-node 1`` of tests/data/runtime/ddp_train.py): its rank's
+    agent records and the job's report.json as recorded (the ranks section is the launcher's)."""
+    target = TARGET / "ddp_nccl"
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    raw = json.loads((run / "rank0" / "agent.json").read_text(encoding="utf-8"))
+    with gzip.open(target / "agent.json.gz", "wt", encoding="utf-8") as handle:
+        json.dump(raw, handle, separators=(",", ":"))
+    shutil.copy(run / "report.json", target / "report.json")
+    shutil.copy(ROOT / "tests" / "data" / "runtime" / "ddp_train.py", target / "script.py")
+    report = json.loads((run / "report.json").read_text(encoding="utf-8"))
+    manifest["ddp_nccl"] = {
+        "script": "ddp_train.py", "argv": raw["meta"].get("argv"), "device": report.get("device"),
+        "device_name": report.get("device_name"), "torch_version": report.get("torch_version"),
+        "driver": facts.get("nvidia_smi", ""), "full_trace": False, "verdict": report["bottleneck"]["kind"],
+        "backend": report.get("ranks", {}).get("backend"), "world_size": report.get("ranks", {}).get("world_size"),
+    }
+    print(f"ddp_nccl: {manifest['ddp_nccl']['verdict']}")
+
+
 def save_clocks(sessions: list[Path]) -> dict:
     """Per example and variant, the synchronised clock's step times (ms): median and mean past the first 5
-    steps, or over the profiled steps for a profiled run; a later session's runs replace an earlier's."""
-    clocks: dict = {}
+    steps, or over the profiled steps for a profiled run; a later session's runs replace an earlier's, and
+    the examples no session timed keep what clocks.json had."""
+    existing = TARGET / "clocks.json"
+    clocks: dict = json.loads(existing.read_text(encoding="utf-8")) if existing.exists() else {}
     for session in sessions:
         timed = {path.stem.rsplit("-", 1)[0] for path in (session / "clock").glob("*.json")}
         for example in timed:  # a later session's example may have changed: none of the earlier runs stay
@@ -94,15 +119,25 @@ def main() -> None:
     parser.add_argument("--skip", default="", help="comma-separated cases to leave out")
     args = parser.parse_args()
     runs: dict[str, tuple[Path, dict]] = {}
+    nccl: tuple[Path, dict] | None = None
     for session in args.sessions:
         facts = json.loads((session / "facts.json").read_text(encoding="utf-8"))
-        for run in sorted((session / "runs").iterdir()):
-            if (run / "agent.json").exists() and (ROOT / "examples" / f"{run.name}.py").exists() and run.name not in args.skip:
-                runs[run.name] = (run, facts)
-    manifest: dict = {}
+        # the session's profiles, then the live tests' runs (``pytest`` part): a later folder wins
+        for folder in (session / "runs", session / "live_runs"):
+            for run in sorted(folder.iterdir()) if folder.is_dir() else []:
+                if run.name in args.skip:
+                    continue
+                if (run / "agent.json").exists() and (ROOT / "examples" / f"{run.name}.py").exists():
+                    runs[run.name] = (run, facts)
+                elif run.name == "ddp_nccl" and (run / "rank0" / "agent.json").exists():
+                    nccl = (run, facts)
+    cases_file = TARGET / "cases.json"
+    manifest: dict = json.loads(cases_file.read_text(encoding="utf-8")) if cases_file.exists() else {}
     for name in sorted(runs):
         save_case(runs[name][0], runs[name][1], manifest)
-    (TARGET / "cases.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    if nccl is not None:
+        save_nccl(nccl[0], nccl[1], manifest)
+    cases_file.write_text(json.dumps(dict(sorted(manifest.items())), indent=1) + "\n", encoding="utf-8")
     save_clocks(args.sessions)
 
 

@@ -24,7 +24,7 @@ JLAB = REPO / "extension" / "jupyterlab"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 NODE = shutil.which("node")
 SCRIPT = REPO / "tests" / "data" / "runtime" / "traces" / "train_traced.py"
-RANK_TRACE = REPO / "tests" / "data" / "runtime" / "cuda" / "sync_every_step" / "trace.json.gz"
+RANK_TRACE = REPO / "tests" / "data" / "runtime" / "cuda" / "sync_every_step_v1" / "trace.json.gz"
 
 pytestmark = [
     pytest.mark.slow,

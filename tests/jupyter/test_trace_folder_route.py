@@ -17,7 +17,7 @@ from tornado.httpclient import HTTPClientError
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 REPO = Path(__file__).resolve().parents[2]
-TRACE = REPO / "tests" / "data" / "runtime" / "cuda" / "sync_every_step" / "trace.json.gz"
+TRACE = REPO / "tests" / "data" / "runtime" / "cuda" / "sync_every_step_v1" / "trace.json.gz"
 RANKS = ("job_rank0.1700000000000", "job_rank1.1700000000001")
 
 

@@ -13,7 +13,7 @@ from torchtriage.cli import main as cli_main
 from torchtriage.runtime.offline.steps import WHOLE_TRACE
 from trace_recording import CUDA, check_schema
 
-TRACE = CUDA / "sync_every_step" / "trace.json.gz"  # a real trace (H100, torch 2.11) to damage
+TRACE = CUDA / "sync_every_step_v1" / "trace.json.gz"  # a real trace (H100, torch 2.11) to damage
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -71,7 +71,7 @@ def test_the_kernel_table_against_the_json(case: str, tmp_path: Path) -> None:
 
 
 def test_the_longest_gpu_idle_gap_and_the_cpu_op_in_it(tmp_path: Path) -> None:
-    trace = CUDA / "sync_every_step" / "trace.json.gz"
+    trace = CUDA / "sync_every_step_v1" / "trace.json.gz"
     report = analyze_trace(trace, out_dir=tmp_path / "run", roots=(ROOT,)).report
     assert report is not None
     check_schema(report)

@@ -22,7 +22,7 @@ from torchtriage.runtime.offline.ordering import SortedRecords
 from torchtriage.runtime.offline.trace_event import ARG_KEYS, EVENT_KEYS, TraceEvent, from_dict
 from trace_recording import CUDA
 
-TRACE = CUDA / "sync_every_step" / "trace.json.gz"
+TRACE = CUDA / "sync_every_step_v1" / "trace.json.gz"
 
 
 def test_the_reader_gives_what_json_load_gives_whatever_the_chunk(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cuda_cases import check_big_matmul, check_blocking_copies, check_eval_growth, check_graph_leak, check_sync_lines, check_tiny_ops
+from cuda_cases import check_big_matmul, check_blocking_copies, check_eval_growth, check_graph_leak, check_sync_cost, check_sync_lines, check_tiny_ops
 from torchtriage.runtime.attribution.lines import build_profile
 
 pytestmark = [pytest.mark.cuda, pytest.mark.slow,
@@ -42,6 +42,7 @@ def test_big_matmul(tmp_path):
 def test_sync_every_step(tmp_path):
     profile, script, report = profiled(tmp_path, "sync_every_step", 60)
     check_sync_lines(profile, script)
+    check_sync_cost(profile)
     assert report["bottleneck"]["kind"] == "host_sync"
 
 

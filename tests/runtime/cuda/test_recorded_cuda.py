@@ -8,7 +8,8 @@ import json
 import pytest
 
 import cuda_cases
-from cuda_cases import BIG_MATMUL_GEMMS, cases, check_big_matmul, check_eval_growth, check_sync_lines, check_tiny_ops, clocks, recorded
+from cuda_cases import (BIG_MATMUL_GEMMS, cases, check_big_matmul, check_blocking_copies, check_eval_growth, check_graph_leak, check_sync_cost,
+                        check_sync_lines, check_tiny_ops, clocks, recorded)
 
 
 def test_at_least_four_real_gpu_cases_each_with_a_verdict():
@@ -55,6 +56,21 @@ def test_every_step_launches_the_five_matrix_products_and_the_same_kernels():
 def test_sync_stalls_are_found_at_the_item_and_print_lines():
     profile, script, _ = recorded("sync_every_step")
     check_sync_lines(profile, script)
+
+
+def test_a_sync_costs_the_time_the_gpu_sat_idle_not_the_time_the_cpu_waited():
+    profile, _, _ = recorded("sync_every_step")
+    check_sync_cost(profile)
+
+
+def test_a_kept_graph_grows_gpu_memory_by_its_logits_targets_and_loss_every_step():
+    profile, _, _ = recorded("graph_leak")
+    check_graph_leak(profile)
+
+
+def test_blocking_copies_sync_at_their_lines():
+    profile, script, _ = recorded("device_moves")
+    check_blocking_copies(profile, script)
 
 
 def test_eval_loop_that_keeps_its_losses_grows_by_their_saved_tensors():

@@ -2,7 +2,7 @@
 ``tests/data/runtime/cuda``): the rules whose data a profiled run has too.  No GPU needed.
 
 tiny_ops steps ``Adam(foreach=False)``: the agent charges its optimizer line to ``_single_tensor_adam`` (TTR504);
-device_moves loads its batches with ``num_workers=0`` (TTR303, on its ``for`` line); sync_every_step keeps the
+device_moves loads its batches with ``num_workers=0`` (TTR303, on its ``for`` line); sync_every_step_v1 keeps the
 GPU busy under half the step (TTR605); big_matmul, GPU-bound with fp32 matmuls, gets TTR602 and none of these.
 """
 
@@ -39,8 +39,8 @@ def test_a_loader_without_workers_in_a_profiled_run() -> None:
 
 
 def test_the_gpu_busy_under_half_the_step_in_a_profiled_run() -> None:
-    profile, _, _ = recorded("sync_every_step")
-    found, _, step_ms = findings("sync_every_step")
+    profile, _, _ = recorded("sync_every_step_v1")
+    found, _, step_ms = findings("sync_every_step_v1")
     [under] = found["TTR605"]
     busy = profile.extra["gpu_busy_us"] / sum(s.duration_us for s in profile.steps)
     assert under.extra["details"]["gpu_busy_share"] == pytest.approx(busy, abs=1e-4) and busy < 0.5

@@ -55,10 +55,15 @@ def _ms(step: dict[str, Any]) -> str:
     return f"{step['from_ms']:.2f} → {step['to_ms']:.2f} ms/step"
 
 
-def _precision_text(step: dict[str, Any]) -> tuple[str, str]:
+def _precision_text(step: dict[str, Any], device: str) -> tuple[str, str]:
     name = f"{step['from']} → {step['to']}"
     if step["size"] == "none":
         return "precision_no_change", f"{name}: no measurable change ({_ms(step)}, within the spread): precision is not the bottleneck; {PROFILE_HINT}."
+    if step["size"] == "slower" and device == "cuda":  # GPUs since Ampere run bf16 math fast: the casts cost
+        return "precision_slower", (
+            f"{name}: slower ({_ms(step)}): autocast adds a cast kernel before the ops it lowers, and on a step of many "
+            f"small ops those launches cost more than the math saves (on an H100, examples/tiny_ops.py: 0.73×); "
+            f"precision is not the bottleneck here; {PROFILE_HINT}.")
     if step["size"] == "slower":
         return "precision_slower", (
             f"{name}: slower ({_ms(step)}): this device has no fast path for {step['to']} (a CPU without AMX/AVX-512 BF16, "
@@ -83,14 +88,15 @@ def _compile_text(step: dict[str, Any], row: dict[str, Any], hinted: bool) -> tu
     return "compile_large", f"{name}: {step['speedup']:.2f}× faster ({_ms(step)}){breaks}: the step was launch or memory-traffic bound; take torch.compile (compile time: {row['compile_s']:.1f} s once)."
 
 
-def build_reading(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """lab.json's ``reading``: both steps with their sizes, a verdict key and the sentences to print."""
+def build_reading(rows: list[dict[str, Any]], device: str = "cpu") -> dict[str, Any]:
+    """lab.json's ``reading``: both steps with their sizes, a verdict key and the sentences to print
+    (worded for the DEVICE type the rows ran on)."""
     fp32, low, compiled = _pair(rows)
     precision = _step(fp32, low)
     compiling = _step(low, compiled)
     lines: list[dict[str, str]] = []
     if precision is not None:
-        key, text = _precision_text(precision)
+        key, text = _precision_text(precision, device)
         lines.append({"key": key, "text": text})
     elif low is not None:
         lines.append({"key": "precision_unknown", "text": f"{BASELINE} → {low['name']}: not compared ({_why(fp32, low)})."})

@@ -59,7 +59,7 @@ def build_lab(
             "loss_tolerance": settings.loss_tolerance, "run_skipped": settings.run_skipped,
         },
         "rows": rows,
-        "reading": build_reading(rows),
+        "reading": build_reading(rows, str(lab.device or "cpu")),
         "files": {"lab_json": LAB_JSON, "lab_html": LAB_HTML},
     }
 
