@@ -8,6 +8,7 @@ passing; tuned counterparts must be (nearly) clean.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -132,3 +133,21 @@ def test_notebook_linted_across_cells():
     assert "TT000" not in codes and "TT999" not in codes, findings
     expected = {"TT102", "TT201"} & REGISTERED
     assert expected <= codes, f"expected {sorted(expected)}, got {sorted(codes)}"
+
+
+def test_the_readmes_table_says_what_check_examples_reports():
+    """examples/README.md's last column is what ``torchtriage check examples/`` (the whole folder, as one
+    project) reports for each script: the CLI, run for real."""
+    result = subprocess.run([sys.executable, "-m", "torchtriage", "check", "--format", "json", "--exit-zero", str(EXAMPLES)],
+                            capture_output=True, text=True, timeout=300, cwd=EXAMPLES)
+    assert result.returncode == 0, result.stderr[-2000:]
+    reported: dict[str, set[str]] = {}
+    for finding in json.loads(result.stdout):
+        path = Path(finding["path"])
+        if path.parent.name != "tuned":
+            reported.setdefault(path.name, set()).add(finding["code"])
+    readme = (EXAMPLES / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([a-z_]+\.(?:py|ipynb))` \|.*\| ([^|]*) \|$", readme, re.M)
+    assert {name for name, _ in rows} == set(EXPECTED) | {"notebook_training.ipynb"}
+    for name, column in rows:
+        assert set(re.findall(r"TT\d{3}", column)) == reported.get(name, set()), name

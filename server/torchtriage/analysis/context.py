@@ -139,3 +139,11 @@ class ModuleContext(ModuleIndex):
     def hot(self) -> HotLoops:
         """The step loops and per-step functions of this module."""
         return find_hot_loops(self, self.hot_entries, own_loops=self.auxiliary is None, main_block=not self.imported)
+
+    @cached_property
+    def own_hot(self) -> HotLoops:
+        """The module's loops and per-step functions as if it took part in training: ``hot`` itself
+        unless the module is a script beside the training code (``auxiliary``)."""
+        if self.auxiliary is None:
+            return self.hot
+        return find_hot_loops(self, self.hot_entries, own_loops=True, main_block=not self.imported)

@@ -98,6 +98,22 @@ DUMP = """
         print(model(x.cuda()).mean().item())
 """
 
+EVAL_CHECKPOINT = """
+    import torch
+    from data.images import ImageFolder
+
+    def evaluate(model, loader):
+        model.eval()
+        hits = 0
+        for x, y in loader:
+            hits += (model(x.cuda()).argmax(1).cpu() == y).sum().item()
+        return hits
+
+    if __name__ == "__main__":
+        model = torch.load("model.pt").cuda()
+        print(evaluate(model, torch.utils.data.DataLoader(ImageFolder("val"), batch_size=64, num_workers=2)))
+"""
+
 
 def project(files: dict[str, str]) -> Project:
     return Project((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in files.items())
@@ -149,7 +165,7 @@ def test_a_project_that_never_trains_keeps_its_loops() -> None:
 
 
 def test_the_language_servers_view_gives_the_projects_findings() -> None:
-    sources = files(**{"tools/dump_outputs.py": DUMP})
+    sources = files(**{"tools/dump_outputs.py": DUMP, "tools/eval_checkpoint.py": EVAL_CHECKPOINT})
     proj = project(sources)
     for path, text in sources.items():
         source = textwrap.dedent(text).lstrip("\n")
@@ -170,3 +186,15 @@ def test_the_loader_rules_skip_scripts_beside_training_and_self_tests_of_importe
     slow_train = TRAIN.replace("batch_size=32, num_workers=4, pin_memory=True", "batch_size=32, pin_memory=True")
     trained = project(files(**{"train.py": slow_train}))
     assert (10, "TT302") in codes(trained, "train.py")  # the training loader keeps its finding
+
+
+def test_an_evaluation_script_beside_training_still_gets_tt501_and_nothing_of_the_step_rules() -> None:
+    """Its loop is no training step (no TT101 for the per-batch ``.item()``), but an evaluation loop without
+    ``no_grad`` is what TT501 is for: examples/eval_no_grad.py beside the examples that train lost it."""
+    proj = project(files(**{"tools/eval_checkpoint.py": EVAL_CHECKPOINT}))
+    found = codes(proj, "tools/eval_checkpoint.py")
+    assert (7, "TT501") in found and "TT101" not in {c for _, c in found}
+    proj.solve()
+    assert proj.by_path["tools/eval_checkpoint.py"].ctx.auxiliary == AUXILIARY
+    with_grad_off = EVAL_CHECKPOINT.replace("    def evaluate(", "    @torch.no_grad()\n    def evaluate(")
+    assert "TT501" not in {c for _, c in codes(project(files(**{"tools/eval_checkpoint.py": with_grad_off})), "tools/eval_checkpoint.py")}

@@ -110,6 +110,12 @@ class RuleContext(Protocol):
         ...
 
     @property
+    def own_hot(self) -> HotLoops:
+        """The module's loops as if it took part in training (differs from ``hot`` only in a script
+        beside the training code: an evaluation script's loops are TT501's to judge)."""
+        ...
+
+    @property
     def uses_cuda(self) -> bool: ...
 
     # --- what other project files tell this one (see :mod:`..project_view`) ----------------

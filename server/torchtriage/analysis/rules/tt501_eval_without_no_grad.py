@@ -7,7 +7,7 @@ import re
 from typing import Iterator
 
 from ...findings import Applicability, Fix, Severity
-from ..hotloops.finder import HotRegion
+from ..hotloops.finder import HotLoops, HotRegion
 from ..hotloops.step_markers import is_model_call, unwrap_iterable
 from ..incremental.walks import subtree
 from ..file_kinds import is_test_file
@@ -61,13 +61,13 @@ def _needs_gradients(ctx: RuleContext, regions: list[HotRegion]) -> bool:
     return False
 
 
-def _grad_tracked_model_calls(ctx: RuleContext, regions: list[HotRegion]) -> list[ast.Call]:
+def _grad_tracked_model_calls(ctx: RuleContext, regions: list[HotRegion], hot: HotLoops) -> list[ast.Call]:
     calls = []
     for region in regions:
         for node in subtree(region.node):
             if (
                 is_model_call(node, region.batch_names)
-                and ctx.hot.region_of(node) is region
+                and hot.region_of(node) is region
                 and _name(node.func) != "generate"  # HF generate() turns autograd off itself
             ):
                 if not grad_disabled(ctx, node):
@@ -280,17 +280,20 @@ class EvalWithoutNoGrad(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
         frozen: bool | None = None
-        for region in ctx.hot.step_loops:
+        # An evaluation script beside the training code (evaluate.py) takes no part in training, so its
+        # loops are no step code for the other rules; judging evaluation loops is this rule's whole job.
+        hot = ctx.own_hot
+        for region in hot.step_loops:
             loop = region.node
             if not region.batch_names or not _looks_like_evaluation(ctx, loop):
                 continue
             frozen = _frozen_model(ctx) if frozen is None else frozen
             if frozen:
                 return
-            regions = regions_reached(ctx, [region])
+            regions = regions_reached(ctx, [region], hot)
             if _needs_gradients(ctx, regions) or disables_grad_inside(ctx, loop):
                 continue
-            if not _grad_tracked_model_calls(ctx, regions):
+            if not _grad_tracked_model_calls(ctx, regions, hot):
                 continue
             yield Report(
                 loop_header(loop),  # type: ignore[arg-type]
