@@ -24,8 +24,9 @@ In the other steps the CPU paced the GPU, and a sync in them (``.item()``,
 ``print(tensor)``) blocks the CPU until the kernels queued before it finish.
 Only the part of that wait the GPU spent idle can be won back by removing the
 sync: while the GPU runs the queued kernels the step is the GPU's work either
-way.  ``sync_waits_on_busy_gpu`` gives compute the rest (on an H100, a 4096-wide
-step whose syncs blocked 60% of it had the GPU busy most of that time).
+way.  ``sync_waits_on_busy_gpu`` gives compute the rest (on an H100,
+examples/sync_every_step.py's CPU waited 6.6 ms of its 12.6 ms step in syncs,
+while the GPU sat idle 2.6 ms of it).
 """
 
 from __future__ import annotations

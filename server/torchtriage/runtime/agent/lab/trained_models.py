@@ -6,10 +6,11 @@ A global forward pre-hook sees each module call; the outermost call of a
 trained module, one not already inside another trained call, is the model's
 forward.  Around that call (and nothing else: not the loss outside it, not
 backward, not the optimizer) the configured autocast is entered and left by
-the matching post-hook, which hands the output on in fp32 (``float32_outputs``).  For compiled configurations the model's ``forward``
-is replaced, at its first call, by ``torch.compile`` of it: the first call
-runs eagerly (a warm-up step), every later call goes through the compiled
-forward, and the calls are counted to prove it.
+the matching post-hook, which hands the output on in fp32 (``float32_outputs``).
+For compiled configurations the model's ``forward`` is replaced, at its first
+call, by ``torch.compile`` of it: the first call runs eagerly (a warm-up step),
+every later call goes through the compiled forward, and the calls are counted
+to prove it.
 
 Samples per step: the leading dimension of the first tensor among the
 positional arguments (else of the output), summed over the calls of the first
