@@ -237,9 +237,27 @@ class _Scope:
             work = [p for p in self.work if start <= p <= stop]
             if not work:
                 continue
-            if any(max(work) <= p <= stop for p in self.syncs) or self._synced_every_iteration(read):
+            if any(max(work) <= p <= stop for p in self._syncs_run_with(read)) or self._synced_every_iteration(read):
                 continue
             yield UnsyncedTiming(read, clock, opening, carried)
+
+    def _syncs_run_with(self, read: ast.Call) -> list[Position]:
+        """The syncs that run whenever ``read`` does: not those in the body of a rare guard the read is not
+        in too (``if step % eval_every == 0: validate()`` ends the interval only on the steps it lets through)."""
+        rare = {id(guard) for guard in self.ctx.hot.rare_guards}
+        if not rare:
+            return self.syncs
+        around_read = self._rare_bodies_around(read, rare)
+        return [position for position, call in zip(self.syncs, self.sync_calls) if self._rare_bodies_around(call, rare) <= around_read]
+
+    def _rare_bodies_around(self, node: ast.AST, rare: set[int]) -> set[int]:
+        """The rare guards whose body holds ``node``."""
+        found, child = set(), node
+        for ancestor in self.ctx.ancestors(node):
+            if id(ancestor) in rare and any(child is stmt for stmt in ancestor.body):  # type: ignore[attr-defined]
+                found.add(id(ancestor))
+            child = ancestor
+        return found
 
 
 def unsynced_timings(ctx: RuleContext) -> Iterator[UnsyncedTiming]:

@@ -153,6 +153,20 @@ class CudaTimingWithoutSync(Rule):
                 print(f"{time.time() - start:.3f}s val {val_loss:.3f}")
             """
         ),
+        Valid(
+            """
+            # read in the same logging branch as the .item() that syncs before it
+            import time
+            import torch
+            start = time.time()
+            for step, x in enumerate(loader):
+                loss = model(x.cuda(non_blocking=True)).mean()
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    stats = dict(step=step, loss=loss.item(), time=int(time.time() - start))
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -261,6 +275,29 @@ class CudaTimingWithoutSync(Rule):
             """,
             findings=(
                 ("10:19-10:30", "`time()` is read while CUDA work since line 6 may still be queued, so this times "
+                 "kernel launches, not the GPU: call `torch.cuda.synchronize()` first"),
+            ),
+        ),
+        Invalid(
+            """
+            # the only sync between the work and the read is an evaluation every 500 steps
+            import time
+            import torch
+
+            def evaluate(model, val_loader):
+                return sum(model(x.cuda()).mean().item() for x in val_loader)
+
+            def train(model, loader, val_loader, optimizer):
+                for step, x in enumerate(loader):
+                    t0 = time.time()
+                    model(x.cuda()).mean().backward()
+                    optimizer.step()
+                    if step % 500 == 0:
+                        val = evaluate(model, val_loader)
+                    dt = time.time() - t0
+            """,
+            findings=(
+                ("15:14-15:25", "`time()` is read while CUDA work since line 10 may still be queued, so this times "
                  "kernel launches, not the GPU: call `torch.cuda.synchronize()` first"),
             ),
         ),
