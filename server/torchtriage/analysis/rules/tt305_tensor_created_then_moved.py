@@ -12,6 +12,7 @@ from ..hotloops.finder import HotRegion
 from ..file_kinds import is_test_file
 from ..syntax import keyword_value
 from ._helpers import method_name
+from ._tt305_host_built import host_math_factory, numpy_made
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
 if TYPE_CHECKING:
@@ -202,6 +203,20 @@ class TensorCreatedThenMoved(Rule):
                 loss = (model(x.cuda()) * weights).sum(); loss.backward()
             """
         ),
+        Valid(
+            """
+            # host-computed data (an alignment filled in by a C function, a NumPy batch) has to travel
+            import numpy as np
+            import torch
+            for x, batch_np in loader:
+                path = np.zeros(tuple(x.shape), dtype=np.int32)
+                align_c(path, x.numpy())
+                x = torch.from_numpy(batch_np).to("cuda")
+                loss = model(x, torch.from_numpy(path).to(x.device)).sum()
+                loss.backward()
+                optimizer.step()
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -271,6 +286,29 @@ class TensorCreatedThenMoved(Rule):
                 out.sum().backward()
             """,
         ),
+        Invalid(
+            """
+            # a sinusoidal step embedding, and a random mask made with NumPy, every step
+            import math
+            import numpy as np
+            import torch
+
+            for x, t in loader:
+                x, t = x.cuda(non_blocking=True), t.cuda(non_blocking=True)
+                freqs = torch.exp(-math.log(10000) * torch.arange(32, dtype=torch.float32) / 32).to(device=t.device)
+                keep = np.random.choice(2, tuple(x.shape), p=[0.1, 0.9])
+                mask = torch.from_numpy(keep).to(x.device)
+                loss = model(x * mask, t[:, None] * freqs).sum()
+                loss.backward()
+                optimizer.step()
+            """,
+            findings=(
+                ("8:13-8:105", "`torch.arange(...)` and the math on it run on the CPU and the result is copied to the GPU "
+                 "every step: pass `device=` to the factory instead"),
+                ("10:12-10:47", "an array made by `np.random.choice(...)` on the CPU is copied to the GPU every step: make it "
+                 "with torch on the device (`torch.rand(..., device=...)`, `torch.arange(..., device=...)`)"),
+            ),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
@@ -282,6 +320,10 @@ class TensorCreatedThenMoved(Rule):
                 short = _factory(ctx, factory)
                 if short is not None and _target_device(ctx, call) is not None:
                     yield self._chained(ctx, call, factory, short)
+                elif _target_device(ctx, call) is not None:
+                    report = self._host_built(ctx, call, factory, region)
+                    if report is not None:
+                        yield report
             elif _factory(ctx, call) is not None:
                 report = self._two_statements(ctx, call, region)
                 if report is not None:
@@ -294,6 +336,25 @@ class TensorCreatedThenMoved(Rule):
             "pass `device=` to the factory instead",
             fix=lambda: _chained_fix(ctx, move, factory, short),
         )
+
+    def _host_built(self, ctx: RuleContext, move: ast.Call, value: ast.expr, region: HotRegion) -> Report | None:
+        """Math on a fresh CPU tensor, or a NumPy-made array, moved every step (:mod:`._tt305_host_built`)."""
+        short = host_math_factory(ctx, value, region.batch_names)
+        if short is not None:
+            return Report(
+                move,
+                f"`torch.{short}(...)` and the math on it run on the CPU and the result is copied to the GPU every "
+                "step: pass `device=` to the factory instead",
+            )
+        maker = numpy_made(ctx, value, move)
+        if maker is not None:
+            short_maker = maker.replace("numpy.", "np.", 1)
+            return Report(
+                move,
+                f"an array made by `{short_maker}(...)` on the CPU is copied to the GPU every step: make it with "
+                "torch on the device (`torch.rand(..., device=...)`, `torch.arange(..., device=...)`)",
+            )
+        return None
 
     def _two_statements(self, ctx: RuleContext, factory: ast.Call, region: HotRegion) -> Report | None:
         assign = ctx.parents.get(factory)

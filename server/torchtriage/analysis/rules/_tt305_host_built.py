@@ -1,0 +1,119 @@
+"""TT305's wider receivers: tensors built on the host by more than one factory call, then moved.
+
+Two shapes besides ``torch.zeros(...).to(device)``:
+
+* **Math on a fresh CPU tensor**: ``torch.exp(-math.log(p) * torch.arange(half) / half).to(t.device)``
+  (a sinusoidal embedding inside ``forward``).  The factory's output only goes through
+  elementwise math before the move; any tensor mixed into that math must be on the CPU too
+  (else the expression would fail), so the whole value is made on the host every step.
+* **NumPy-made data**: ``torch.from_numpy(np.random.choice(2, shape, p=...)).to(device)``, or
+  the array held in a name made by a NumPy factory earlier in the same per-step code.  An array
+  a loader or a dataset hands over is data that has to travel, and is left alone.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ..incremental.walks import subtree
+from .base import RuleContext
+
+# torch functions that only compute elementwise (or reduce) on their tensor arguments
+_TORCH_MATH = frozenset({
+    "exp", "log", "sin", "cos", "tan", "sqrt", "rsqrt", "pow", "sigmoid", "tanh", "abs", "neg", "clamp",
+    "floor", "ceil", "round", "outer", "cat", "stack", "meshgrid", "flip", "cumsum", "reciprocal",
+})
+_TORCH_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "eye", "arange", "linspace", "logspace", "rand", "randn",
+                              "randint", "randperm", "tensor", "as_tensor"})
+_TENSOR_METHODS = frozenset({"float", "double", "half", "long", "int", "unsqueeze", "view", "reshape", "repeat", "expand",
+                             "exp", "sin", "cos", "pow", "sqrt", "t", "transpose", "permute", "flatten"})
+_NUMPY_MAKERS = frozenset({"arange", "zeros", "ones", "full", "empty", "eye", "linspace", "tile", "repeat", "ones_like",
+                           "zeros_like", "full_like", "meshgrid", "stack", "concatenate"})
+
+
+def _qualname(ctx: RuleContext, node: ast.AST) -> str:
+    return ctx.call_qualname(node) or ""
+
+
+def host_math_factory(ctx: RuleContext, expr: ast.AST, batch_names: set[str]) -> Optional[str]:
+    """``torch.<factory>`` when EXPR is elementwise math over a device-less torch factory call (not the
+    bare call: TT305's first shape has that) and none of the step's batch (BATCH_NAMES: data that has to
+    travel anyway), else None."""
+    if not isinstance(expr, (ast.BinOp, ast.UnaryOp, ast.Call)):
+        return None
+    if any(isinstance(node, ast.Name) and node.id in batch_names for node in subtree(expr)):
+        return None
+    factory = None
+    for node in subtree(expr):
+        if not isinstance(node, ast.Call):
+            continue
+        qual = _qualname(ctx, node)
+        head, _, short = qual.rpartition(".")
+        if head == "torch" and short in _TORCH_FACTORIES:
+            if any(k.arg == "device" for k in node.keywords):
+                return None  # made on a device already
+            factory = factory or short
+        elif head == "math" or (head == "torch" and short in _TORCH_MATH):
+            continue
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in _TENSOR_METHODS and not qual.startswith("torch."):
+            continue
+        else:
+            return None  # a call that could hand over data, or run anywhere
+    if factory is None or (isinstance(expr, ast.Call) and _qualname(ctx, expr).rpartition(".")[2] in _TORCH_FACTORIES
+                           and _qualname(ctx, expr).startswith("torch.")):
+        return None
+    return factory
+
+
+def numpy_made(ctx: RuleContext, expr: ast.AST, move: ast.Call) -> Optional[str]:
+    """The NumPy maker (``numpy.random.choice``) when EXPR is ``torch.from_numpy(<made array>)``, the array
+    made right there or assigned, in code that runs every step, from such a call before ``move``."""
+    if not (isinstance(expr, ast.Call) and _qualname(ctx, expr) in ("torch.from_numpy", "torch.as_tensor", "torch.tensor")
+            and len(expr.args) == 1):
+        return None
+    array = expr.args[0]
+    if isinstance(array, ast.Name):
+        array = _assigned_before(ctx, array.id, move)
+    if not isinstance(array, ast.Call):
+        return None
+    qual = _qualname(ctx, array)
+    if qual.startswith("numpy.random.") or (qual.startswith("numpy.") and qual.rpartition(".")[2] in _NUMPY_MAKERS):
+        return qual
+    return None
+
+
+def _assigned_before(ctx: RuleContext, name: str, move: ast.Call) -> Optional[ast.expr]:
+    """The value last assigned to NAME before MOVE in the same function, when that assignment runs every step."""
+    scope = ctx.enclosing_function(move) or ctx.tree
+    latest: Optional[ast.Assign] = None
+    for node in subtree(scope):
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == name and node.lineno < move.lineno
+                and (latest is None or node.lineno > latest.lineno)):
+            latest = node
+    if latest is None or not ctx.hot.is_per_step(latest):
+        return None
+    if _filled_later(scope, name, latest.lineno, move.lineno):
+        return None  # ``path = np.zeros(...)`` then ``maximum_path_c(path, ...)``: host-computed data
+    return latest.value
+
+
+def _filled_later(scope: ast.AST, name: str, after: int, before: int) -> bool:
+    """Whether NAME is handed to a call, or written into, between lines AFTER and BEFORE."""
+    for node in subtree(scope):
+        if not after < getattr(node, "lineno", 0) < before:
+            continue
+        arguments = [*node.args, *(k.value for k in node.keywords)] if isinstance(node, ast.Call) else []
+        if any(isinstance(a, ast.Name) and a.id == name for a in arguments):
+            return True
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name for t in targets):
+                return True
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+                return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+                and node.func.value.id == name:
+            return True  # ``path.fill(...)``, ``mask.put(...)``
+    return False
