@@ -187,6 +187,8 @@ class TensorOracle:
             return False
         if func.attr == "to" and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "cpu":
             return False
+        if func.attr not in ("cuda", "to") and self._host_made(func.value, 0):
+            return False  # ``x.cpu().sum()``: computed on the host copy, which the ``.cpu()`` waited for
         if self._eval(func.value, region, depth) is True:
             return True
         if MODEL_CALLEE.match(func.attr) and (node.args or node.keywords):
@@ -196,6 +198,34 @@ class TensorOracle:
         if isinstance(func.value, ast.Name) and func.value.id == "self":
             return self._returns_of(self.ctx.functions.get(func.attr, ()), depth)
         return None
+
+    def _host_made(self, node: ast.AST, hops: int) -> bool:
+        """A value already copied to the host: ``x.cpu()``, ``x.numpy()``, ``x.to("cpu")``, a method or an
+        index of one (``x.cpu().sum()``, ``x.cpu()[0]``), or a name last bound to one (two names deep)."""
+        while True:
+            if isinstance(node, ast.Subscript):
+                node = node.value
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                attr = node.func.attr
+                if attr in ("cpu", "numpy"):
+                    return True
+                if attr == "to" and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "cpu":
+                    return True
+                if attr in ("cuda", "to"):
+                    return False
+                node = node.func.value
+            elif isinstance(node, ast.Name) and hops < 2:
+                use = (node.lineno, node.col_offset)
+                candidates = [c for c in self._bindings_in(self._scope_of(node)).get(node.id, []) if c[2] <= use]
+                if not candidates:
+                    return False
+                statement, target = candidates[-1][0], candidates[-1][1]
+                value = getattr(statement, "value", None)
+                if not isinstance(statement, ast.Assign) or not isinstance(target, ast.Name) or value is None:
+                    return False
+                return self._host_made(value, hops + 1)
+            else:
+                return False
 
     def _returns_of(self, functions: "list[ast.FunctionDef | ast.AsyncFunctionDef] | tuple", depth: int) -> bool | None:
         """A call of a function of this file (``convert_to_xywh(boxes)``, ``self.sample_schedule(n)``)
