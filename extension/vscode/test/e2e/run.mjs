@@ -303,7 +303,7 @@ try {
 
   await scenario(page, "notebook: cell diagnostics", async () => {
     await ui.openFile(page, "notebook_training.ipynb");
-    const rows = await ui.problems(page, 1);
+    const rows = await ui.problems(page, 1, /TT10[12]|TT201/);
     if (!rows.some((r) => /TT10[12]|TT201/.test(r))) throw new Error(`no cell findings for the notebook:\n${rows.join("\n")}`);
     await page.locator(".notebookOverlay .squiggly-warning, .notebookOverlay .squiggly-error").first().scrollIntoViewIfNeeded({ timeout: 10_000 }).catch(() => undefined);
   });

@@ -64,14 +64,16 @@ export async function waitForText(page, text, timeout) {
 }
 
 /** The Problems panel's entries (text of each row), once at least `atLeast` markers show. */
-export async function problems(page, atLeast) {
+export async function problems(page, atLeast, wanted = /TT\d{3}/) {
+  // Waits for `atLeast` rows matching `wanted` (a file's own codes: rows of files closed just before can
+  // still be listed while the newly opened file's diagnostics have not arrived).
   await command(page, "View: Focus Problems");
   const rows = page.locator(".markers-panel .monaco-list-row");
   const deadline = Date.now() + 30_000;
   let texts = [];
   while (Date.now() < deadline) {
     texts = (await rows.allInnerTexts()).map((t) => t.replace(/\s+/g, " "));
-    if (texts.filter((t) => /TT\d{3}/.test(t)).length >= atLeast) break;
+    if (texts.filter((t) => wanted.test(t)).length >= atLeast) break;
     await page.waitForTimeout(500);
   }
   await page.waitForTimeout(1500); // duplicates, if any, would arrive now
