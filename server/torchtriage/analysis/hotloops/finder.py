@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import ast
 
-from .guards import RUN_ENDERS, calls_modulo_helper, ends_the_run, is_lazy_init, leaves_unless_modulo, modulo_helpers
+from .guards import RUN_ENDERS, calls_modulo_helper, ends_the_run, flag_values, is_lazy_init, leaves_unless_modulo, modulo_helpers
 from .regions import FunctionNode, HotEntry, HotLoops, HotRegion, Loop
 from .reuse import keep_hot_loops, kept_hot_loops
 from ..incremental.levels import child_nodes
@@ -306,13 +306,30 @@ class _Finder:
             return ()
         return region.hot_path + (f"{getattr(self.ctx, 'path_label', None) or self.ctx.path}:{call.lineno}",)
 
+    def _rare_flag(self, stmt: ast.If, region: HotRegion) -> bool:
+        """``if is_metric_step:`` with ``is_metric_step = (i % every == 0) or last_batch`` set before it: a name in
+        the test is as rare as its name says, or as the value last assigned to it (:func:`.guards.flag_values`)."""
+        value_of = flag_values(self.ctx, stmt)
+        counters = region.counter_names
+
+        def rare(test: ast.expr, depth: int) -> bool:
+            if isinstance(test, ast.BoolOp):
+                parts = [rare(v, depth) for v in test.values]
+                return any(parts) if isinstance(test.op, ast.And) else all(parts)
+            if isinstance(test, ast.Name):
+                value = value_of(test.id) if depth < 3 else None
+                return is_rare_guard(test, counters) or (value is not None and rare(value, depth + 1))
+            return is_rare_guard(test, counters) or calls_modulo_helper(test, self.modulo_helpers)
+
+        return isinstance(stmt.test, (ast.Name, ast.BoolOp)) and rare(stmt.test, 0)
+
     def _is_rare(self, stmt: ast.If, region: HotRegion) -> bool:
         if is_lazy_init(stmt) or ends_the_run(self.ctx, stmt.body, stmt.test):
             self.result.rare_guards.append(stmt)
             return True
         if not (
             is_rare_guard(stmt.test, region.counter_names) or is_bounded_guard(stmt)
-            or calls_modulo_helper(stmt.test, self.modulo_helpers)
+            or calls_modulo_helper(stmt.test, self.modulo_helpers) or self._rare_flag(stmt, region)
         ):
             return False
         if subtree_memo(stmt, "does_optimizer_work", lambda: does_optimizer_work(stmt.body)):

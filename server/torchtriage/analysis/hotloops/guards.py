@@ -6,6 +6,8 @@
 * lazy one-time initialisation (``if bank is None: bank = torch.zeros(...)``);
 * a modulo guard written through a helper of the same file
   (``if divisible_by(step, save_every):`` with ``def divisible_by(n, d): return n % d == 0``);
+* a flag set earlier in the same function by such a test
+  (``is_metric_step = i_accum % metric_every == 0`` ... ``if is_metric_step:``);
 * and the statements after an early exit taken unless a counter is a multiple
   (``if total % every: return``), unless they do optimizer work (an accumulation boundary).
 
@@ -16,7 +18,9 @@ Logging and accumulation guards written inline (``if step % 100 == 0``) are
 from __future__ import annotations
 
 import ast
+from typing import Callable
 
+from ..incremental.memo import keyed_memo
 from ..module_index import ModuleIndex
 
 RUN_ENDERS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
@@ -134,3 +138,33 @@ def leaves_unless_modulo(stmt: ast.If) -> bool:
         and not (isinstance(test.left, ast.Constant) and isinstance(test.left.value, (str, bytes)))
         and not (isinstance(test.right, ast.Constant) and test.right.value == 1)
     )
+
+
+def flag_values(ctx: ModuleIndex, stmt: ast.If) -> "Callable[[str], ast.expr | None]":
+    """For the names in STMT's test: the expression the enclosing function last assigned to one, before
+    STMT (``is_metric_step = step % every == 0`` ... ``if is_metric_step:``), or None."""
+    scope = ctx.enclosing_function(stmt) or ctx.tree
+    # lines are kept: the scope's own line is in the key (an edit above it moves them all)
+    assigned = keyed_memo(scope, "flag-assignments", getattr(scope, "lineno", 0), lambda: _name_assignments(scope))
+
+    def value_of(name: str) -> ast.expr | None:
+        earlier = [value for line, value in assigned.get(name, ()) if line < stmt.lineno]
+        return earlier[-1] if earlier else None
+
+    return value_of
+
+
+def _name_assignments(scope: ast.AST) -> dict[str, list[tuple[int, ast.expr]]]:
+    """Name -> (line, value) of every ``name = value`` in SCOPE, in source order (not in nested functions)."""
+    found: dict[str, list[tuple[int, ast.expr]]] = {}
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found.setdefault(node.targets[0].id, []).append((node.lineno, node.value))
+        stack.extend(ast.iter_child_nodes(node))
+    for entries in found.values():
+        entries.sort(key=lambda entry: entry[0])
+    return found

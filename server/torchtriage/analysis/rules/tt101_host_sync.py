@@ -143,6 +143,21 @@ class HostSyncInStep(Rule):
                 accuracy = correct.item() / len(y) + hits.float().mean().item()
             """
         ),
+        Valid(
+            """
+            # the read runs only on the steps a flag set earlier lets through (the flag is as rare as its test)
+            import torch
+            for i, (x, y) in enumerate(loader):
+                loss = criterion(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+                loss.backward()
+                optimizer.step()
+                last_batch = i == len(loader) - 1
+                is_console_step = (i % args.log_every == 0) or last_batch
+                is_metric_step = (i % metric_every == 0) or is_console_step
+                if is_metric_step:
+                    losses.update(loss.item())
+            """
+        ),
     )
     INVALID = (
         Invalid(
