@@ -71,6 +71,12 @@ def mean_step_ms(profile: ProfileData) -> float:
     return statistics.fmean(s.duration_us for s in profile.steps) / 1000.0
 
 
+def median_growth(profile: ProfileData) -> float:
+    """The median change of end-of-step allocated bytes from one recorded step to the next."""
+    ends = [m.end_bytes for m in profile.memory_steps]
+    return statistics.median(b - a for a, b in zip(ends, ends[1:]))
+
+
 def check_big_matmul(profile: ProfileData, script: Path) -> None:
     """GPU-bound: the step lasts as long as its kernels; the forward matmuls are on the line that called the model."""
     assert profile.device == "cuda" and profile.device_name.startswith("NVIDIA")
@@ -108,8 +114,7 @@ def check_sync_lines(profile: ProfileData, script: Path) -> None:
 def check_eval_growth(profile: ProfileData) -> None:
     """The evaluation loop that keeps each batch's loss grows by that batch's saved tensors a step."""
     assert verdict(profile) == "memory_growth"
-    ends = [m.end_bytes for m in profile.memory_steps]
-    growth = statistics.median(b - a for a, b in zip(ends, ends[1:]))
+    growth = median_growth(profile)
     assert EVAL_KEPT_PER_BATCH <= growth <= 1.25 * EVAL_KEPT_PER_BATCH, growth
 
 
@@ -123,15 +128,14 @@ def check_tiny_ops(profile: ProfileData) -> None:
 def check_graph_leak(profile: ProfileData) -> None:
     """Every step keeps its logits, targets and loss: memory grows by them, and that is the verdict."""
     assert verdict(profile) == "memory_growth"
-    ends = [m.end_bytes for m in profile.memory_steps]
-    growth = statistics.median(b - a for a, b in zip(ends, ends[1:]))
+    growth = median_growth(profile)
     assert GRAPH_LEAK_KEPT_PER_STEP <= growth <= GRAPH_LEAK_KEPT_PER_STEP + 512, growth
 
 
 def check_blocking_copies(profile: ProfileData, script: Path) -> None:
     """A blocking copy from pageable memory waits for the stream: a sync a step at each ``.to(device)`` line."""
-    lines = [line_of(script, text) for text in ("images = images.to(device)", "targets = targets.to(device)",
-                                                 "noise = torch.zeros(images.shape).to(device)")]
+    moves = ("images = images.to(device)", "targets = targets.to(device)", "noise = torch.zeros(images.shape).to(device)")
+    lines = [line_of(script, text) for text in moves]
     stream = {p.line: p for p in profile.sync_points if p.kind == "stream_sync"}
     assert set(lines) <= set(stream), sorted(stream)
     assert all(stream[line].count >= len(profile.steps) for line in lines)

@@ -24,8 +24,10 @@ _TORCH_MATH = frozenset({
     "exp", "log", "sin", "cos", "tan", "sqrt", "rsqrt", "pow", "sigmoid", "tanh", "abs", "neg", "clamp",
     "floor", "ceil", "round", "outer", "cat", "stack", "meshgrid", "flip", "cumsum", "reciprocal",
 })
-_TORCH_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "eye", "arange", "linspace", "logspace", "rand", "randn",
-                              "randint", "randperm", "tensor", "as_tensor"})
+# torch's factories (one list for both of TT305's shapes): the random ones draw values, the others do not
+FACTORIES = frozenset({"zeros", "ones", "empty", "full", "eye", "arange", "linspace", "logspace", "tensor", "as_tensor"})
+RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm"})
+_TORCH_FACTORIES = FACTORIES | RANDOM_FACTORIES
 _TENSOR_METHODS = frozenset({"float", "double", "half", "long", "int", "unsqueeze", "view", "reshape", "repeat", "expand",
                              "exp", "sin", "cos", "pow", "sqrt", "t", "transpose", "permute", "flatten"})
 _NUMPY_MAKERS = frozenset({"arange", "zeros", "ones", "full", "empty", "eye", "linspace", "tile", "repeat", "ones_like",

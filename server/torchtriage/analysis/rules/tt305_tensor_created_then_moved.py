@@ -12,7 +12,7 @@ from ..hotloops.finder import HotRegion
 from ..file_kinds import is_test_file
 from ..syntax import keyword_value
 from ._helpers import method_name
-from ._tt305_host_built import host_math_factory, numpy_made
+from ._tt305_host_built import FACTORIES, RANDOM_FACTORIES, host_math_factory, numpy_made
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
 if TYPE_CHECKING:
@@ -20,10 +20,6 @@ if TYPE_CHECKING:
 else:
     from ..lazy import libcst as cst  # imported on first use: only fixes need it
 
-_FACTORIES = frozenset(
-    {"zeros", "ones", "empty", "full", "eye", "arange", "linspace", "logspace", "tensor", "as_tensor"}
-)
-_RANDOM = frozenset({"rand", "randn", "randint", "randperm"})
 _DEVICE_NAME = re.compile(r"(device|^dev$|_dev$|^dev_|gpu|rank)", re.I)
 _ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
 
@@ -32,7 +28,7 @@ def _factory(ctx: RuleContext, node: ast.AST) -> str | None:
     """``torch.zeros`` & co. called without a device (or with device="cpu"): the short name."""
     qual = ctx.call_qualname(node) or ""
     head, _, short = qual.rpartition(".")
-    if head != "torch" or short not in _FACTORIES | _RANDOM:
+    if head != "torch" or short not in FACTORIES | RANDOM_FACTORIES:
         return None
     assert isinstance(node, ast.Call)
     device = keyword_value(node, "device")
@@ -83,7 +79,7 @@ def _factory_keywords(factory: ast.Call, device: str, dtype: str | None) -> list
 
 def _applicability(short: str) -> Applicability:
     # Random factories draw from the device's generator: same distribution, different numbers.
-    return Applicability.UNSAFE if short in _RANDOM else Applicability.SAFE
+    return Applicability.UNSAFE if short in RANDOM_FACTORIES else Applicability.SAFE
 
 
 def _chained_fix(ctx: RuleContext, move: ast.Call, factory: ast.Call, short: str) -> Fix | None:
