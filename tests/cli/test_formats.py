@@ -37,6 +37,21 @@ def test_formats_are_registered() -> None:
     assert {"text", "json", "sarif", "github"} <= set(FORMATTERS)
 
 
+def test_the_parser_offers_every_registered_format_without_loading_the_linter() -> None:
+    """``--format``'s choices are written out in cli/check.py so that building the parser (for any
+    command: ``analyze``, ``lsp``) loads no rule, checker or formatter; they must name the formats."""
+    import subprocess
+    import sys
+
+    from torchtriage.cli.check import FORMAT_NAMES
+
+    assert sorted(FORMAT_NAMES) == sorted(FORMATTERS)
+    probe = ("import sys; from torchtriage.cli import build_parser; build_parser(); "
+             "print(sorted(m for m in sys.modules if m.startswith(('torchtriage.analysis', 'torchtriage.checker', 'torchtriage.output'))))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"
+
+
 def test_sarif_validates_and_carries_rules_results_fixes(tt, tmp_path: Path) -> None:
     write(tmp_path / "src" / "train.py", TRAIN_CUDA)
     write(tmp_path / "src" / "broken.py", "import torch\ndef f(:\n")

@@ -16,14 +16,18 @@ import difflib
 import json
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from ..analysis.rules import all_rules, rule_by_code
-from ..checker import FileReport, check_paths, write_fixes
 from ..config import DEVICE_CHOICES, Settings, load_settings
 from ..errors import UsageError
-from ..findings import INTERNAL_ERROR_CODE, Applicability
 from . import verify
+
+if TYPE_CHECKING:
+    from ..checker import FileReport
+
+# The linter (rules, checker, output formats) loads only when a command below runs: the
+# parser is built for every command, and ``analyze`` or ``lsp`` need none of it to start.
+FORMAT_NAMES = ("github", "json", "sarif", "text")  # output/: one module per format
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -33,13 +37,11 @@ def _codes(value: str) -> list[str]:
 
 
 def _add_check_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..output import FORMATTERS  # output formats (and rich) load only for check/fix
-
     parser.add_argument("paths", nargs="*", type=Path, default=[Path(".")], help="files, folders or notebooks")
     parser.add_argument("--select", type=_codes, help="only these codes or prefixes (e.g. TT1,TT301)")
     parser.add_argument("--extend-select", type=_codes, help="add codes to the configured selection")
     parser.add_argument("--ignore", type=_codes, help="skip these codes or prefixes")
-    parser.add_argument("--format", choices=sorted(FORMATTERS), default="text", dest="output_format")
+    parser.add_argument("--format", choices=FORMAT_NAMES, default="text", dest="output_format")
     parser.add_argument("--statistics", action="store_true", help="count findings per rule")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
@@ -70,6 +72,9 @@ def _settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 def _statistics(reports: Sequence[FileReport]) -> str:
+    from ..analysis.rules import rule_by_code
+    from ..findings import Applicability
+
     counts = collections.Counter(f.code for r in reports for f in r.findings)
     lines = []
     for code, count in counts.most_common():
@@ -98,6 +103,8 @@ def _diff(reports: Sequence[FileReport]) -> str:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    from ..checker import check_paths, write_fixes
+    from ..findings import INTERNAL_ERROR_CODE
     from ..output import FORMATTERS
 
     missing = [str(p) for p in args.paths if not p.exists()]
@@ -133,6 +140,9 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_rules(args: argparse.Namespace) -> int:
+    from ..analysis.rules import all_rules
+    from ..findings import Applicability
+
     rules = all_rules()
     if args.output_format == "json":
         print(
@@ -163,6 +173,8 @@ def run_rules(args: argparse.Namespace) -> int:
 
 
 def run_explain(args: argparse.Namespace) -> int:
+    from ..analysis.rules import rule_by_code
+
     rule = rule_by_code(args.code)
     if rule is None:
         raise UsageError(f"unknown rule {args.code!r}; `torchtriage rules` lists them")
