@@ -9,7 +9,7 @@ from ...findings import Applicability, Fix, Severity
 from ..fixes import call_method, replace_expression
 from ..hotloops.guards import ends_the_run
 from ..hotloops.finder import HotRegion
-from ._helpers import method_name
+from ._helpers import is_device_move, method_name
 from ._steplog import enclosing_log_call, guard_statement_fix, step_counter
 from ._tensors import oracle
 from .base import Invalid, Report, Rule, RuleContext, Valid
@@ -158,6 +158,20 @@ class HostSyncInStep(Rule):
                     losses.update(loss.item())
             """
         ),
+        Valid(
+            """
+            # the loader's batch is on the host until the loop moves it: reading it first waits for nothing
+            import torch
+            for points, target, meta in loader:
+                points = points.data.numpy()        # host augmentation, then back to a tensor
+                points = torch.from_numpy(jitter(points))
+                centers = meta["center"].numpy()    # never moved: the loader's host tensors
+                points, target = points.cuda(non_blocking=True), target.long().cuda(non_blocking=True)
+                loss = criterion(model(points), target)
+                loss.backward()
+                optimizer.step()
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -288,6 +302,21 @@ class HostSyncInStep(Rule):
                               "after the loop"),
             ),
         ),
+        Invalid(
+            """
+            import torch
+            for x, y in loader:
+                x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+                out = model(x)
+                loss = criterion(out, y)
+                loss.backward()
+                optimizer.step()
+                labels = y.cpu().numpy()  # moved above: this one waits
+            """,
+            findings=(
+                ("8:14-8:21", "`.cpu()` on `y` every step forces a GPU->CPU sync: collect on the device and move once after the loop"),
+            ),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
@@ -302,6 +331,8 @@ class HostSyncInStep(Rule):
                 continue  # ``if isinstance(v, torch.Tensor): v = v.item()``, never handed a step tensor
             if kind == "cpu" and _cpu_branch_of_device_choice(ctx, call):
                 continue  # runs only when the data is not on an accelerator: nothing to wait for
+            if _host_batch_before_move(ctx, call, kind):
+                continue  # the loader's batch before the loop moves it to the device: already on the host
             if kind in ("cpu", "numpy", "tolist") and _lengths_for_packing(ctx, call):
                 continue  # ``pack_padded_sequence`` needs its lengths on the host: a copy the library asks for
             what = f"`{kind}(...)` of a tensor" if kind in ("float", "int", "bool") else f"`.{kind}()`"
@@ -316,6 +347,60 @@ class HostSyncInStep(Rule):
                 f"{what} on `{subject[:40]}` every step forces a GPU->CPU sync: {advice}",
                 fix=lambda call=call, region=region: _fix(ctx, call, region),
             )
+
+
+def _subject_root(node: ast.AST, through_calls: bool = False) -> ast.Name | None:
+    """The name an attribute or item chain starts from (``meta["center"]``, ``points.data``; with
+    ``through_calls`` also method calls: ``label.long()``)."""
+    while True:
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif through_calls and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return node if isinstance(node, ast.Name) else None
+
+
+def _host_batch_before_move(ctx: RuleContext, call: ast.Call, kind: str) -> bool:
+    """The value read is (an item of) what a loop draws from its loader, read before the name is
+    bound again, in a loop that moves some of what it draws to the device (``x = x.cuda()``): the
+    loader hands over host tensors, so reading them waits for nothing (``points.data.numpy()`` for
+    host augmentation, ``meta["center"].numpy()`` of a batch whose inputs alone are moved)."""
+    subject = call.args[0] if kind in ("float", "int", "bool") and call.args else getattr(call.func, "value", None)
+    root = _subject_root(subject) if subject is not None else None
+    if root is None:
+        return False
+    node: ast.AST | None = ctx.parents.get(call)
+    while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            drawn = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+            if root.id in drawn:
+                return _moves_a_drawn_name(node, drawn) and not _rebound_before(ctx, node, root.id, call)
+        node = ctx.parents.get(node)
+    return False
+
+
+def _moves_a_drawn_name(loop: ast.For | ast.AsyncFor, drawn: set[str]) -> bool:
+    for statement in loop.body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call) and is_device_move(node):
+                receiver = _subject_root(node.func.value, through_calls=True) if isinstance(node.func, ast.Attribute) else None
+                if receiver is not None and receiver.id in drawn:
+                    return True
+    return False
+
+
+def _rebound_before(ctx: RuleContext, loop: ast.For | ast.AsyncFor, name: str, call: ast.Call) -> bool:
+    """``name`` is assigned in the loop's body before the read (not by the statement making it:
+    ``points = points.data.numpy()``)."""
+    for statement in loop.body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store) \
+                    and (node.lineno, node.col_offset) < (call.lineno, call.col_offset):
+                owner = ctx.enclosing_statement(node)
+                if not (isinstance(owner, ast.Assign) and any(call is n for n in ast.walk(owner.value))):
+                    return True
+    return False
 
 
 _PACKERS = frozenset({"pack_padded_sequence"})  # torch.nn.utils.rnn: lengths must be on the CPU
