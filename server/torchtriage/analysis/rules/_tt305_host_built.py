@@ -14,7 +14,7 @@ Two shapes besides ``torch.zeros(...).to(device)``:
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Collection, Optional
 
 from ..incremental.walks import subtree
 from .base import RuleContext
@@ -38,7 +38,7 @@ def _qualname(ctx: RuleContext, node: ast.AST) -> str:
     return ctx.call_qualname(node) or ""
 
 
-def host_math_factory(ctx: RuleContext, expr: ast.AST, batch_names: set[str]) -> Optional[str]:
+def host_math_factory(ctx: RuleContext, expr: ast.AST, batch_names: Collection[str]) -> Optional[str]:
     """``torch.<factory>`` when EXPR is elementwise math over a device-less torch factory call (not the
     bare call: TT305's first shape has that) and none of the step's batch (BATCH_NAMES: data that has to
     travel anyway), else None."""

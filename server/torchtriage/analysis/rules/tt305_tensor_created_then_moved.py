@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Collection, Iterator
 
 from ...findings import Applicability, Fix, Severity
 from ..fixes import add_keywords_fix, replace_expression, with_keyword
-from ..hotloops.finder import HotRegion
 from ..file_kinds import is_test_file
 from ..syntax import keyword_value
 from ._helpers import method_name
+from ._tt305_forward import forward_calls
 from ._tt305_host_built import FACTORIES, RANDOM_FACTORIES, host_math_factory, numpy_made
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
@@ -22,6 +22,14 @@ else:
 
 _DEVICE_NAME = re.compile(r"(device|^dev$|_dev$|^dev_|gpu|rank)", re.I)
 _ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
+
+
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef | None) -> set[str]:
+    """A function's parameter names (a forward's inputs: on the device already)."""
+    if function is None:
+        return set()
+    arguments = function.args
+    return {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
 
 
 def _factory(ctx: RuleContext, node: ast.AST) -> str | None:
@@ -213,6 +221,26 @@ class TensorCreatedThenMoved(Rule):
                 optimizer.step()
             """
         ),
+        Valid(
+            """
+            # a module's forward: a cache filled once per shape, and a sampling branch a training step never opens
+            import torch
+            from torch import nn
+
+            class Flow(nn.Module):
+                def forward(self, x, reverse=False):
+                    if self.mask is None or self.mask.size(0) != x.size(0):
+                        self.mask = torch.ones(x.size(0)).to(x.device)
+                    if not reverse:
+                        out = x * self.mask
+                    else:
+                        z = torch.randn(x.size(0), 2).to(x.device)
+                        out = self.decode(z)
+                    return out
+
+            model = Flow().cuda()
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -305,23 +333,62 @@ class TensorCreatedThenMoved(Rule):
                  "with torch on the device (`torch.rand(..., device=...)`, `torch.arange(..., device=...)`)"),
             ),
         ),
+        Invalid(
+            """
+            # a submodule's forward runs every step wherever the model is called (here: nowhere in sight)
+            import torch
+            from torch import nn
+
+            def sample_points(xyz, npoint):
+                return torch.zeros(xyz.size(0), npoint, dtype=torch.long).to(xyz.device)
+
+            class SetAbstraction(nn.Module):
+                def forward(self, xyz):
+                    idx = sample_points(xyz, 512)
+                    noise = (torch.rand(512, 3) * 0.01).to(xyz.device)
+                    return xyz.cuda() + noise, idx
+            """,
+            findings=(
+                ("6:12-6:77", "`torch.zeros(...)` is built on the CPU and copied to the GPU every step: pass `device=` to the factory instead"),
+                ("11:17-11:59", "`torch.rand(...)` and the math on it run on the CPU and the result is copied to the GPU every step: "
+                                "pass `device=` to the factory instead"),
+            ),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
         if is_test_file(ctx.path):
             return
+        seen: set[ast.Call] = set()
         for call, region in ctx.hot.nodes(ast.Call):
+            seen.add(call)
             if method_name(call) in ("to", "cuda"):
                 factory = call.func.value  # type: ignore[attr-defined]
                 short = _factory(ctx, factory)
                 if short is not None and _target_device(ctx, call) is not None:
                     yield self._chained(ctx, call, factory, short)
                 elif _target_device(ctx, call) is not None:
-                    report = self._host_built(ctx, call, factory, region)
+                    report = self._host_built(ctx, call, factory, region.batch_names)
                     if report is not None:
                         yield report
             elif _factory(ctx, call) is not None:
-                report = self._two_statements(ctx, call, region)
+                report = self._two_statements(ctx, call)
+                if report is not None:
+                    yield report
+        for call in forward_calls(ctx):  # a module's forward pass runs per step wherever it is called
+            if call in seen:
+                continue
+            if method_name(call) in ("to", "cuda"):
+                factory = call.func.value  # type: ignore[attr-defined]
+                short = _factory(ctx, factory)
+                if short is not None and _target_device(ctx, call) is not None:
+                    yield self._chained(ctx, call, factory, short)
+                elif _target_device(ctx, call) is not None:
+                    report = self._host_built(ctx, call, factory, _parameters(ctx.enclosing_function(call)))
+                    if report is not None:
+                        yield report
+            elif _factory(ctx, call) is not None:
+                report = self._two_statements(ctx, call)
                 if report is not None:
                     yield report
 
@@ -333,9 +400,10 @@ class TensorCreatedThenMoved(Rule):
             fix=lambda: _chained_fix(ctx, move, factory, short),
         )
 
-    def _host_built(self, ctx: RuleContext, move: ast.Call, value: ast.expr, region: HotRegion) -> Report | None:
-        """Math on a fresh CPU tensor, or a NumPy-made array, moved every step (:mod:`._tt305_host_built`)."""
-        short = host_math_factory(ctx, value, region.batch_names)
+    def _host_built(self, ctx: RuleContext, move: ast.Call, value: ast.expr, batch_names: Collection[str]) -> Report | None:
+        """Math on a fresh CPU tensor, or a NumPy-made array, moved every step (:mod:`._tt305_host_built`);
+        ``batch_names``: the step's data (or a forward's inputs), which has to travel anyway."""
+        short = host_math_factory(ctx, value, batch_names)
         if short is not None:
             return Report(
                 move,
@@ -352,7 +420,7 @@ class TensorCreatedThenMoved(Rule):
             )
         return None
 
-    def _two_statements(self, ctx: RuleContext, factory: ast.Call, region: HotRegion) -> Report | None:
+    def _two_statements(self, ctx: RuleContext, factory: ast.Call) -> Report | None:
         assign = ctx.parents.get(factory)
         if not (isinstance(assign, ast.Assign) and assign.value is factory and len(assign.targets) == 1):
             return None

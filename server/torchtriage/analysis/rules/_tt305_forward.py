@@ -1,0 +1,121 @@
+"""Code a module's forward pass runs, for TT305: a model's ``forward`` runs once per step
+wherever the model is called, even when no step loop that calls it is in sight (a submodule
+called as ``self.sa1(x)``, a model chosen by ``importlib.import_module(args.model)``).
+
+Only TT305 reads this: building a tensor on the CPU and copying it to the device inside a
+forward pass is a waste on every call, whoever calls it, while the host-read rules need to
+know where a tensor lives, which a forward alone does not say.  The code counted:
+
+* the ``forward`` methods of the file's ``nn.Module`` classes (a class whose base is named
+  ``...Module``, or is such a class of the file);
+* the file's module-level functions those call by name, and the functions they call, three
+  calls deep (``farthest_point_sample(xyz, npoint)`` in a sampling layer's ``forward``).
+
+Left out: statements under a test that asks whether something was built already
+(``if self.mask is None:``, ``if key not in cache:``): they run once per shape, not per step;
+and the branch a flag parameter that defaults to off opens (``def forward(self, x, reverse=False)``
+... ``if not reverse: ... else: <sampling>``): a training step calls the model with its defaults.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from .base import RuleContext
+
+_DEPTH = 3
+
+
+def forward_calls(ctx: RuleContext) -> Iterator[ast.Call]:
+    """The calls made by the file's module ``forward`` methods and the helpers they call (see the module doc)."""
+    key = ("tt305-forward-calls",)
+    found = ctx.memo.get(key)
+    if found is None:
+        found = ctx.memo[key] = tuple(_calls(ctx))
+    return iter(found)  # type: ignore[arg-type]
+
+
+def _module_classes(ctx: RuleContext) -> list[ast.ClassDef]:
+    classes = [node for node in ctx.nodes_of(ast.ClassDef) if isinstance(node, ast.ClassDef)]
+    modules: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for cls in classes:
+            if cls.name not in modules and any(_base_name(b).endswith("Module") or _base_name(b) in modules for b in cls.bases):
+                modules.add(cls.name)
+                changed = True
+    return [cls for cls in classes if cls.name in modules]
+
+
+def _base_name(base: ast.expr) -> str:
+    return base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
+
+
+def _calls(ctx: RuleContext) -> Iterator[ast.Call]:
+    helpers = {name: [f for f in functions if not ctx.is_method(f)] for name, functions in ctx.functions.items()}
+    frontier = [f for cls in _module_classes(ctx) for f in cls.body
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "forward"]
+    seen: set[ast.AST] = set()
+    for _ in range(_DEPTH + 1):
+        following: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        for function in frontier:
+            if function in seen:
+                continue
+            seen.add(function)
+            for call in _own_calls(ctx, function):
+                yield call
+                if isinstance(call.func, ast.Name):
+                    following.extend(helpers.get(call.func.id, ()))
+        frontier = following
+
+
+def _own_calls(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.Call]:
+    """The function's calls, not those of nested definitions nor those under a built-already test."""
+    flags = _off_flags(function)
+    stack: list[ast.AST] = list(reversed(function.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.If) and _asks_if_built(node.test):
+            stack.extend(reversed(node.orelse))
+            continue
+        if isinstance(node, ast.If) and _flag_test(node.test, flags) is not None:
+            stack.extend(reversed(node.body if _flag_test(node.test, flags) is False else node.orelse))
+            stack.append(node.test)
+            continue
+        if isinstance(node, ast.Call):
+            yield node
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _off_flags(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Parameters that default to ``False`` (or ``None``): off unless a caller turns them on."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = [*zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults),
+             *((a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None)]
+    return {arg.arg for arg, default in pairs
+            if isinstance(default, ast.Constant) and (default.value is False or default.value is None)}
+
+
+def _flag_test(test: ast.expr, flags: set[str]) -> bool | None:
+    """``if flag:`` -> True (the body needs the flag on), ``if not flag:`` -> False (the else branch does), else None."""
+    if isinstance(test, ast.Name) and test.id in flags:
+        return True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Name) \
+            and test.operand.id in flags:
+        return False
+    return None
+
+
+def _asks_if_built(test: ast.expr) -> bool:
+    """``x is None``, ``key not in cache``, ``not hasattr(self, "mask")``: a cache being filled."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("hasattr", "getattr"):
+            return True
+    return False
