@@ -349,7 +349,8 @@ class TensorCreatedThenMoved(Rule):
                     return xyz.cuda() + noise, idx
             """,
             findings=(
-                ("6:12-6:77", "`torch.zeros(...)` is built on the CPU and copied to the GPU every step: pass `device=` to the factory instead"),
+                ("6:12-6:77", "`torch.zeros(...)` is built on the CPU and copied to the GPU every step: "
+                              "pass `device=` to the factory instead"),
                 ("11:17-11:59", "`torch.rand(...)` and the math on it run on the CPU and the result is copied to the GPU every step: "
                                 "pass `device=` to the factory instead"),
             ),
