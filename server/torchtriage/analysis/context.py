@@ -67,6 +67,12 @@ class ModuleContext(ModuleIndex):
     returned_loaders: tuple[ReturnedLoader, ...] = field(default=(), repr=False, compare=False)
     # Names this file imports that are project subclasses of torch's DataLoader (``DataLoaderX``).
     loader_classes: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    # Lines of this file's step loops that train through another file's function (``policy.train(buffer)``).
+    training_loops: frozenset[int] = field(default=frozenset(), repr=False, compare=False)
+    # Names of this file's functions that a training file calls (``get_optimizer(cfg, model)``).
+    trainer_calls: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    # A file using CUDA whose training step a loop of this file runs (``policy.train(buffer)``): it trains on CUDA.
+    steps_on_cuda_in: str | None = field(default=None, repr=False, compare=False)
     # The hot loops for ``hot_entries`` when whoever builds the context has them already (the
     # project model computes them while solving); else :attr:`hot` finds them on first use.
     hot_loops: InitVar[HotLoops | None] = None
@@ -133,7 +139,7 @@ class ModuleContext(ModuleIndex):
             return True
         if self.settings.device == "cpu":
             return False
-        return self.mentions_cuda or self.cuda_from is not None
+        return self.mentions_cuda or self.cuda_from is not None or self.steps_on_cuda_in is not None
 
     @cached_property
     def hot(self) -> HotLoops:

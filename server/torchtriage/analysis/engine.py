@@ -138,9 +138,13 @@ def _explain_project_context(ctx: ModuleContext, rule: type[Rule], node: ast.AST
     if path:
         extra["hot_path"] = list(path)
         message = f"{_sentence(message)} Runs every step: called from {' → '.join(path)}."
-    if rule.requires_cuda and ctx.cuda_from is not None and not ctx.mentions_cuda and ctx.settings.device != "cuda":
-        extra["device_from"] = ctx.cuda_from
-        message = f"{_sentence(message)} CUDA is used by {ctx.cuda_from}, which imports this file."
+    if rule.requires_cuda and not ctx.mentions_cuda and ctx.settings.device != "cuda":
+        if ctx.cuda_from is not None:
+            extra["device_from"] = ctx.cuda_from
+            message = f"{_sentence(message)} CUDA is used by {ctx.cuda_from}, which imports this file."
+        elif ctx.steps_on_cuda_in is not None:
+            extra["device_from"] = ctx.steps_on_cuda_in
+            message = f"{_sentence(message)} CUDA is used by {ctx.steps_on_cuda_in}, whose training step this file runs."
     if not extra:
         return finding
     return finding.with_changes(message=message, extra={**finding.extra, **extra})

@@ -72,6 +72,9 @@ class ProjectView:
     imported: bool = False  # other project files import it: its ``__main__`` block is a self-test or demo
     returned_loaders: tuple[ReturnedLoader, ...] = ()  # loaders it returns that callers iterate every epoch
     loader_classes: frozenset[str] = frozenset()  # imported names that are project DataLoader subclasses
+    training_loops: frozenset[int] = frozenset()  # lines of step loops that train through another file's function
+    trainer_calls: frozenset[str] = frozenset()  # names of its functions a training file calls
+    steps_on_cuda_in: str | None = None  # a CUDA file whose training step one of its loops runs
 
 
 def qualname_of(func: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
@@ -98,7 +101,8 @@ def view_of(ctx) -> ProjectView:  # type: ignore[no-untyped-def]
     return ProjectView(
         entries, ctx.cuda_from, defaults, tuple(sorted(ctx.imported_constants.items())), ctx.path_label,
         tuple(ctx.loader_reads), ctx.trains_via, ctx.device_call, ctx.auxiliary, ctx.imported, tuple(ctx.returned_loaders),
-        frozenset(ctx.loader_classes),
+        frozenset(ctx.loader_classes), frozenset(ctx.training_loops), frozenset(ctx.trainer_calls),
+        ctx.steps_on_cuda_in,
     )
 
 
@@ -130,4 +134,7 @@ def context_facts(view: ProjectView, index: "ModuleIndex") -> dict[str, Any]:
         "imported": view.imported,
         "returned_loaders": view.returned_loaders,
         "loader_classes": view.loader_classes,
+        "training_loops": view.training_loops,
+        "trainer_calls": view.trainer_calls,
+        "steps_on_cuda_in": view.steps_on_cuda_in,
     }

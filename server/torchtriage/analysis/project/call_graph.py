@@ -113,6 +113,24 @@ class CallGraph:
             # ``model = model.cuda()``, ``model = DDP(model, ...)``: still the instance built before
         return self.by_name(name)
 
+    def instance_classes(self, module: ProjectModule, name: str, at: ast.AST) -> list[ClassRef]:
+        """The project classes the instance a name holds at ``at`` may be: each class the name is
+        built from in the branches of an ``if`` (``if args.policy == "TD3": policy = TD3(...)``
+        ``elif ...: policy = DDPG(...)``, options the run chooses among), else :meth:`instance_class`."""
+        assert module.ctx is not None
+        scope = module.ctx.enclosing_function(at) or module.ctx.tree
+        branches: list[ClassRef] = []
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets) \
+                    and isinstance(module.ctx.parents.get(node), ast.If):
+                cls = self.class_of_value(module, node.value)
+                if cls is not None and cls not in branches:
+                    branches.append(cls)
+        if len(branches) > 1:
+            return branches
+        single = self.instance_class(module, name, at)
+        return [single] if single is not None else []
+
     def by_name(self, name: str) -> ClassRef | None:
         """The one project class ever constructed into a variable or attribute of this name."""
         classes = self.constructed.get(name, set())
@@ -144,8 +162,7 @@ class CallGraph:
         if isinstance(target, tuple) and isinstance(target[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
             found.append((target[0], target[1]))
         elif target is None and isinstance(func, ast.Name) and func.id not in module.ctx.functions:
-            cls = self.instance_class(module, func.id, call)
-            if cls is not None:
+            for cls in self.instance_classes(module, func.id, call):
                 found.extend(callable_methods(*cls))
         elif target is None and isinstance(func, ast.Attribute):
             found.extend(self._method_callees(module, call, func))
@@ -168,7 +185,9 @@ class CallGraph:
                     return callable_methods(*held)
             return []
         if isinstance(receiver, ast.Name):
-            cls = self.instance_class(module, receiver.id, call)
+            methods = [(c[0], m) for c in self.instance_classes(module, receiver.id, call) if (m := c[0].method(c[1], func.attr))]
+            if methods:
+                return methods
         elif isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == "self":
             owner = owner_class(module.ctx, call)
             if owner is not None:

@@ -18,9 +18,10 @@ from typing import Callable
 from .call_graph import CallGraph
 from ..file_kinds import is_test_file
 from ..hotloops.finder import HotLoops, HotRegion
+from ..hotloops.loop_kinds import loop_facts
 from .modules import FunctionNode, ModuleTable, ProjectModule
 from ..project_view import LoaderRead
-from ..hotloops.step_markers import is_backward_call, is_optimizer_step, is_shape_read, names_in, unwrap_iterable
+from ..hotloops.step_markers import is_backward_call, is_optimizer_step, is_shape_read, names_in, own_nodes, unwrap_iterable
 from ..syntax import bound_name, positional_before_starred
 
 _HOST_READS = frozenset({"item", "tolist", "float", "int", "bool"})
@@ -126,6 +127,61 @@ def trains(graph: CallGraph, module: ProjectModule, region: HotRegion, hot: HotL
             if any(is_backward_call(n) or is_optimizer_step(n) for n in ast.walk(func)):
                 return True
     return False
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _calls_training(graph: CallGraph, module: ProjectModule, loop: ast.AST) -> ProjectModule | None:
+    """A call of the loop's own body runs another file's function that is one training step: it runs
+    backward and steps an optimizer outside any loop of its own (a function with its own step loop,
+    ``train_one_epoch``, makes the caller's loop an epoch loop, and its own loop the training loop)."""
+    for call in loop_facts(loop).calls:  # type: ignore[arg-type]
+        for target, func in graph.callees(module, call):
+            nodes = list(own_nodes(func.body))
+            if any(is_backward_call(n) for n in nodes) and any(is_optimizer_step(n) for n in nodes):
+                return target
+    return None
+
+
+def training_links(
+    graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], trains_via: dict[ProjectModule, str | None]
+) -> dict[ProjectModule, tuple[frozenset[int], frozenset[str], str | None]]:
+    """Per file: the lines of its step loops that train only through another file's function
+    (``policy.train(replay_buffer)``, ``agent.update(rollouts)``: backward and the optimizer's step
+    are there), and the names of its functions that a training file calls (``get_optimizer(cfg,
+    model)``: what they build serves training).  ``hot_of``: a file's solved hot loops;
+    ``trains_via``: per file, the other file's training loop it calls (:func:`link_loaders`).
+    The third item: a file that uses CUDA whose training step such a loop runs (the loop trains on CUDA)."""
+    loops: dict[ProjectModule, frozenset[int]] = {}
+    steps_in: dict[ProjectModule, ProjectModule] = {}
+    trainers: list[ProjectModule] = []
+    for module in graph.table.by_path.values():
+        if module.ctx is None or is_test_file(module.path):
+            continue
+        hot = hot_of(module)
+        lines = {region.node.lineno for region in hot.step_loops if not region.trains and trains(graph, module, region, hot)}
+        for loop in module.ctx.nodes_of(_LOOPS):  # a loop its file does not see train: ``for t in range(steps): policy.train(buffer)``
+            if loop.lineno in lines or any(r.node is loop for r in hot.step_loops):
+                continue
+            owner = _calls_training(graph, module, loop)
+            if owner is not None:
+                lines.add(loop.lineno)
+                if owner.ctx is not None and owner.ctx.mentions_cuda:
+                    steps_in.setdefault(module, owner)
+        loops[module] = frozenset(lines)
+        if lines or trains_via.get(module) or any(region.trains for region in hot.regions):
+            trainers.append(module)
+    called: dict[ProjectModule, set[str]] = {}
+    for module in trainers:
+        for call in module.ctx.nodes_of(ast.Call):  # type: ignore[union-attr]
+            assert isinstance(call, ast.Call)
+            target = graph.table.resolve_function(module, call.func)
+            if target is not None and target[0] is not module:
+                called.setdefault(target[0], set()).add(target[1].name)
+    return {module: (loops.get(module, frozenset()), frozenset(called.get(module, ())),
+                     steps_in[module].path if module in steps_in else None)
+            for module in graph.table.by_path.values()}
 
 
 def link_loaders(

@@ -30,7 +30,7 @@ from ..engine import analyze_context, enabled_rules, has_file_noqa
 from ..file_kinds import is_test_file
 from ..hotloops.finder import HotEntry, HotLoops, find_hot_loops
 from ..incremental.reparse import ParsedModule, parse_module
-from .links import cuda_reach, link_loaders, step_data_params
+from .links import cuda_reach, link_loaders, step_data_params, training_links
 from .returned_loaders import imported_loader_classes, returned_loaders
 from .roles import auxiliary_modules, imported_modules
 from .modules import FunctionNode, ModuleTable, ProjectModule, module_name
@@ -214,6 +214,7 @@ class Project:
         if self.settings.device not in ("cuda", "cpu"):
             device_calls, cuda_from = cuda_reach(self.table)
         loaders = link_loaders(self.graph, self._solved_hot_of)
+        training = training_links(self.graph, self._solved_hot_of, {m: via for m, (_, via) in loaders.items()})
         returned = returned_loaders(self.graph, self._solved_hot_of)
         loader_classes = imported_loader_classes(self.table)
         for module in self.by_path.values():
@@ -241,6 +242,9 @@ class Project:
                 imported=module in self._imported,
                 returned_loaders=returned.get(module, ()),
                 loader_classes=loader_classes.get(module, frozenset()),
+                training_loops=training[module][0],
+                trainer_calls=training[module][1],
+                steps_on_cuda_in=training[module][2],
             )
         self._solved_hot.clear()
 
@@ -263,7 +267,7 @@ class Project:
             view = replace(view, defaults=None)  # nothing from other files: as if alone
         if not (view.entries or view.cuda_from or view.imported_constants or view.defaults is not None or view.loader_reads
                 or view.trains_via or view.device_call or view.auxiliary or view.imported or view.returned_loaders
-                or view.loader_classes):
+                or view.loader_classes or view.training_loops or view.trainer_calls or view.steps_on_cuda_in):
             return None  # the file analysed alone gives the same findings
         return view
 

@@ -120,8 +120,19 @@ def iterates_structure(iterable: ast.AST) -> bool:
     return isinstance(iterable, ast.Attribute) and iterable.attr in STRUCTURE_ITERATORS
 
 
+# torch functions outside the tensor namespaces that return a tensor (on the parameters' device)
+TENSOR_RESULTS = frozenset({
+    "torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm", "torch.nn.utils.clip_grad.clip_grad_norm_",
+    "torch.nn.utils.get_total_norm", "torch.nn.utils.parameters_to_vector",
+})
+# methods of training wrappers that return such a tensor: ``accelerator.clip_grad_norm_(...)``, FSDP's ``model.clip_grad_norm_(...)``
+TENSOR_RESULT_METHODS = frozenset({"clip_grad_norm_"})
+
+
 def torch_function_result(qualname: str) -> bool | None:
     """``torch.isnan`` -> True; ``torch.cuda.is_available`` / ``torch.nn.Linear`` -> not a tensor."""
+    if qualname in TENSOR_RESULTS:
+        return True
     module, _, function = qualname.rpartition(".")
     if module not in TENSOR_NAMESPACES:
         return None

@@ -30,6 +30,7 @@ from ._tensor_facts import (
     ORDERING,
     TENSOR_ATTRS,
     TENSOR_NAME,
+    TENSOR_RESULT_METHODS,
     assigns_none,
     is_step_parameter,
     iterates_structure,
@@ -176,6 +177,8 @@ class TensorOracle:
                 return False
             if func.id == "abs" and node.args:
                 return self._eval(node.args[0], region, depth)
+            if func.id == "sum" and node.args and self._eval_elements(node.args[0], region, depth + 1) is True:
+                return True  # ``sum(p.grad.norm() for p in params)``: a tensor when its terms are
             if func.id == "self" and node.args:
                 return True  # self(x) in a LightningModule is its forward
             if MODEL_CALLEE.match(func.id) and (node.args or node.keywords):
@@ -185,6 +188,8 @@ class TensorOracle:
             return None
         if func.attr in NON_TENSOR_METHODS:
             return False
+        if func.attr in TENSOR_RESULT_METHODS:
+            return True
         if func.attr == "to" and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "cpu":
             return False
         if func.attr not in ("cuda", "to") and self._host_made(func.value, 0):

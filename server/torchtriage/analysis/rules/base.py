@@ -145,6 +145,16 @@ class RuleContext(Protocol):
         ...
 
     @property
+    def training_loops(self) -> frozenset[int]:
+        """Lines of this file's step loops that train through another file's function (:mod:`..project.links`)."""
+        ...
+
+    @property
+    def trainer_calls(self) -> frozenset[str]:
+        """Names of this file's functions that a training file calls (``get_optimizer(cfg, model)``)."""
+        ...
+
+    @property
     def imported(self) -> bool:
         """Whether other project files import this one (its ``__main__`` block is then a self-test or demo)."""
         ...

@@ -247,6 +247,21 @@ class PrintTensorInStep(Rule):
                                 "N steps (`if step % 100 == 0:`)"),
             ),
         ),
+        Invalid(
+            """
+            import torch
+            for x, y in loader:
+                loss = criterion(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+                loss.backward()
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                status = f"grad norm {norm:.2f}"
+            """,
+            findings=(
+                ("7:27-7:31", "an f-string of `norm` every step reads the tensor on the host (a GPU->CPU sync): "
+                              "build the text every N steps (`if step % 100 == 0:`)"),
+            ),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:

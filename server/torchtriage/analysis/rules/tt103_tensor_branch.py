@@ -220,6 +220,23 @@ class TensorBranchInStep(Rule):
             """,
             lines=(6,),
         ),
+        Invalid(
+            """
+            # clip_grad_norm_ (torch's, or a wrapper's) returns the total norm as a tensor on the device
+            import torch
+            for x, y in loader:
+                loss = criterion(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+                loss.backward()
+                norm = accelerator.clip_grad_norm_(model.parameters(), 1.0)
+                if norm > 100:
+                    skipped += 1
+                optimizer.step()
+            """,
+            findings=(
+                ("7:8-7:18", "`if` on tensor `norm > 100` syncs with the GPU every step: keep the check on the device "
+                             "(`torch._assert_async`, a flag tensor tested every N steps, `torch.where`)"),
+            ),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:

@@ -183,13 +183,19 @@ class OptimizerNotFused(Rule):
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
-        if is_test_file(ctx.path) or (not trains(ctx) and not _lightning(ctx)):
+        if is_test_file(ctx.path):
+            return
+        training = trains(ctx) or _lightning(ctx)
+        if not training and not ctx.trainer_calls:
             return
         for node in ctx.nodes_of(ast.Call):
             assert isinstance(node, ast.Call)
             short = _OPTIMIZERS.get(ctx.call_qualname(node) or "")
             if short is None or _chooses_implementation(ctx, node) is not False:
                 continue
+            if not training and (not _in_trainer_call(ctx, node) or _offers_fused(ctx, node)):
+                continue  # a file that does not train: only what a training file's call builds (a factory) counts,
+                # and not a factory that offers a fused optimizer by a flag (``--optim fused_adam``)
             yield Report(
                 node.func,
                 f"`{short}` runs its update as many small kernels per step: "
@@ -198,6 +204,28 @@ class OptimizerNotFused(Rule):
                     ctx, node, [("fused", "True")], "Add fused=True", Applicability.UNSAFE
                 ),
             )
+
+
+def _in_trainer_call(ctx: RuleContext, node: ast.AST) -> bool:
+    """Inside a function of this file that a training file calls (``get_optimizer(cfg, model)``), or in
+    a method of a class it names."""
+    function = ctx.enclosing_function(node)
+    while function is not None:
+        if function.name in ctx.trainer_calls:
+            return True
+        function = ctx.enclosing_function(function)
+    return False
+
+
+def _offers_fused(ctx: RuleContext, node: ast.AST) -> bool:
+    """The enclosing function also builds a fused optimizer (``FusedAdam(...)``, ``fused=True``): a choice."""
+    function = ctx.enclosing_function(node)
+    for other in ast.walk(function) if function is not None else ():
+        if isinstance(other, ast.Call) and other is not node:
+            name = other.func.attr if isinstance(other.func, ast.Attribute) else getattr(other.func, "id", "")
+            if "fused" in name.lower() or any(k.arg == "fused" for k in other.keywords):
+                return True
+    return False
 
 
 def _lightning(ctx: RuleContext) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import re
 from typing import Iterator
 
@@ -162,13 +164,14 @@ class NoAutocast(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Report]:
         if is_test_file(ctx.path):
             return
-        for region in sorted(ctx.hot.step_loops, key=lambda r: (r.node.lineno, r.node.col_offset)):
-            if any(reached.trains for reached in regions_reached(ctx, [region])):
-                if _chooses_precision(ctx.source):
-                    return
-                yield Report(
-                    loop_header(region.node),  # type: ignore[arg-type]
-                    'This CUDA training loop runs in fp32: try `torch.autocast("cuda", dtype=torch.bfloat16)` '
-                    "around forward and loss (up to ~2x on transformers)",
-                )
+        loops = [r.node for r in ctx.hot.step_loops if any(reached.trains for reached in regions_reached(ctx, [r]))]
+        loops += [n for n in ctx.nodes_of((ast.For, ast.AsyncFor, ast.While)) if n.lineno in ctx.training_loops]  # trains elsewhere
+        for loop in sorted(loops, key=lambda n: (n.lineno, n.col_offset)):
+            if _chooses_precision(ctx.source):
                 return
+            yield Report(
+                loop_header(loop),  # type: ignore[arg-type]
+                'This CUDA training loop runs in fp32: try `torch.autocast("cuda", dtype=torch.bfloat16)` '
+                "around forward and loss (up to ~2x on transformers)",
+            )
+            return

@@ -1,0 +1,170 @@
+"""Issue 25: training that happens in another file's method or factory.  An invented project, no code
+of any labelled repository: an RL script whose loop runs ``agent.train(buffer)`` of one of two agent
+classes chosen by a flag, and an optimizer factory that a training script calls.  Look-alikes that stay
+quiet: a factory that also offers a fused optimizer, an epoch loop around a function with its own step
+loop, and a factory no training file calls."""
+
+from __future__ import annotations
+
+import textwrap
+
+from torchtriage.analysis.engine import IncrementalAnalyzer
+from torchtriage.analysis.project.program import Project
+
+AGENTS = """
+    import torch
+    from torch import nn
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+    class Critic(nn.Module):
+        def forward(self, s, a):
+            return self.net(torch.cat([s, a], 1))
+
+
+    class TwinAgent:
+        def __init__(self, dim):
+            self.critic = Critic().to(device)
+            self.optimizer = torch.optim.Adam(self.critic.parameters(), lr=3e-4)
+
+        def train(self, buffer, batch_size=256):
+            state, action, reward = buffer.sample(batch_size)
+            loss = (self.critic(state, action) - reward).pow(2).mean()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+
+    class PlainAgent:
+        def __init__(self, dim):
+            self.critic = Critic().to(device)
+            self.optimizer = torch.optim.Adam(self.critic.parameters(), lr=1e-3)
+
+        def train(self, buffer, batch_size=256):
+            state, action, reward = buffer.sample(batch_size)
+            loss = (self.critic(state, action) - reward).pow(2).mean()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+"""
+MAIN = """
+    import argparse
+    import numpy as np
+    import agents
+    from replay import Buffer
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--agent", default="twin")
+    args = parser.parse_args()
+
+    if args.agent == "twin":
+        agent = agents.TwinAgent(8)
+    elif args.agent == "plain":
+        agent = agents.PlainAgent(8)
+    buffer = Buffer()
+    state = env.reset()
+    for t in range(1_000_000):
+        action = env.action_space.sample()
+        state, reward, done, _ = env.step(action)
+        buffer.add(state, action, reward)
+        if t >= 1000:
+            agent.train(buffer)
+"""
+REPLAY = """
+    import numpy as np
+
+
+    class Buffer:
+        def add(self, *row):
+            self.rows.append(row)
+
+        def sample(self, n):
+            return self.rows[:n]
+"""
+OPTIM = """
+    import torch
+    from apex.optimizers import FusedAdam
+
+
+    def get_optimizer(cfg, model):
+        if cfg.OPTIMIZER == "sgd":
+            return torch.optim.SGD(model.parameters(), lr=cfg.LR, momentum=0.9)
+        return torch.optim.AdamW(model.parameters(), lr=cfg.LR)
+
+
+    def build_with_choice(cfg, model):
+        if cfg.OPTIMIZER == "fused_adam":
+            return FusedAdam(model.parameters(), lr=cfg.LR)
+        return torch.optim.AdamW(model.parameters(), lr=cfg.LR)
+
+
+    def unused_optimizer(model):
+        return torch.optim.Adam(model.parameters())
+"""
+TRAIN = """
+    import torch
+    from engine import train_one_epoch
+    from optim import build_with_choice, get_optimizer
+
+    model = torch.nn.Linear(8, 2).cuda()
+    optimizer = get_optimizer(cfg, model)
+    other = build_with_choice(cfg, model)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        pass
+    for epoch in range(90):
+        train_one_epoch(model, loader, optimizer)
+"""
+ENGINE = """
+    import torch
+
+
+    def train_one_epoch(model, loader, optimizer):
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def project(files: dict[str, str]) -> Project:
+    return Project((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in files.items())
+
+
+def rl_project() -> Project:
+    return project({"agents.py": AGENTS, "main.py": MAIN, "replay.py": REPLAY})
+
+
+def test_every_agent_a_flag_chooses_trains_and_the_loop_that_runs_it_is_a_training_loop() -> None:
+    proj = rl_project()
+    agents = {(f.span.line, f.code) for f in proj.analyze("agents.py")}
+    assert (15, "TT503") in agents and (28, "TT503") in agents  # both branches' classes step their optimizers
+    main = {(f.span.line, f.code): f for f in proj.analyze("main.py")}
+    finding = main[(16, "TT504")]  # the env-step loop: the training step is agent.train(), in agents.py
+    assert finding.extra["device_from"] == "agents.py"
+    assert "CUDA is used by agents.py, whose training step this file runs." in finding.message
+
+
+def test_the_language_servers_view_gives_the_same_findings() -> None:
+    proj = rl_project()
+    source = textwrap.dedent(MAIN).lstrip("\n")
+    got = IncrementalAnalyzer("main.py").analyze(source, project=proj.view("main.py"))
+    assert [(f.code, f.span, f.message) for f in got] == [(f.code, f.span, f.message) for f in proj.analyze("main.py")]
+    assert proj.view("main.py").training_loops == frozenset({16})
+
+
+def test_an_optimizer_factory_a_training_file_calls_builds_the_trainings_optimizer() -> None:
+    proj = project({"optim.py": OPTIM, "train.py": TRAIN, "engine.py": ENGINE})
+    found = {(f.span.line, f.code) for f in proj.analyze("optim.py")}
+    assert {(7, "TT503"), (8, "TT503")} <= found  # get_optimizer: SGD and AdamW, neither fused
+    assert (14, "TT503") not in found  # build_with_choice offers FusedAdam by a flag
+    assert (18, "TT503") not in found  # no training file calls unused_optimizer
+    assert proj.view("optim.py").trainer_calls == frozenset({"get_optimizer", "build_with_choice"})
+
+
+def test_an_epoch_loop_around_a_function_with_its_own_step_loop_is_not_the_training_loop() -> None:
+    proj = project({"optim.py": OPTIM, "train.py": TRAIN.replace('    with torch.autocast("cuda", dtype=torch.bfloat16):\n        pass\n', ""),
+                    "engine.py": ENGINE})
+    assert not [f for f in proj.analyze("train.py") if f.code == "TT504"]  # the epoch loop: not reported
+    assert [f.span.line for f in proj.analyze("engine.py") if f.code == "TT504"] == [5]  # the step loop is
