@@ -11,6 +11,8 @@ from ..hotloops.guards import ends_the_run
 from ..hotloops.finder import HotRegion
 from ._helpers import is_device_move, method_name
 from ._steplog import enclosing_log_call, guard_statement_fix, step_counter
+from ._forward_code import forward_calls
+from ._tensor_facts import registered_tensors
 from ._tensors import oracle
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
@@ -172,6 +174,25 @@ class HostSyncInStep(Rule):
                 optimizer.step()
             """
         ),
+        Valid(
+            """
+            # a buffer read outside the forward pass (once, when printed), and a plain Python attribute in it
+            import torch
+            from torch import nn
+
+            class Queue(nn.Module):
+                def __init__(self, size):
+                    super().__init__()
+                    self.size = size
+                    self.register_buffer("ptr", torch.zeros(1, dtype=torch.long))
+
+                def extra_repr(self):
+                    return f"size={self.size}, ptr={int(self.ptr)}"
+
+                def forward(self, keys):
+                    return keys[: self.size]
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -317,11 +338,37 @@ class HostSyncInStep(Rule):
                 ("8:14-8:21", "`.cpu()` on `y` every step forces a GPU->CPU sync: collect on the device and move once after the loop"),
             ),
         ),
+        Invalid(
+            """
+            # a registered buffer lives on the model's device: reading it in forward syncs every step
+            import torch
+            from torch import nn
+
+            class Memory(nn.Module):
+                def __init__(self, k, t):
+                    super().__init__()
+                    self.register_buffer("params", torch.tensor([k, t]))
+                    self.register_buffer("ptr", torch.zeros(1, dtype=torch.long))
+
+                def forward(self, x):
+                    k = int(self.params[0].item())
+                    ptr = int(self.ptr)
+                    return x * k, ptr
+            """,
+            findings=(
+                ("12:17-12:38", "`.item()` of the buffer `self.params[0]` in `forward` syncs with the GPU on every forward pass: "
+                                "keep the value on the device, or a Python copy kept beside the buffer"),
+                ("13:15-13:28", "`int(...)` of the buffer `self.ptr` in `forward` syncs with the GPU on every forward pass: "
+                                "keep the value on the device, or a Python copy kept beside the buffer"),
+            ),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
         tensors = oracle(ctx)
+        seen: set[ast.Call] = set()
         for call, region in ctx.hot.nodes(ast.Call):
+            seen.add(call)
             kind = tensors.sync_kind(call, region)
             if kind is None or enclosing_log_call(ctx, call) is not None:
                 continue  # printing / logging it is TT102's finding
@@ -347,6 +394,29 @@ class HostSyncInStep(Rule):
                 f"{what} on `{subject[:40]}` every step forces a GPU->CPU sync: {advice}",
                 fix=lambda call=call, region=region: _fix(ctx, call, region),
             )
+        buffers = registered_tensors(ctx)
+        for call in forward_calls(ctx) if buffers else ():  # a module's forward pass: every step, whoever calls it
+            kind = tensors.sync_kind(call, None)
+            if kind is None or call in seen or enclosing_log_call(ctx, call) is not None or _guards_the_run(ctx, call):
+                continue
+            subject = call.args[0] if kind in ("float", "int", "bool") else call.func.value  # type: ignore[attr-defined]
+            if _self_attribute(subject) in buffers:  # a registered buffer lives where the model does: on the GPU
+                what = f"`{kind}(...)`" if kind in ("float", "int", "bool") else f"`.{kind}()`"
+                yield Report(
+                    call,
+                    f"{what} of the buffer `{ctx.segment(subject)[:40]}` in `forward` syncs with the GPU on every "
+                    "forward pass: keep the value on the device, or a Python copy kept beside the buffer",
+                )
+
+
+def _self_attribute(node: ast.AST) -> str | None:
+    """``x`` for ``self.x``, ``self.x[0]``, ``self.x.data``."""
+    while isinstance(node, ast.Subscript) or (isinstance(node, ast.Attribute) and not
+                                              (isinstance(node.value, ast.Name) and node.value.id == "self")):
+        node = node.value
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
 
 
 def _subject_root(node: ast.AST, through_calls: bool = False) -> ast.Name | None:

@@ -11,7 +11,7 @@ from ..fixes import add_keywords_fix, replace_expression, with_keyword
 from ..file_kinds import is_test_file
 from ..syntax import keyword_value
 from ._helpers import method_name
-from ._tt305_forward import forward_calls
+from ._forward_code import forward_calls
 from ._tt305_host_built import FACTORIES, RANDOM_FACTORIES, host_math_factory, numpy_made
 from .base import Invalid, Report, Rule, RuleContext, Valid
 

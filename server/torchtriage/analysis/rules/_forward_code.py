@@ -1,9 +1,10 @@
-"""Code a module's forward pass runs, for TT305: a model's ``forward`` runs once per step
-wherever the model is called, even when no step loop that calls it is in sight (a submodule
-called as ``self.sa1(x)``, a model chosen by ``importlib.import_module(args.model)``).
+"""Code a module's forward pass runs: a model's ``forward`` runs once per step wherever the model
+is called, even when no step loop that calls it is in sight (a submodule called as ``self.sa1(x)``,
+a model chosen by ``importlib.import_module(args.model)``).
 
-Only TT305 reads this: building a tensor on the CPU and copying it to the device inside a
-forward pass is a waste on every call, whoever calls it, while the host-read rules need to
+Two rules read it, for shapes that cost on every forward pass whoever calls it: TT305 (a tensor
+built on the CPU and copied to the device) and TT101 (a registered buffer read on the host,
+``int(self.params[0].item())``: a buffer lives where the model does).  Other host reads need to
 know where a tensor lives, which a forward alone does not say.  The code counted:
 
 * the ``forward`` methods of the file's ``nn.Module`` classes (a class whose base is named
@@ -29,7 +30,7 @@ _DEPTH = 3
 
 def forward_calls(ctx: RuleContext) -> Iterator[ast.Call]:
     """The calls made by the file's module ``forward`` methods and the helpers they call (see the module doc)."""
-    key = ("tt305-forward-calls",)
+    key = ("forward-calls",)
     found = ctx.memo.get(key)
     if found is None:
         found = ctx.memo[key] = tuple(_calls(ctx))
