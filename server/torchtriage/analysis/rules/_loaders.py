@@ -332,7 +332,7 @@ def moves_data_to_device(ctx: "RuleContext", regions: list[HotRegion] | None, ho
     for call, region in hot.nodes(ast.Call):
         if allowed is not None and id(region) not in allowed:
             continue
-        if is_device_move(call) and _moves_batch(ctx, call, region):
+        if is_device_move(call, ctx) and _moves_batch(ctx, call, region):
             return True
     return False
 

@@ -196,11 +196,32 @@ class NonBlockingTransfer(Rule):
             """,
             lines=(8,),
         ),
+        Invalid(
+            """
+            import torch
+            cuda = torch.cuda.is_available()
+            Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+            for imgs, _ in loader:
+                real = imgs.type(Tensor)  # the legacy move: a CUDA tensor type
+                loss = model(real).mean()
+                loss.backward()
+            """,
+            findings=(("5:12-5:29", "Blocking host-to-device copy of batch data every step: add `non_blocking=True` to `.type(...)`"),),
+            fixed="""
+            import torch
+            cuda = torch.cuda.is_available()
+            Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+            for imgs, _ in loader:
+                real = imgs.type(Tensor, non_blocking=True)  # the legacy move: a CUDA tensor type
+                loss = model(real).mean()
+                loss.backward()
+            """,
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
         for call, region in ctx.hot.nodes(ast.Call):
-            if not is_device_move(call) or keyword_value(call, "non_blocking") is not None:
+            if not is_device_move(call, ctx) or keyword_value(call, "non_blocking") is not None:
                 continue
             receiver = call.func.value  # type: ignore[attr-defined]
             batch_receiver = (
@@ -214,7 +235,7 @@ class NonBlockingTransfer(Rule):
                 continue  # a tensor made in the step (torch.tensor(r).to(d)) is TT305's case
             if on_other_accelerator(ctx, call):
                 continue  # a copy to XPU / MPS / NPU..., or a branch taken only there: not a CUDA copy
-            what = "`.cuda()`" if method_name(call) == "cuda" else "`.to(...)`"
+            what = {"cuda": "`.cuda()`", "type": "`.type(...)`"}.get(method_name(call) or "", "`.to(...)`")
             yield Report(
                 call,
                 f"Blocking host-to-device copy of batch data every step: add `non_blocking=True` to {what}",

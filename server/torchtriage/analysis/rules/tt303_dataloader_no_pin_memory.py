@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Iterator
 
 from ...findings import Applicability, Severity
 from ._loaders import (
-    dataloader_calls, is_false, loader_reads_elsewhere, resolution_note, loops_reading, moves_data_to_device, set_keyword_fix, setting,
-    returned_and_iterated,
+    dataloader_calls, is_false, loader_name, loader_reads_elsewhere, resolution_note, loops_reading, moves_data_to_device,
+    set_keyword_fix, setting, returned_and_iterated,
 )
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
@@ -93,6 +94,27 @@ class DataLoaderNoPinMemory(Rule):
                 loss = model(x).sum(); loss.backward(); optimizer.step()
             """
         ),
+        Valid(
+            """
+            # a loader drawn from only by a sample every N steps (next(iter(...))), never by the step loop
+            import torch
+            from torch.utils.data import DataLoader
+
+            loader = DataLoader(train_set, batch_size=64, num_workers=8, pin_memory=True, persistent_workers=True)
+            samples = DataLoader(test_set, batch_size=5, num_workers=1)
+            Tensor = torch.cuda.FloatTensor
+
+            def sample_images(done):
+                imgs = next(iter(samples))
+                save(model(imgs.type(Tensor)), done)
+
+            for i, (x, y) in enumerate(loader):
+                loss = model(x.cuda(non_blocking=True)).mean()
+                loss.backward()
+                if i % 500 == 0:
+                    sample_images(i)
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -175,6 +197,8 @@ class DataLoaderNoPinMemory(Rule):
             if not pinned.all_values(lambda v: is_false(ctx, v, call), default_matches=True):
                 continue
             loops = loops_reading(ctx, call)
+            if not loops and _drawn_only_off_step(ctx, call):
+                continue  # ``next(iter(val_loader))`` in a function no step runs (a sample every N steps)
             note = ""
             if not moves_data_to_device(ctx, loops or None):
                 elsewhere = [r for r in loader_reads_elsewhere(ctx, call) if r.moves_to_device] if not loops else []
@@ -191,3 +215,19 @@ class DataLoaderNoPinMemory(Rule):
                     ctx, call, "pin_memory", pinned, "True", "Set pin_memory=True", Applicability.SAFE
                 ),
             )
+
+
+def _drawn_only_off_step(ctx: RuleContext, call: ast.Call) -> bool:
+    """Every use of the loader's name is ``iter(name)`` in code that does not run every step."""
+    name = loader_name(ctx, call)
+    if name is None:
+        return False
+    uses = [n for n in ctx.nodes_of(ast.Name) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    if not uses:
+        return False
+    hot = {node for node, _ in ctx.hot.nodes(ast.Call)}
+    for use in uses:
+        parent = ctx.parents.get(use)
+        if not (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "iter") or parent in hot:
+            return False
+    return True
