@@ -62,9 +62,8 @@ def _is_none_test(test: ast.expr) -> str | None:
 def is_lazy_init(stmt: ast.If) -> bool:
     """``if bank is None: bank = torch.zeros(...).cuda()``: one-time initialisation, true once.
 
-    Also ``if not hasattr(self, "bank"): self.bank = ...``.  Only without an ``else`` branch."""
-    if stmt.orelse:
-        return False
+    Also ``if not hasattr(self, "bank"): self.bank = ...``.  Only the body is one-time: an ``else``
+    branch (``else: loss_ema = 0.9 * loss_ema + 0.1 * loss.item()``) runs on every later step."""
     test = stmt.test
     target: str | None = _is_none_test(test)
     if target is None and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):

@@ -362,6 +362,23 @@ class HostSyncInStep(Rule):
                                 "keep the value on the device, or a Python copy kept beside the buffer"),
             ),
         ),
+        Invalid(
+            """
+            loss_ema = None
+            for x, _ in loader:
+                loss = model(x.cuda(non_blocking=True))
+                loss.backward()
+                if loss_ema is None:
+                    loss_ema = loss.item()  # once: the first step
+                else:
+                    loss_ema = 0.9 * loss_ema + 0.1 * loss.item()  # every later step
+                optimizer.step()
+            """,
+            findings=(
+                ("8:43-8:54", "`.item()` on `loss` every step forces a GPU->CPU sync: accumulate on the device (`.detach()`) "
+                              "and read it once after the loop or every N steps"),
+            ),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
