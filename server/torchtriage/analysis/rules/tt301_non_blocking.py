@@ -16,6 +16,34 @@ from ._other_devices import on_other_accelerator
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
 
+def _last_made(ctx: RuleContext, receiver: ast.AST, call: ast.Call) -> ast.Call | None:
+    """The call the receiver's name was last assigned from, earlier in the same function
+    (``batch_y = batch_y.float().to(device)``, ``loc_t = torch.Tensor(n, 4)``), when it was one."""
+    while isinstance(receiver, (ast.Subscript, ast.Attribute)) or (
+        isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute)
+    ):
+        receiver = receiver.value if not isinstance(receiver, ast.Call) else receiver.func.value  # type: ignore[attr-defined]
+    if not isinstance(receiver, ast.Name):
+        return None
+    scope = ctx.enclosing_function(call) or ctx.tree
+    own = ctx.enclosing_statement(call)
+    latest: ast.Name | None = None  # the name's last binding before the call (a plain assignment, an unpacking, a loop target)
+    for node in ast.walk(scope):
+        if (isinstance(node, ast.Name) and node.id == receiver.id and isinstance(node.ctx, ast.Store)
+                and (node.lineno, node.col_offset) < (call.lineno, call.col_offset)
+                and ctx.enclosing_statement(node) is not own
+                and (latest is None or (node.lineno, node.col_offset) > (latest.lineno, latest.col_offset))):
+            latest = node
+    statement = ctx.enclosing_statement(latest) if latest is not None else None
+    if not (isinstance(statement, ast.Assign) and latest in statement.targets and isinstance(statement.value, ast.Call)):
+        return None
+    value = statement.value
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and not is_device_move(value, ctx) \
+            and isinstance(value.func.value, ast.Call) and method_name(value) in ("float", "long", "half", "contiguous", "detach"):
+        value = value.func.value  # ``x.to(d).float()``: still the move
+    return value if isinstance(value, ast.Call) else None
+
+
 def _model_outputs(ctx: RuleContext, region: HotRegion) -> set[str]:
     """Names bound to what the model returned (and values computed from it) in one region.
 
@@ -148,6 +176,19 @@ class NonBlockingTransfer(Rule):
                     extra = torch.tensor(1.0).to("cuda")   # made in the step: TT305's case
             """
         ),
+        Valid(
+            """
+            # moved once with non_blocking; the second .to() is a no-op; a tensor made in the step is TT305's case
+            import torch
+            for x, y in loader:
+                y = y.float().to(device, non_blocking=True)
+                target = y[:, -horizon:].to(device)
+                mask = torch.zeros(len(x), 4)
+                mask = mask.cuda()
+                loss = criterion(model(x.to(device, non_blocking=True)), target, mask)
+                loss.backward()
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -233,6 +274,9 @@ class NonBlockingTransfer(Rule):
                 continue
             if any(isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith("torch.") for n in ast.walk(receiver)):
                 continue  # a tensor made in the step (torch.tensor(r).to(d)) is TT305's case
+            made = _last_made(ctx, receiver, call)
+            if made is not None and (is_device_move(made, ctx) or (ctx.qualname(made.func) or "").startswith("torch.")):
+                continue  # moved earlier in the step (``y = y.to(d)`` ... ``y[:, -n:].to(d)``: a no-op), or made in it (TT305)
             if on_other_accelerator(ctx, call):
                 continue  # a copy to XPU / MPS / NPU..., or a branch taken only there: not a CUDA copy
             what = {"cuda": "`.cuda()`", "type": "`.type(...)`"}.get(method_name(call) or "", "`.to(...)`")
