@@ -129,6 +129,26 @@ TENSOR_RESULTS = frozenset({
 TENSOR_RESULT_METHODS = frozenset({"clip_grad_norm_"})
 
 
+# torch factories that build on the host unless given a device (``torch.ones(1, 3)``, the legacy
+# ``torch.Tensor([a, b])``): reading what they make waits for no kernel
+HOST_FACTORIES = frozenset({
+    "zeros", "ones", "empty", "full", "eye", "arange", "linspace", "logspace", "rand", "randn", "randint", "randperm",
+    "Tensor", "FloatTensor", "LongTensor", "IntTensor", "DoubleTensor", "HalfTensor", "ByteTensor", "BoolTensor", "from_numpy",
+})
+_LITERALS = (ast.List, ast.Tuple, ast.Constant)
+
+
+def builds_on_host(call: ast.Call, qualname: str) -> bool:
+    """``torch.ones(1, 3)``, ``torch.Tensor([loc, conf])``, ``torch.tensor([1, 2])``: made on the host (no
+    ``device=``; ``torch.tensor`` only from a literal, since a tensor argument keeps its device)."""
+    module, _, function = qualname.rpartition(".")
+    if module != "torch" or any(k.arg == "device" for k in call.keywords):
+        return False
+    if function in ("tensor", "as_tensor"):
+        return bool(call.args) and isinstance(call.args[0], _LITERALS)
+    return function in HOST_FACTORIES
+
+
 def torch_function_result(qualname: str) -> bool | None:
     """``torch.isnan`` -> True; ``torch.cuda.is_available`` / ``torch.nn.Linear`` -> not a tensor."""
     if qualname in TENSOR_RESULTS:

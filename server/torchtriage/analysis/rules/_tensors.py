@@ -18,6 +18,7 @@ import ast
 
 from .base import RuleContext
 from ..hotloops.finder import HotRegion
+from ._helpers import is_device_move
 from ._scopes import COUNTER, Binding, Position, element_source, scope_bindings
 from ._tensor_facts import (
     BUILTIN_NON_TENSOR,
@@ -32,6 +33,7 @@ from ._tensor_facts import (
     TENSOR_NAME,
     TENSOR_RESULT_METHODS,
     assigns_none,
+    builds_on_host,
     is_step_parameter,
     iterates_structure,
     own_nodes_of,
@@ -169,6 +171,8 @@ class TensorOracle:
         func = node.func
         qualname = self.ctx.qualname(func) or ""
         if qualname.startswith("torch."):
+            if builds_on_host(node, qualname):
+                return False  # a host tensor: reading it waits for nothing
             return torch_function_result(qualname)
         if qualname.startswith(NON_TENSOR_MODULES) or qualname in ("numpy", "math"):
             return False
@@ -192,6 +196,9 @@ class TensorOracle:
             return True
         if func.attr == "to" and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "cpu":
             return False
+        if is_device_move(node, self.ctx) and isinstance(func.value, ast.Call) \
+                and builds_on_host(func.value, self.ctx.qualname(func.value.func) or ""):
+            return True  # ``torch.Tensor([w, h]).to(device)``: a host tensor moved to the device
         if func.attr not in ("cuda", "to") and self._host_made(func.value, 0):
             return False  # ``x.cpu().sum()``: computed on the host copy, which the ``.cpu()`` waited for
         if self._eval(func.value, region, depth) is True:

@@ -193,6 +193,17 @@ class HostSyncInStep(Rule):
                     return keys[: self.size]
             """
         ),
+        Valid(
+            """
+            # tensors a torch factory made on the host: .cpu() copies nothing and waits for nothing
+            import torch
+            for i, (x, y) in enumerate(loader):
+                loss = criterion(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+                loss.backward()
+                optimizer.step()
+                viz.line(X=torch.ones((1, 3)).cpu() * i, Y=torch.Tensor([a, b, a + b]).unsqueeze(0).cpu(), win=plot)
+            """
+        ),
     )
     INVALID = (
         Invalid(
