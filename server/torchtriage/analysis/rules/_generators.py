@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .base import RuleContext
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
-_ITERATOR_BUILDERS = frozenset({"iter", "cycle", "repeat", "chain"})
+_ITERATOR_BUILDERS = frozenset({"iter", "cycle", "repeat", "chain", "enumerate", "tqdm"})  # tqdm: a progress bar over it
 _WRAPPER_NAME = re.compile(r"prefetch|loader|iter|cycle|infinite|repeat|endless|forever", re.I)
 
 

@@ -228,6 +228,21 @@ class DataLoaderWorkersNotPersistent(Rule):
                  "(the generator `infinite` iterates it again on every pass over the data)"),
             ),
         ),
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+            from tqdm import tqdm
+
+            loader = DataLoader(dataset, batch_size=128, shuffle=True, num_workers=8, pin_memory=True)
+            for epoch in range(100):
+                pbar = tqdm(loader)  # a progress bar over the loader, made every epoch
+                for x, _ in pbar:
+                    loss = model(x.cuda(non_blocking=True)).mean()
+                    loss.backward()
+            """,
+            findings=(("5:10-5:20", "Workers of this DataLoader restart every epoch: set `persistent_workers=True`"),),
+        ),
     )
     def check(self, ctx: RuleContext) -> Iterator[Report]:
         if not ctx.hot.epoch_loops and not ctx.loader_reads and not batch_generators(ctx) and not ctx.returned_loaders:
