@@ -168,3 +168,40 @@ def test_an_epoch_loop_around_a_function_with_its_own_step_loop_is_not_the_train
                     "engine.py": ENGINE})
     assert not [f for f in proj.analyze("train.py") if f.code == "TT504"]  # the epoch loop: not reported
     assert [f.span.line for f in proj.analyze("engine.py") if f.code == "TT504"] == [5]  # the step loop is
+
+
+def test_a_name_annotated_with_a_project_class_holds_one() -> None:
+    """``stepper: steps.Stepper = stepper_arg`` (or a parameter ``stepper: Stepper``): its methods are that
+    class's, so the loop that calls ``stepper.step_once(batch)`` trains, and the class's optimizer is stepped."""
+    steps = """
+        import torch
+
+
+        class Stepper:
+            def __init__(self, model):
+                self.model = model
+                self.opt = torch.optim.Adam(model.parameters())
+
+            def step_once(self, x):
+                loss = self.model(x.cuda(non_blocking=True)).mean()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+    """
+    procedure = """
+        import steps
+
+
+        def train_epoch(batches, stepper_arg):
+            stepper: steps.Stepper = stepper_arg
+            for x in batches:
+                stepper.step_once(x)
+
+
+        def train_typed(batches, stepper: steps.Stepper):
+            for x in batches:
+                stepper.step_once(x)
+    """
+    proj = project({"steps.py": steps, "procedure.py": procedure})
+    assert (7, "TT503") in {(f.span.line, f.code) for f in proj.analyze("steps.py")}
+    assert proj.view("procedure.py").training_loops == frozenset({6, 11})

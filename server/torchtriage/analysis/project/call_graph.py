@@ -103,6 +103,9 @@ class CallGraph:
     def instance_class(self, module: ProjectModule, name: str, at: ast.AST) -> ClassRef | None:
         """The project class of the instance a name holds at ``at``."""
         assert module.ctx is not None
+        annotated = self._annotated_class(module, name, at)
+        if annotated is not None:
+            return annotated
         value = self.assigned(module, name, at)
         if value is None and module.ctx.enclosing_function(at) is not None:
             value = assigned_value(module.ctx.tree, name, self._assignments)
@@ -112,6 +115,23 @@ class CallGraph:
                 return found
             # ``model = model.cuda()``, ``model = DDP(model, ...)``: still the instance built before
         return self.by_name(name)
+
+    def _annotated_class(self, module: ProjectModule, name: str, at: ast.AST) -> ClassRef | None:
+        """The project class a name is annotated with in the function holding ``at``: ``bpr: utils.BPRLoss =
+        loss_class``, or a parameter ``loss: BPRLoss``."""
+        assert module.ctx is not None
+        function = module.ctx.enclosing_function(at)
+        if function is None:
+            return None
+        annotations = [a.annotation for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
+                       if a.arg == name and a.annotation is not None]
+        annotations += [n.annotation for n in ast.walk(function)
+                        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.target.id == name]
+        for annotation in annotations:
+            target = self.table.resolve_dotted(module, annotation)
+            if isinstance(target, tuple) and isinstance(target[1], ast.ClassDef):
+                return target[0], target[1]
+        return None
 
     def instance_classes(self, module: ProjectModule, name: str, at: ast.AST) -> list[ClassRef]:
         """The project classes the instance a name holds at ``at`` may be: each class the name is
