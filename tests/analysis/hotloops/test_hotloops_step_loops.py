@@ -282,3 +282,49 @@ def test_a_loop_that_always_breaks_on_its_first_batch_runs_once() -> None:
                 return out
         """
     )
+
+
+def test_a_prediction_api_no_code_of_the_file_calls_is_not_training() -> None:
+    """``predict()`` of a library model, or an ``--do_predict`` pass another file runs: inference over data."""
+    check_marks(
+        """
+        class Model:
+            def fit(self, loader, epochs):
+                for epoch in range(epochs):
+                    for x, y in loader:
+                        loss = self.network(x.cuda(non_blocking=True), y)  # H
+                        loss.backward()  # H
+
+            def predict(self, loader):
+                results = []
+                for x in loader:
+                    out = self.network(x.cuda())  # C
+                    results.append(out.cpu().numpy())  # C
+                return results
+        """
+    )
+
+
+def test_a_prediction_the_training_runs_every_epoch_is_per_step() -> None:
+    """``evaluate()`` calls ``self.predict(...)`` after each epoch of ``fit``: its batches are evaluation steps."""
+    check_marks(
+        """
+        class Model:
+            def fit(self, loader, val, epochs):
+                for epoch in range(epochs):
+                    for x, y in loader:
+                        loss = self.network(x.cuda(non_blocking=True), y)  # H
+                        loss.backward()  # H
+                    self.evaluate(val)
+
+            def evaluate(self, val):
+                return score(self.predict(val))
+
+            def predict(self, loader):
+                results = []
+                for x in loader:
+                    out = self.network(x.cuda())  # H
+                    results.append(out.cpu().numpy())  # H
+                return results
+        """
+    )

@@ -205,3 +205,33 @@ def test_a_name_annotated_with_a_project_class_holds_one() -> None:
     proj = project({"steps.py": steps, "procedure.py": procedure})
     assert (7, "TT503") in {(f.span.line, f.code) for f in proj.analyze("steps.py")}
     assert proj.view("procedure.py").training_loops == frozenset({6, 11})
+
+
+def test_a_subclass_of_a_project_class_that_keeps_a_cuda_device_runs_on_it() -> None:
+    """``class ExpMain(ExpBasic)`` where ``ExpBasic.__init__`` sets ``self.device = torch.device("cuda:0")``
+    in another file: the subclass's copies to ``self.device`` are CUDA copies (TT301) though its own text
+    never says cuda."""
+    basic = """
+        import torch
+
+
+        class ExpBasic:
+            def __init__(self, args):
+                self.device = torch.device("cuda:{}".format(args.gpu)) if args.use_gpu else torch.device("cpu")
+    """
+    main = """
+        from exp.basic import ExpBasic
+
+
+        class ExpMain(ExpBasic):
+            def train(self, loader):
+                for x, y in loader:
+                    x = x.float().to(self.device)
+                    loss = self.criterion(self.model(x), y.to(self.device))
+                    loss.backward()
+                    self.optimizer.step()
+    """
+    proj = project({"exp/__init__.py": "", "exp/basic.py": basic, "exp/main.py": main})
+    found = [(f.span.line, f.code) for f in proj.analyze("exp/main.py") if f.code == "TT301"]
+    assert found == [(7, "TT301"), (8, "TT301")]
+    assert proj.view("exp/main.py").device_call == "exp/basic.py:4"

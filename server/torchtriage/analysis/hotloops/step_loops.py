@@ -11,6 +11,7 @@ torch.mm(feats[i : i + chunk], bank)``).
 from __future__ import annotations
 
 import ast
+import re
 
 from .regions import FunctionNode, Loop
 from .loop_kinds import LoopFacts, is_step_function, loop_facts, trains_anywhere
@@ -19,6 +20,10 @@ from .step_markers import is_loader_like, own_nodes
 
 _NOT_FOLLOWED = frozenset({"forward", "__call__"})
 
+
+# functions that serve a trained model (a library's ``predict`` API, an ``--do_predict`` pass): their loops
+# over data are inference, and do not run while training
+_INFERENCE_NAME = re.compile(r"^(predict|predict_proba|inference|infer|run_inference)$")
 
 class StepLoopJudge:
     """Classifies the loops of one module (caching what it learns about its functions)."""
@@ -37,6 +42,8 @@ class StepLoopJudge:
         facts = loop_facts(loop)
         if facts.trains:
             return True, True
+        if self._serves(loop):
+            return False, False  # ``def predict(self, X):`` no code of the file calls: serving a trained model, not training it
         step = isinstance(loop, (ast.For, ast.AsyncFor)) and is_loader_like(loop.iter, self.loader_vars)
         if not step and self._calls_model(facts) and self._enclosing_name(loop) not in _NOT_FOLLOWED:
             step = True
@@ -106,6 +113,22 @@ class StepLoopJudge:
             name is None or (name not in self.functions and name not in self.ctx.aliases)
             for name in facts.model_callees
         )
+
+    def _serves(self, loop: Loop) -> bool:
+        """The loop is in a function named for inference (``predict``, ``inference``) that nothing else in
+        the file calls (a library's prediction API; a ``--do_predict`` pass run from another file).  One
+        the file calls (``evaluate()`` -> ``self.predict(x)`` every epoch) may run while training."""
+        name = self._enclosing_name(loop)
+        if name is None or not _INFERENCE_NAME.match(name):
+            return False
+        key = ("inference-callers", name)
+        called = self.ctx.memo.get(key)
+        if called is None:
+            called = self.ctx.memo[key] = any(
+                (isinstance(n.func, ast.Name) and n.func.id == name) or (isinstance(n.func, ast.Attribute) and n.func.attr == name)
+                for n in self.ctx.nodes_of(ast.Call) if isinstance(n, ast.Call)
+            )
+        return not called
 
     def _enclosing_name(self, node: ast.AST) -> str | None:
         func = self.ctx.enclosing_function(node)

@@ -79,25 +79,42 @@ def device_functions(module: ProjectModule) -> dict[str, FunctionNode]:
     return found
 
 
+def _cuda_base_class(table: ModuleTable, module: ProjectModule) -> str | None:
+    """``class Exp_Main(Exp_Basic)`` where the project's ``Exp_Basic`` lives in a file that uses CUDA
+    (``self.device = torch.device("cuda:0")`` in its ``__init__``): the subclass runs on its device.
+    Its place (``"exp/exp_basic.py:6"``), or None."""
+    assert module.ctx is not None
+    for cls in module.ctx.nodes_of(ast.ClassDef):
+        for base in cls.bases:  # type: ignore[attr-defined]
+            target = table.resolve_dotted(module, base)
+            if isinstance(target, tuple) and isinstance(target[1], ast.ClassDef) and target[0] is not module \
+                    and target[0].ctx is not None and target[0].ctx.mentions_cuda and "device" in ast.unparse(target[1]):
+                return f"{target[0].label}:{target[1].lineno}"
+    return None
+
+
 def cuda_reach(table: ModuleTable) -> tuple[dict[ProjectModule, str], dict[ProjectModule, str]]:
     """(device calls, CUDA reach): the files that call a project device function of a CUDA file
-    (``x.to(dist_util.dev())``), so use CUDA themselves, with that call's target
-    (``"dist_util.py:45"``); and every other file imported (directly or through project files)
+    (``x.to(dist_util.dev())``), or subclass a project class of a CUDA file that keeps a device, so
+    use CUDA themselves, with that call's target or base class (``"dist_util.py:45"``); and every other file imported (directly or through project files)
     by a file that uses CUDA, so running on it, with that file's path."""
     live = [m for m in table.by_path.values() if m.ctx is not None and not is_test_file(m.path)]
     providers = {m: device_functions(m) for m in live if m.ctx.mentions_cuda}  # type: ignore[union-attr]
     providers = {m: functions for m, functions in providers.items() if functions}
     device_calls: dict[ProjectModule, str] = {}
-    if providers:
-        for module in live:
-            assert module.ctx is not None
-            if module.ctx.mentions_cuda:
-                continue
-            for call in module.ctx.nodes_of(ast.Call):
-                target = table.resolve_function(module, call.func)  # type: ignore[attr-defined]
-                if target is not None and target[1] in providers.get(target[0], {}).values():
-                    device_calls[module] = f"{target[0].label}:{target[1].lineno}"
-                    break
+    for module in live:
+        assert module.ctx is not None
+        if module.ctx.mentions_cuda:
+            continue
+        for call in module.ctx.nodes_of(ast.Call) if providers else ():
+            target = table.resolve_function(module, call.func)  # type: ignore[attr-defined]
+            if target is not None and target[1] in providers.get(target[0], {}).values():
+                device_calls[module] = f"{target[0].label}:{target[1].lineno}"
+                break
+        else:
+            base = _cuda_base_class(table, module)
+            if base is not None:
+                device_calls[module] = base
 
     def uses_cuda(module: ProjectModule) -> bool:
         return module.ctx.mentions_cuda or module in device_calls  # type: ignore[union-attr]
