@@ -36,6 +36,7 @@ class CallGraph:
         self._factories: dict[ast.AST, ClassRef | None] = {}
         self._assignments: dict[ast.AST, dict[str, ast.expr]] = {}  # scope -> name -> last value
         self._methods: dict[str, list[FunctionRef]] | None = None  # method name -> project methods
+        self._typed: dict[ast.AST, tuple[dict[str, list[ast.Assign]], dict[str, list[ast.expr]]]] = {}  # see _scope_typing
 
     def assigned(self, module: ProjectModule, name: str, at: ast.AST) -> ast.expr | None:
         """The value last assigned to ``name`` in the function holding ``at`` (or the module)."""
@@ -116,6 +117,28 @@ class CallGraph:
             # ``model = model.cuda()``, ``model = DDP(model, ...)``: still the instance built before
         return self.by_name(name)
 
+    def _scope_typing(self, module: ProjectModule, scope: ast.AST) -> tuple[dict[str, list[ast.Assign]], dict[str, list[ast.expr]]]:
+        """One walk per scope: name -> its assignments in an ``if``'s branches, and name -> its annotations
+        (``x: Cls = ...``, a parameter ``x: Cls``)."""
+        found = self._typed.get(scope)
+        if found is None:
+            assert module.ctx is not None
+            branches: dict[str, list[ast.Assign]] = {}
+            annotations: dict[str, list[ast.expr]] = {}
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for arg in [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs]:
+                    if arg.annotation is not None:
+                        annotations.setdefault(arg.arg, []).append(arg.annotation)
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Assign) and isinstance(module.ctx.parents.get(node), ast.If):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name):
+                            branches.setdefault(target.id, []).append(node)
+                elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and scope is not module.ctx.tree:
+                    annotations.setdefault(node.target.id, []).append(node.annotation)
+            found = self._typed[scope] = (branches, annotations)
+        return found
+
     def _annotated_class(self, module: ProjectModule, name: str, at: ast.AST) -> ClassRef | None:
         """The project class a name is annotated with in the function holding ``at``: ``bpr: utils.BPRLoss =
         loss_class``, or a parameter ``loss: BPRLoss``."""
@@ -123,11 +146,7 @@ class CallGraph:
         function = module.ctx.enclosing_function(at)
         if function is None:
             return None
-        annotations = [a.annotation for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
-                       if a.arg == name and a.annotation is not None]
-        annotations += [n.annotation for n in ast.walk(function)
-                        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.target.id == name]
-        for annotation in annotations:
+        for annotation in self._scope_typing(module, function)[1].get(name, ()):
             target = self.table.resolve_dotted(module, annotation)
             if isinstance(target, tuple) and isinstance(target[1], ast.ClassDef):
                 return target[0], target[1]
@@ -140,12 +159,10 @@ class CallGraph:
         assert module.ctx is not None
         scope = module.ctx.enclosing_function(at) or module.ctx.tree
         branches: list[ClassRef] = []
-        for node in ast.walk(scope):
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets) \
-                    and isinstance(module.ctx.parents.get(node), ast.If):
-                cls = self.class_of_value(module, node.value)
-                if cls is not None and cls not in branches:
-                    branches.append(cls)
+        for node in self._scope_typing(module, scope)[0].get(name, ()):
+            cls = self.class_of_value(module, node.value)
+            if cls is not None and cls not in branches:
+                branches.append(cls)
         if len(branches) > 1:
             return branches
         single = self.instance_class(module, name, at)

@@ -149,11 +149,29 @@ def trains(graph: CallGraph, module: ProjectModule, region: HotRegion, hot: HotL
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
-def _calls_training(graph: CallGraph, module: ProjectModule, loop: ast.AST) -> ProjectModule | None:
-    """A call of the loop's own body runs another file's function that is one training step: it runs
-    backward and steps an optimizer outside any loop of its own (a function with its own step loop,
-    ``train_one_epoch``, makes the caller's loop an epoch loop, and its own loop the training loop)."""
+def _training_step_names(graph: CallGraph) -> frozenset[str]:
+    """Names of the project's functions that are one training step: backward and an optimizer's step
+    in their own body, outside any loop of theirs (``TD3.train``, ``BPRLoss.stageOne``)."""
+    names = set()
+    for module in graph.table.by_path.values():
+        if module.ctx is None or is_test_file(module.path) or "backward" not in module.ctx.source:
+            continue
+        for funcs in module.ctx.functions.values():
+            for func in funcs:
+                nodes = list(own_nodes(func.body))
+                if any(is_backward_call(n) for n in nodes) and any(is_optimizer_step(n) for n in nodes):
+                    names.add(func.name)
+    return frozenset(names)
+
+
+def _calls_training(graph: CallGraph, module: ProjectModule, loop: ast.AST, steps: frozenset[str]) -> ProjectModule | None:
+    """A call of the loop's own body runs another file's function that is one training step (``steps``:
+    their names): backward and an optimizer's step outside any loop of its own (a function with its own
+    step loop, ``train_one_epoch``, makes the caller's loop an epoch loop, and its own loop the training loop)."""
     for call in loop_facts(loop).calls:  # type: ignore[arg-type]
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+        if name not in steps:
+            continue  # resolve only the calls that can reach one
         for target, func in graph.callees(module, call):
             nodes = list(own_nodes(func.body))
             if any(is_backward_call(n) for n in nodes) and any(is_optimizer_step(n) for n in nodes):
@@ -173,15 +191,16 @@ def training_links(
     loops: dict[ProjectModule, frozenset[int]] = {}
     steps_in: dict[ProjectModule, ProjectModule] = {}
     trainers: list[ProjectModule] = []
+    steps = _training_step_names(graph)
     for module in graph.table.by_path.values():
         if module.ctx is None or is_test_file(module.path):
             continue
         hot = hot_of(module)
         lines = {region.node.lineno for region in hot.step_loops if not region.trains and trains(graph, module, region, hot)}
-        for loop in module.ctx.nodes_of(_LOOPS):  # a loop its file does not see train: ``for t in range(steps): policy.train(buffer)``
+        for loop in module.ctx.nodes_of(_LOOPS) if steps else ():  # one its file does not see train: ``policy.train(buffer)``
             if loop.lineno in lines or any(r.node is loop for r in hot.step_loops):
                 continue
-            owner = _calls_training(graph, module, loop)
+            owner = _calls_training(graph, module, loop, steps)
             if owner is not None:
                 lines.add(loop.lineno)
                 if owner.ctx is not None and owner.ctx.mentions_cuda:
