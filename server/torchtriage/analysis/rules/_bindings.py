@@ -213,6 +213,15 @@ def resolve_name(ctx: "RuleContext", name: str, at: ast.AST) -> ast.expr | None:
     return binding.stmt.value  # type: ignore[attr-defined, no-any-return]
 
 
+def resolve_choices(ctx: "RuleContext", name: str, at: ast.AST) -> list[ast.expr]:
+    """Every expression a name may hold when each of its bindings is a plain assignment (``if ...:
+    ds = TensorDataset(a, b) else: ds = TensorDataset(a)``); empty when one is not."""
+    bindings = _scoped_bindings(ctx, name, at)
+    if not bindings or any(b.kind != "assign" for b in bindings):
+        return []
+    return [b.stmt.value for b in bindings]  # type: ignore[attr-defined]
+
+
 def resolve_dict(ctx: "RuleContext", expr: ast.expr, at: ast.AST, depth: int = 0) -> DictModel | None:
     """The keys a ``**expr`` may pass, or None when the file cannot tell."""
     if depth > _MAX_DEPTH:

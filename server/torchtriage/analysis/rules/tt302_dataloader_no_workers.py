@@ -8,7 +8,7 @@ from typing import Iterator
 
 from ...findings import Applicability, Severity
 from ..syntax import keyword_value
-from ._bindings import resolve_name
+from ._bindings import resolve_choices, resolve_name
 from ._loaders import literal, resolution_note, dataloader_calls, set_keyword_fix, setting
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
@@ -26,7 +26,14 @@ def is_in_memory_dataset(ctx: "RuleContext", call: ast.Call) -> bool:
     """``DataLoader(TensorDataset(...))`` and friends: workers only add IPC there."""
     dataset = _dataset_argument(call)
     if isinstance(dataset, ast.Name):
+        choices = resolve_choices(ctx, dataset.id, call)  # ``if cats: ds = TensorDataset(x, y, c) else: ds = TensorDataset(x, y)``
+        if len(choices) > 1:
+            return all(_in_memory(ctx, choice) for choice in choices)
         dataset = resolve_name(ctx, dataset.id, call) or dataset
+    return _in_memory(ctx, dataset)
+
+
+def _in_memory(ctx: "RuleContext", dataset: ast.expr | None) -> bool:
     if isinstance(dataset, (ast.List, ast.Tuple, ast.ListComp)):
         return True
     if not isinstance(dataset, ast.Call):
@@ -177,6 +184,21 @@ class DataLoaderNoWorkers(Rule):
             # something else called DataLoader
             from mylib import DataLoader
             loader = DataLoader(path, batch_size=32)
+            """
+        ),
+        Valid(
+            """
+            # a TensorDataset on either branch: in memory whichever the run takes
+            import torch
+            from torch.utils.data import DataLoader, TensorDataset
+            if cat_x is not None:
+                train_set = TensorDataset(x, y, cat_x)
+            else:
+                train_set = TensorDataset(x, y)
+            loader = DataLoader(train_set, batch_size=256)
+            for batch in loader:
+                loss = model(*[t.cuda(non_blocking=True) for t in batch]).mean()
+                loss.backward()
             """
         ),
     )
