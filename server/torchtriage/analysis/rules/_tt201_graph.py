@@ -121,6 +121,11 @@ class GraphTracker:
     def names(self, region: HotRegion) -> set[str]:
         return self._names_in_body(region.node)
 
+    def produces_from(self, value: ast.AST, graph: set[str]) -> bool:
+        """A call that makes a graph-carrying value from the step's graph (``loss_func(out, y)``, ``criterion(out, y)``)."""
+        return isinstance(value, ast.Call) and not carrier(value, graph) and self._is_producer(value, graph) \
+            and any(carrier(a, graph) for a in [*value.args, *(k.value for k in value.keywords)])
+
     def _is_producer(self, value: ast.AST, graph: set[str]) -> bool:
         if carrier(value, graph):
             return True

@@ -65,6 +65,9 @@ def _is_grad_off_function(ctx: RuleContext, node: ast.AST) -> bool:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
         if (ctx.qualname(target) or "") in _GRAD_OFF_CONTEXTS:
             return True
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name.endswith(("no_grad", "inference_mode")):
+            return True  # a project's wrapper of them (``@smart_inference_mode()``)
     return node.name in _NO_GRAD_LIGHTNING and isinstance(ctx.parents.get(node), ast.ClassDef)
 
 

@@ -170,6 +170,21 @@ class GraphKeptAcrossSteps(Rule):
                 optimizer.step()
             """
         ),
+        Valid(
+            """
+            # a project's wrapper of inference_mode as the decorator: autograd is off, no graph is kept
+            import torch
+            from utils.torch_utils import smart_inference_mode
+
+            @smart_inference_mode()
+            def run(model, loader, criterion):
+                loss = 0
+                for images, labels in loader:
+                    y = model(images.cuda(non_blocking=True))
+                    loss += criterion(y, labels.cuda(non_blocking=True))
+                return loss / len(loader)
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -289,6 +304,24 @@ class GraphKeptAcrossSteps(Rule):
                     history["loss"].append((step, loss.detach()))
             """,
         ),
+        Invalid(
+            """
+            import torch
+            for epoch in range(10):
+                for x, y in train_loader:
+                    loss = loss_func(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+                    loss.backward()
+                    opt.step()
+                val_loss = 0.0
+                for x, y in val_loader:  # evaluation with autograd on: each batch's loss keeps its graph
+                    out = model(x.cuda(non_blocking=True))
+                    val_loss += loss_func(out, y.cuda(non_blocking=True))
+            """,
+            findings=(
+                ("10:9-10:62", "`val_loss += loss_func(out, y.cuda(non_blocking=True))` keeps the autograd graph of every step "
+                               "alive: accumulate `loss_func(out, y.cuda(non_blocking=True)).detach()` (or `.item()` when logging)"),
+            ),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
@@ -300,13 +333,16 @@ class GraphKeptAcrossSteps(Rule):
             if site is None:
                 continue
             graph = tracker.names(region)
-            if not graph or not carrier(site.value, graph):
+            if not graph:
                 continue
+            made_here = not carrier(site.value, graph) and tracker.produces_from(site.value, graph)
+            if not made_here and not carrier(site.value, graph):
+                continue  # ``val_loss += loss_func(out, y)``: a loss made from the step's outputs right there carries too
             if not self._outlives_step(ctx, site, region, graph):
                 continue
             if runs_without_grad(ctx, site.statement, region) or backpropagated_later(ctx, site):
                 continue
-            parts = carrying_parts(site.value, graph)
+            parts = [site.value] if made_here else carrying_parts(site.value, graph)
             yield Report(
                 site.statement,
                 f"`{_short(ctx, site.statement)}` keeps the autograd graph of every step alive: "
