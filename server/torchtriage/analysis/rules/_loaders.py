@@ -126,6 +126,15 @@ def setting(ctx: "RuleContext", call: ast.Call, name: str) -> Setting:
 def literal(ctx: "RuleContext", expr: ast.expr, at: ast.AST) -> object:
     """The constant an expression holds (through one local name, an argparse or config-class
     default, or a module constant), else ``...``."""
+    if (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("int", "bool")
+            and expr.func.id not in ctx.aliases and len(expr.args) == 1 and not expr.keywords):
+        inner = literal(ctx, expr.args[0], at)  # ``num_workers=int(opt.workers)``: the default, converted
+        if isinstance(inner, (int, float, bool, str)):
+            try:
+                return int(inner) if expr.func.id == "int" else bool(inner)
+            except ValueError:
+                return ...
+        return ...
     default = resolved_default(ctx, expr, at)
     if default is not None:
         return default.value
@@ -158,6 +167,8 @@ def resolution_note(ctx: "RuleContext", values: tuple[ast.expr, ...], at: ast.AS
     """`` (`args.workers` is 0: the `--workers` default (main.py:9))`` for knobs resolved from defaults."""
     notes = []
     for value in values:
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("int", "bool") and len(value.args) == 1:
+            value = value.args[0]  # ``int(opt.workers)``: the default is the argument's
         default = resolved_default(ctx, value, at)
         if default is not None:
             notes.append(f"`{ctx.segment(value)}` is {default.value!r}: {default.where}")

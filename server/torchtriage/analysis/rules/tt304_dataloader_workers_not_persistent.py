@@ -49,11 +49,27 @@ def _read_every_epoch(ctx: RuleContext, region: HotRegion, creation: ast.Call) -
     function = ctx.enclosing_function(region.node)
     if function is None:
         return False
+    name = loader_name(ctx, creation)
+    scope = ctx.enclosing_function(creation)
     for loop in epochs:
+        owner = ctx.enclosing_function(loop)
+        if name is not None and owner is not scope and not (owner is not None and name in _parameters(owner)):
+            continue  # another function's loop, where the name is its own local: another loader
         for node in ast.walk(loop):
-            if isinstance(node, ast.Call) and _called_name(node) == function.name:
-                return True
+            if isinstance(node, ast.Call) and _called_name(node) == function.name and (name is None or _passes(node, name)):
+                return True  # ``for epoch ...: validate(model, val_loader)``: this loader, every epoch
     return False
+
+
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    arguments = function.args
+    return {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
+
+
+def _passes(call: ast.Call, name: str) -> bool:
+    """The call hands the loader on (``validate(model, val_loader)``), or takes nothing to name it by."""
+    arguments = [*call.args, *(k.value for k in call.keywords)]
+    return not arguments or any(isinstance(n, ast.Name) and n.id == name for a in arguments for n in ast.walk(a))
 
 
 def _called_name(call: ast.Call) -> str | None:
@@ -243,7 +259,26 @@ class DataLoaderWorkersNotPersistent(Rule):
             """,
             findings=(("5:10-5:20", "Workers of this DataLoader restart every epoch: set `persistent_workers=True`"),),
         ),
+        Invalid(
+            """
+            import argparse
+            import torch
+            parser = argparse.ArgumentParser()
+            parser.add_argument('--workers', type=int, default=4)
+            opt = parser.parse_args()
+            loader = torch.utils.data.DataLoader(dataset, batch_size=32, shuffle=True, num_workers=int(opt.workers))
+            for epoch in range(10):
+                for points, target in loader:
+                    loss = model(points.cuda(non_blocking=True)).mean()
+                    loss.backward()
+            """,
+            findings=(
+                ("6:10-6:37", "Workers of this DataLoader restart every epoch: set `persistent_workers=True` "
+                              "(`opt.workers` is 4: the `--workers` default (<string>:4))"),
+            ),
+        ),
     )
+
     def check(self, ctx: RuleContext) -> Iterator[Report]:
         if not ctx.hot.epoch_loops and not ctx.loader_reads and not batch_generators(ctx) and not ctx.returned_loaders:
             return
