@@ -56,8 +56,10 @@ def _read_every_epoch(ctx: RuleContext, region: HotRegion, creation: ast.Call) -
         if name is not None and owner is not scope and not (owner is not None and name in _parameters(owner)):
             continue  # another function's loop, where the name is its own local: another loader
         for node in ast.walk(loop):
-            if isinstance(node, ast.Call) and _called_name(node) == function.name and (name is None or _passes(node, name)):
-                return True  # ``for epoch ...: validate(model, val_loader)``: this loader, every epoch
+            if isinstance(node, ast.Call) and _called_name(node) == function.name and (
+                name is None or _passes(node, name) or (scope is None and name not in _parameters(function))
+            ):
+                return True  # ``for epoch ...: validate(model, val_loader)``, or ``test(epoch)`` reading the global loader
     return False
 
 
@@ -276,6 +278,24 @@ class DataLoaderWorkersNotPersistent(Rule):
                 ("6:10-6:37", "Workers of this DataLoader restart every epoch: set `persistent_workers=True` "
                               "(`opt.workers` is 4: the `--workers` default (<string>:4))"),
             ),
+        ),
+        Invalid(
+            """
+            import torch
+            trainloader = torch.utils.data.DataLoader(trainset, batch_size=128, shuffle=True, num_workers=8, pin_memory=True)
+
+
+            def train(epoch):  # reads the module's loader: every call iterates it again
+                for inputs, targets in trainloader:
+                    loss = criterion(net(inputs.cuda(non_blocking=True)), targets.cuda(non_blocking=True))
+                    loss.backward()
+                    optimizer.step()
+
+
+            for epoch in range(60):
+                train(epoch)
+            """,
+            findings=(("2:15-2:42", "Workers of this DataLoader restart every epoch: set `persistent_workers=True`"),),
         ),
     )
 
