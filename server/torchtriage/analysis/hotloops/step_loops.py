@@ -25,6 +25,7 @@ _NOT_FOLLOWED = frozenset({"forward", "__call__"})
 # over data are inference, and do not run while training
 _INFERENCE_NAME = re.compile(r"^(predict|predict_proba|inference|infer|run_inference)$")
 
+
 class StepLoopJudge:
     """Classifies the loops of one module (caching what it learns about its functions)."""
 

@@ -96,8 +96,9 @@ def _cuda_base_class(table: ModuleTable, module: ProjectModule) -> str | None:
 def cuda_reach(table: ModuleTable) -> tuple[dict[ProjectModule, str], dict[ProjectModule, str]]:
     """(device calls, CUDA reach): the files that call a project device function of a CUDA file
     (``x.to(dist_util.dev())``), or subclass a project class of a CUDA file that keeps a device, so
-    use CUDA themselves, with that call's target or base class (``"dist_util.py:45"``); and every other file imported (directly or through project files)
-    by a file that uses CUDA, so running on it, with that file's path."""
+    use CUDA themselves, with that call's target or base class (``"dist_util.py:45"``); and every
+    other file imported (directly or through project files) by a file that uses CUDA, so running on
+    it, with that file's path."""
     live = [m for m in table.by_path.values() if m.ctx is not None and not is_test_file(m.path)]
     providers = {m: device_functions(m) for m in live if m.ctx.mentions_cuda}  # type: ignore[union-attr]
     providers = {m: functions for m, functions in providers.items() if functions}
@@ -149,18 +150,19 @@ def trains(graph: CallGraph, module: ProjectModule, region: HotRegion, hot: HotL
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
+def _is_training_step(func: FunctionNode) -> bool:
+    """Backward and an optimizer's step in the function's own body, outside any loop of its own."""
+    nodes = list(own_nodes(func.body))
+    return any(is_backward_call(n) for n in nodes) and any(is_optimizer_step(n) for n in nodes)
+
+
 def _training_step_names(graph: CallGraph) -> frozenset[str]:
-    """Names of the project's functions that are one training step: backward and an optimizer's step
-    in their own body, outside any loop of theirs (``TD3.train``, ``BPRLoss.stageOne``)."""
+    """Names of the project's functions that are one training step (``TD3.train``, ``BPRLoss.stageOne``)."""
     names = set()
     for module in graph.table.by_path.values():
         if module.ctx is None or is_test_file(module.path) or "backward" not in module.ctx.source:
             continue
-        for funcs in module.ctx.functions.values():
-            for func in funcs:
-                nodes = list(own_nodes(func.body))
-                if any(is_backward_call(n) for n in nodes) and any(is_optimizer_step(n) for n in nodes):
-                    names.add(func.name)
+        names.update(func.name for funcs in module.ctx.functions.values() for func in funcs if _is_training_step(func))
     return frozenset(names)
 
 
@@ -173,8 +175,7 @@ def _calls_training(graph: CallGraph, module: ProjectModule, loop: ast.AST, step
         if name not in steps:
             continue  # resolve only the calls that can reach one
         for target, func in graph.callees(module, call):
-            nodes = list(own_nodes(func.body))
-            if any(is_backward_call(n) for n in nodes) and any(is_optimizer_step(n) for n in nodes):
+            if _is_training_step(func):
                 return target
     return None
 

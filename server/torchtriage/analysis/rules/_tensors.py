@@ -171,8 +171,9 @@ class TensorOracle:
         func = node.func
         qualname = self.ctx.qualname(func) or ""
         if qualname.startswith("torch."):
-            if builds_on_host(node, qualname):
-                return False  # a host tensor: reading it waits for nothing
+            if self.ctx.uses_cuda and builds_on_host(node, qualname):
+                return False  # a host tensor beside the GPU work: reading it waits for nothing (in a CPU-only
+                # file every tensor is on the host, and the value reads are reported as the rules say)
             return torch_function_result(qualname)
         if qualname.startswith(NON_TENSOR_MODULES) or qualname in ("numpy", "math"):
             return False

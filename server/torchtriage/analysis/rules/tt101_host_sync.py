@@ -195,7 +195,7 @@ class HostSyncInStep(Rule):
         ),
         Valid(
             """
-            # tensors a torch factory made on the host: .cpu() copies nothing and waits for nothing
+            # tensors a torch factory made on the host in CUDA code: .cpu() copies nothing and waits for nothing
             import torch
             for i, (x, y) in enumerate(loader):
                 loss = criterion(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))

@@ -363,35 +363,28 @@ class TensorCreatedThenMoved(Rule):
         seen: set[ast.Call] = set()
         for call, region in ctx.hot.nodes(ast.Call):
             seen.add(call)
-            if method_name(call) in ("to", "cuda"):
-                factory = call.func.value  # type: ignore[attr-defined]
-                short = _factory(ctx, factory)
-                if short is not None and _target_device(ctx, call) is not None:
-                    yield self._chained(ctx, call, factory, short)
-                elif _target_device(ctx, call) is not None:
-                    report = self._host_built(ctx, call, factory, region.batch_names)
-                    if report is not None:
-                        yield report
-            elif _factory(ctx, call) is not None:
-                report = self._two_statements(ctx, call)
-                if report is not None:
-                    yield report
+            report = self._judge(ctx, call, region.batch_names)
+            if report is not None:
+                yield report
         for call in forward_calls(ctx):  # a module's forward pass runs per step wherever it is called
-            if call in seen:
-                continue
-            if method_name(call) in ("to", "cuda"):
-                factory = call.func.value  # type: ignore[attr-defined]
-                short = _factory(ctx, factory)
-                if short is not None and _target_device(ctx, call) is not None:
-                    yield self._chained(ctx, call, factory, short)
-                elif _target_device(ctx, call) is not None:
-                    report = self._host_built(ctx, call, factory, _parameters(ctx.enclosing_function(call)))
-                    if report is not None:
-                        yield report
-            elif _factory(ctx, call) is not None:
-                report = self._two_statements(ctx, call)
+            if call not in seen:
+                report = self._judge(ctx, call, _parameters(ctx.enclosing_function(call)))
                 if report is not None:
                     yield report
+
+    def _judge(self, ctx: RuleContext, call: ast.Call, batch_names: Collection[str]) -> Report | None:
+        """The report for one per-step call (``batch_names``: data that has to travel anyway), if any."""
+        if method_name(call) in ("to", "cuda"):
+            factory = call.func.value  # type: ignore[attr-defined]
+            if _target_device(ctx, call) is None:
+                return None
+            short = _factory(ctx, factory)
+            if short is not None:
+                return self._chained(ctx, call, factory, short)
+            return self._host_built(ctx, call, factory, batch_names)
+        if _factory(ctx, call) is not None:
+            return self._two_statements(ctx, call)
+        return None
 
     def _chained(self, ctx: RuleContext, move: ast.Call, factory: ast.Call, short: str) -> Report:
         return Report(
