@@ -180,7 +180,8 @@ def _bindings(ctx: "RuleContext", name: str, scope: ast.AST, at: ast.AST) -> lis
     return found
 
 
-def _parameters(func: ast.AST) -> set[str]:
+def parameter_names(func: ast.AST | None) -> set[str]:
+    """Every parameter name of a function or lambda (empty for anything else)."""
     if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         return set()
     args = func.args
@@ -193,7 +194,7 @@ def _scoped_bindings(ctx: "RuleContext", name: str, at: ast.AST) -> list[_Bindin
     """Bindings of ``name`` visible at ``at``: its function's, else the module's."""
     scope = _scope_of(ctx, at)
     if scope is not ctx.tree:
-        if name in _parameters(scope):
+        if name in parameter_names(scope):
             return None
         local = _bindings(ctx, name, scope, at)
         if local:

@@ -8,6 +8,7 @@ from typing import Iterator
 from ...findings import Applicability, Severity
 from ..hotloops.finder import HotRegion
 from ._generators import batch_generators, repeating_generator
+from ._bindings import parameter_names
 from ._loaders import (
     dataloader_calls, is_false, literal, loader_name, loader_reads_elsewhere, loops_reading, resolution_note, set_keyword_fix,
     setting,
@@ -53,19 +54,14 @@ def _read_every_epoch(ctx: RuleContext, region: HotRegion, creation: ast.Call) -
     scope = ctx.enclosing_function(creation)
     for loop in epochs:
         owner = ctx.enclosing_function(loop)
-        if name is not None and owner is not scope and not (owner is not None and name in _parameters(owner)):
+        if name is not None and owner is not scope and name not in parameter_names(owner):
             continue  # another function's loop, where the name is its own local: another loader
         for node in ast.walk(loop):
             if isinstance(node, ast.Call) and _called_name(node) == function.name and (
-                name is None or _passes(node, name) or (scope is None and name not in _parameters(function))
+                name is None or _passes(node, name) or (scope is None and name not in parameter_names(function))
             ):
                 return True  # ``for epoch ...: validate(model, val_loader)``, or ``test(epoch)`` reading the global loader
     return False
-
-
-def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    arguments = function.args
-    return {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
 
 
 def _passes(call: ast.Call, name: str) -> bool:

@@ -11,6 +11,7 @@ from ..fixes import add_keywords_fix, replace_expression, with_keyword
 from ..file_kinds import is_test_file
 from ..syntax import keyword_value
 from ._helpers import method_name
+from ._bindings import parameter_names
 from ._forward_code import forward_calls
 from ._tt305_host_built import FACTORIES, RANDOM_FACTORIES, host_math_factory, numpy_made
 from .base import Invalid, Report, Rule, RuleContext, Valid
@@ -22,14 +23,6 @@ else:
 
 _DEVICE_NAME = re.compile(r"(device|^dev$|_dev$|^dev_|gpu|rank)", re.I)
 _ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
-
-
-def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef | None) -> set[str]:
-    """A function's parameter names (a forward's inputs: on the device already)."""
-    if function is None:
-        return set()
-    arguments = function.args
-    return {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
 
 
 def _factory(ctx: RuleContext, node: ast.AST) -> str | None:
@@ -368,7 +361,7 @@ class TensorCreatedThenMoved(Rule):
                 yield report
         for call in forward_calls(ctx):  # a module's forward pass runs per step wherever it is called
             if call not in seen:
-                report = self._judge(ctx, call, _parameters(ctx.enclosing_function(call)))
+                report = self._judge(ctx, call, parameter_names(ctx.enclosing_function(call)))
                 if report is not None:
                     yield report
 
