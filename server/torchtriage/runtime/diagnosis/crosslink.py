@@ -101,6 +101,12 @@ def rule_category(code: str) -> str:
     return getattr(_rule(code), "category", "") or KNOWN_CATEGORIES.get(code.upper(), "")
 
 
+def finding_category(finding: Finding) -> str:
+    """A finding's rule category: the one it carries (``hot_findings.findings_in`` sets it), else
+    :func:`rule_category` (which loads the rule registry)."""
+    return finding.extra.get("category") or rule_category(finding.code)
+
+
 def normalize_path(path: str, cwd: str) -> str:
     """Absolute, symlink-resolved, case-normalised path (relative ones against ``cwd``)."""
     if not path:
@@ -137,9 +143,9 @@ def static_links(profile: ProfileData, findings: Iterable[Finding], shares: dict
     for f in findings:
         path = normalize_path(f.path, profile.cwd)
         end = max(f.span.line, f.span.end_line)
-        applies = not (profile.device != "cuda" and _cuda_only(f.code))
+        applies = not (profile.device != "cuda" and _finding_cuda_only(f))
         us = sum(times.get((path, line), 0.0) for line in range(f.span.line, end + 1)) if applies else 0.0
-        category = rule_category(f.code)
+        category = finding_category(f)
         links.append(
             StaticLink(
                 code=f.code,
@@ -176,7 +182,7 @@ def _runtime_finding(
 def _has(findings: Sequence[Finding], category: str, path: str, line: int | None, cwd: str) -> bool:
     """Whether a finding of ``category`` covers (path, line); ``line=None``: anywhere."""
     for f in findings:
-        if rule_category(f.code) != category:
+        if finding_category(f) != category:
             continue
         if line is None or covers(f, path, line, cwd):
             return True
@@ -267,6 +273,12 @@ def loader_bound_message(profile: ProfileData, share: float, checked: bool) -> s
 def _cuda_only(code: str) -> bool:
     """Whether a static rule is about CUDA (its hazard costs nothing on a CPU run)."""
     return bool(getattr(_rule(code), "requires_cuda", False))
+
+
+def _finding_cuda_only(finding: Finding) -> bool:
+    """:func:`_cuda_only` for a finding, from the fact it carries when it has it (``hot_findings.findings_in``)."""
+    carried = finding.extra.get("requires_cuda")
+    return carried if isinstance(carried, bool) else _cuda_only(finding.code)
 
 
 MEANINGFUL_LINE_SHARE = 0.01  # below this a line "costs" nothing worth quoting

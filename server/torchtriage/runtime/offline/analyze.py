@@ -22,12 +22,13 @@ from typing import Any, Callable, Optional, Sequence
 
 from ..attribution.lines import build_profile
 from ..profiling.finish import new_run_dir, write_outputs
+from ..profiling.static_helper import StaticHelper
 from ..report.shape_table import SHAPE_ROWS
 from ..results.profile_data import ProfileData
 from .events import PY, TraceScan
 from .frames import CodeMap
 from .gaps import plan, trace_gaps
-from .inputs import choose_trace
+from .inputs import Choice, choose_trace
 from .ordering import RUN, SortedRecords
 from .pattern_block import add_patterns
 from .raw import gpu_busy_block, raw_record, source_block
@@ -75,6 +76,13 @@ def analyze_trace(path: Path, out_dir: Optional[Path] = None, on_stage: Optional
         if len(found.workers) > 1:
             return analyze_workers(found, out_dir, stage, lambda trace, out: analyze_trace(trace, out, on_stage, run_size, roots, path_map))
     choice = choose_trace(Path(path))
+    with StaticHelper.start() as helper:  # loads the linter on another core while this one reads and sweeps
+        return _analyze_one(choice, out_dir, stage, on_stage, run_size, roots, path_map, helper)
+
+
+def _analyze_one(choice: Choice, out_dir: Optional[Path], stage: Stage, on_stage: Optional[Stage], run_size: int,
+                 roots: Sequence[Path], path_map: PathMap, helper: StaticHelper) -> AnalyzedRun:
+    """``analyze_trace`` for one chosen trace file, its hot files checked by ``helper``."""
     stage(f"reading {choice.path}")
     header, events = read_events(choice.path)
     scan = TraceScan()
@@ -111,5 +119,5 @@ def analyze_trace(path: Path, out_dir: Optional[Path] = None, on_stage: Optional
         extra["operator_shapes"] = sweep.tables.shapes.block(SHAPE_ROWS)
     add_patterns(raw, extra, header, scan, sweep)  # the pattern rules' facts (pattern_block.py)
     profile = build_profile(raw, extra=extra)
-    report = write_outputs(profile, run_dir, on_stage)
+    report = write_outputs(profile, run_dir, on_stage, check=helper.findings)
     return AnalyzedRun(trace=choice.path, profile=profile, report=report, run_dir=run_dir, raw=raw)

@@ -8,21 +8,19 @@ profile.json, report.json and report.html.  Hosts decide how to show it.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
-import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Collection, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ...findings import INTERNAL_ERROR_CODE, SYNTAX_ERROR_CODE, Finding
 from ..agent.wire import EXIT_NO_TORCH
 from ..attribution.lines import build_profile
 from ..results.profile_data import CANNOT_RUN_STATUSES, OK_STATUSES, ProfileData, RunStatus
 from ..report.writer import write_reports
+from .hot_findings import HOT_FILES, static_findings  # noqa: F401  (the hosts import them from here)
 from .runner import RunOptions, RunOutcome
 
-HOT_FILES = 10  # static findings are looked up in the script and at most this many hot files
 RUNS_DIR = Path(".torchtriage") / "runs"  # where runs go when no folder is named (relative to the cwd)
 
 
@@ -107,32 +105,6 @@ def memory_snapshot(meta: dict[str, Any], run_dir: Path) -> Optional[Path]:
     return path if path.is_file() else None
 
 
-def static_findings(profile: ProfileData, skip: Collection[str] = ()) -> list[Finding]:
-    """Static findings for the script and the user files among the hot lines, as ``torchtriage check``
-    gives them: each file analysed within the part of its project the run executed (the files and
-    what they import), with the project's ``[tool.torchtriage]`` settings (the nearest pyproject.toml
-    above the script).  Paths come back absolute.
-    ``skip``: files the host analyses another way (a notebook's cells), left out here."""
-    from ...checker import check_project_paths  # the linter loads only once a run has lines to link
-    from ...config import load_settings
-
-    files = [profile.script] + [line.path for line in profile.lines]
-    base = Path(profile.cwd or ".")
-    skipped = {os.path.realpath(base / p) for p in skip}
-    paths = [base / p for p in dict.fromkeys(p for p in files if p)]
-    paths = [p for p in paths if p.suffix == ".py" and p.is_file() and os.path.realpath(p) not in skipped][:HOT_FILES]
-    if not paths:
-        return []
-    settings, _ = load_settings(paths[0].parent)
-    try:
-        reports = check_project_paths(paths, settings, jobs=1, imported_only=True, fixes=False)  # the program that ran
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-        return []
-    here = Path.cwd()  # the checker names files relative to this process's folder
-    return [dataclasses.replace(f, path=str((here / f.path).resolve())) for report in reports for f in report.findings
-            if f.code not in (SYNTAX_ERROR_CODE, INTERNAL_ERROR_CODE)]
-
-
 def cell_static_findings(cells: Sequence[str], numbers: Sequence[int], cwd: Path) -> list[Finding]:
     """Static findings for a kernel's cells analysed as one notebook (one virtual module, as the editor
     and ``%torchtriage_check`` see them), with the ``[tool.torchtriage]`` settings of the nearest
@@ -157,18 +129,19 @@ def write_outputs(
     on_stage: Optional[StageCallback] = None,
     repeats: Optional[dict[str, Any]] = None,
     findings: Optional[Sequence[Finding]] = None,
+    check: Callable[[ProfileData], Sequence[Finding]] = static_findings,
 ) -> Optional[dict[str, Any]]:
     """profile.json, then report.json and report.html; returns the report (None when the report failed).
     ``repeats``: report.json's ``repeats`` object when the run is one of a ``--repeat`` series.
     ``findings``: the static findings to link, when the host has them (the Jupyter magic: the kernel's
-    cells as one notebook); by default :func:`static_findings` of the script and hot files."""
+    cells as one notebook); else ``check(profile)``: by default :func:`static_findings` of the script and hot files."""
     stage = on_stage or (lambda _: None)
     run_dir.mkdir(parents=True, exist_ok=True)
     profile.save(run_dir / "profile.json")
     try:
         if findings is None:
             stage("checking the hot files for static findings")
-            findings = static_findings(profile)
+            findings = check(profile)
         stage("writing report.json and report.html")
         return write_reports(profile, run_dir, findings, repeats=repeats).report
     except Exception as exc:  # a report bug must not lose the profile

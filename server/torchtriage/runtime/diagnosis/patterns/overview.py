@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ....findings import Finding
-from ..crosslink import LOADER_BOUND_SHARE, covers, normalize_path, rule_category
+from ..crosslink import LOADER_BOUND_SHARE, covers, finding_category, normalize_path
 from ..device.gpu_compute import gpu_busy_share
 from ..device.kernels import is_tensor_core_kernel
 from ...results.profile_data import ProfileData
@@ -91,7 +91,7 @@ def _loader_bound_at(profile: ProfileData, static: Sequence[Finding], shares: di
     if shares.get("data_loading", 0.0) < LOADER_BOUND_SHARE or not loading or any(f.code.upper() == "TT302" for f in static):
         return None
     top = loading[0]
-    if any(rule_category(f.code) == "data_loading" and covers(f, top.path, top.line, profile.cwd) for f in static):
+    if any(finding_category(f) == "data_loading" and covers(f, top.path, top.line, profile.cwd) for f in static):
         return None
     return f"{normalize_path(top.path, profile.cwd)}:{top.line}"
 
