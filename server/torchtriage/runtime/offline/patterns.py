@@ -62,6 +62,7 @@ FOREACH_OPTIMIZERS = frozenset({"Adadelta", "Adagrad", "Adam", "Adamax", "AdamW"
 FOREACH_OPS = ("aten::_foreach_", "aten::_fused_")
 PARALLEL = {"nn.Module: DataParallel": "data_parallel", "nn.Module: DistributedDataParallel": "ddp",
             "DataParallel.forward": "data_parallel", "DistributedDataParallel.forward": "ddp"}
+PARALLEL_PREFIXES = tuple(PARALLEL)
 BACKENDS = ("nccl:", "gloo:", "mpi:", "ucc:")
 BATCH_NORMS = ("batch_norm", "aten::batch_norm", "aten::native_batch_norm", "aten::cudnn_batch_norm")
 
@@ -214,6 +215,8 @@ class PatternWatch:
             self.backends.add(name.split(":", 1)[0])
 
     def _parallel(self, node: Node, name: str) -> None:
+        if not name.startswith(PARALLEL_PREFIXES):  # almost every event
+            return
         for prefix, kind in PARALLEL.items():
             if name.startswith(prefix):
                 node.hit = self.hit(kind, node.entry.chain_id, node.entry.start, 0, 0)

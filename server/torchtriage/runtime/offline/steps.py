@@ -56,6 +56,11 @@ class StepClock:
             return -1
         return i
 
+    def within(self, start: int, end: int) -> int:
+        """The position of the one step that holds all of [start, end) (non-empty), else -1 (``split`` it)."""
+        i = bisect.bisect_right(self.starts, start) - 1
+        return i if i >= 0 and start < end <= self.ends[i] else -1
+
     def split(self, start: int, end: int) -> list[tuple[int, int]]:
         """[start, end) as (step position, ns) pieces inside steps."""
         if end <= start or end <= self.first or start >= self.last:

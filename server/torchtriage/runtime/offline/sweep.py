@@ -229,6 +229,10 @@ class Sweep:
             for position, ns in self.collectives.waited(self.clock, start, end):
                 entry.waited[position] = entry.waited.get(position, 0) + ns
                 acc[position] = acc.get(position, 0) - ns
+        position = self.clock.within(start, end)
+        if position >= 0:  # inside one step: most events
+            acc[position] = acc.get(position, 0) + end - start
+            return
         for position, ns in self.clock.split(start, end):
             acc[position] = acc.get(position, 0) + ns
 
