@@ -235,3 +235,54 @@ def test_a_subclass_of_a_project_class_that_keeps_a_cuda_device_runs_on_it() -> 
     found = [(f.span.line, f.code) for f in proj.analyze("exp/main.py") if f.code == "TT301"]
     assert found == [(7, "TT301"), (8, "TT301")]
     assert proj.view("exp/main.py").device_call == "exp/basic.py:4"
+
+
+RUNNER = """
+    import torch
+
+
+    class Runner:
+        def __init__(self, model, optimizer, loaders):
+            self.model, self.optimizer = model, optimizer
+            self.loaders = loaders
+
+        def fit(self, epochs):
+            for epoch in range(epochs):
+                self._one_pass(self.loaders["train"])
+
+        def _one_pass(self, loader):
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(self.model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+
+        def evaluate(self, loader):
+            for x, y in loader:
+                self.model(x.cuda(non_blocking=True))
+"""
+SCRIPT = """
+    import torch
+    from runner import Runner
+
+    model = torch.nn.Linear(8, 1).cuda()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    runner = Runner(model, opt, {"train": loader})
+    runner.fit(90)
+"""
+
+
+def test_a_method_of_an_object_made_from_another_files_class_runs_the_training_loop() -> None:
+    """``runner = Runner(...); runner.fit(90)``: ``fit``'s own loop only counts epochs; the step loop is in
+    ``self._one_pass``, one call down. The script builds the training's optimizer (TT503 there)."""
+    proj = project({"runner.py": RUNNER, "script.py": SCRIPT})
+    assert proj.view("script.py").trains_via == "runner.py:14"
+    assert [(f.span.line, f.code) for f in proj.analyze("script.py") if f.code == "TT503"] == [(5, "TT503")]
+
+
+def test_an_object_whose_methods_never_step_an_optimizer_does_not_make_the_script_train() -> None:
+    script = SCRIPT.replace("runner.fit(90)", "runner.evaluate(loader)")
+    proj = project({"runner.py": RUNNER, "script.py": script})
+    view = proj.view("script.py")
+    assert view is None or view.trains_via is None
+    assert not [f for f in proj.analyze("script.py") if f.code == "TT503"]

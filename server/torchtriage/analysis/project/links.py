@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
-from .call_graph import CallGraph
+from .call_graph import CallGraph, FunctionRef, owner_class
 from ..file_kinds import is_test_file
 from ..hotloops.finder import HotLoops, HotRegion
 from ..hotloops.loop_kinds import loop_facts
@@ -226,7 +226,9 @@ def link_loaders(
 ) -> dict[ProjectModule, tuple[tuple[LoaderRead, ...], str | None]]:
     """Per file: the loaders it hands to another file's function whose step loop iterates that
     parameter, and the other file's training loop it calls, if any (``hot_of``: a file's solved
-    hot loops)."""
+    hot loops).  The function may be a method of an object the file made (``solver =
+    Solver(...); solver.train()``); its training loop may be in a method of the same class it
+    calls (``self._run_one_epoch(epoch)``)."""
     from ..rules._loaders import moves_data_to_device
 
     links: dict[ProjectModule, tuple[tuple[LoaderRead, ...], str | None]] = {}
@@ -241,30 +243,58 @@ def link_loaders(
             named = [(k.arg, k.value.id) for k in call.keywords if k.arg and isinstance(k.value, ast.Name)]
             if not (passed or named) and trains_via is not None:
                 continue
-            target = graph.table.resolve_function(module, call.func)
-            if target is None:
-                continue
-            owner, func = target
-            if owner is module or owner.ctx is None or is_test_file(owner.path):
-                continue
-            params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
-            by_param = {params[i]: name for i, name in passed if i < len(params)}
-            by_param.update({k: name for k, name in named})
-            hot = hot_of(owner)
-            for region in hot.step_loops:
-                loop = region.node
-                if owner.ctx.enclosing_function(loop) is not func:
-                    continue
-                if trains_via is None and trains(graph, owner, region, hot):
-                    trains_via = f"{owner.label}:{loop.lineno}"
-                if not isinstance(loop, (ast.For, ast.AsyncFor)):
-                    continue
-                iterated = iterated_name(loop.iter, by_param)
-                if iterated is not None:
-                    moves = moves_data_to_device(owner.ctx, [region], hot)
-                    reads.append(LoaderRead(by_param[iterated], call.lineno, call.col_offset, moves, f"{owner.label}:{loop.lineno}"))
+            for owner, func in _called_functions(graph, module, call):
+                params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+                if params and params[0] == "self" and isinstance(call.func, ast.Attribute):
+                    params = params[1:]  # a bound method: the first argument is the second parameter
+                by_param = {params[i]: name for i, name in passed if i < len(params)}
+                by_param.update({k: name for k, name in named})
+                hot = hot_of(owner)
+                inner = _self_called_methods(owner, func)
+                for region in hot.step_loops:
+                    loop = region.node
+                    holder = owner.ctx.enclosing_function(loop) if owner.ctx is not None else None
+                    if holder is not func and holder not in inner:
+                        continue
+                    if trains_via is None and trains(graph, owner, region, hot):
+                        trains_via = f"{owner.label}:{loop.lineno}"
+                    if holder is not func or not isinstance(loop, (ast.For, ast.AsyncFor)):
+                        continue
+                    iterated = iterated_name(loop.iter, by_param)
+                    if iterated is not None and owner.ctx is not None:
+                        moves = moves_data_to_device(owner.ctx, [region], hot)
+                        reads.append(LoaderRead(by_param[iterated], call.lineno, call.col_offset, moves, f"{owner.label}:{loop.lineno}"))
         links[module] = (tuple(reads), trains_via)
     return links
+
+
+def _called_functions(graph: CallGraph, module: ProjectModule, call: ast.Call) -> list[FunctionRef]:
+    """The functions of other project files this call runs: a module function (``train(...)``) or a
+    method of an object of a project class (``solver.train()``)."""
+    target = graph.table.resolve_function(module, call.func)
+    if target is not None:
+        owner = target[0]
+        return [] if owner is module or owner.ctx is None or is_test_file(owner.path) else [target]
+    if not isinstance(call.func, ast.Attribute):
+        return []
+    return [(owner, func) for owner, func in graph.callees(module, call) if func.name == call.func.attr]
+
+
+def _self_called_methods(module: ProjectModule, func: FunctionNode) -> set[FunctionNode]:
+    """The methods of ``func``'s own class that it calls on ``self`` (one level)."""
+    if module.ctx is None:
+        return set()
+    cls = owner_class(module.ctx, func)
+    if cls is None:
+        return set()
+    found: set[FunctionNode] = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+                and node.func.value.id == "self":
+            method = module.method(cls, node.func.attr)
+            if method is not None and method is not func:
+                found.add(method)
+    return found
 
 
 def iterated_name(iterable: ast.expr, wanted: dict[str, str]) -> str | None:
