@@ -240,6 +240,31 @@ def test_test_files_do_not_make_project_code_hot():
         {
             "test_misc.py": """
                 from util.misc import reduce_dict
+
+
+                def test_reduce_dict_in_a_loop():
+                    for batch in loader:
+                        loss = model(batch); loss.backward(); opt.step()
+                        reduce_dict({"loss": loss})
+            """,
+            "util/misc.py": MISC,
+        }
+    )
+    assert found(proj, "util/misc.py", "TT101") == []
+
+
+def test_a_training_script_named_like_a_test_but_holding_no_test_is_training_code():
+    """``pmnist_test.py``, the experiment on permuted MNIST: no test function, TestCase or test framework."""
+    proj = project(
+        {
+            "pmnist_test.py": """
+                from util.misc import reduce_dict
+
+
+                def test():
+                    return 0
+
+
                 for batch in loader:
                     loss = model(batch); loss.backward(); opt.step()
                     reduce_dict({"loss": loss})
@@ -247,7 +272,7 @@ def test_test_files_do_not_make_project_code_hot():
             "util/misc.py": MISC,
         }
     )
-    assert found(proj, "util/misc.py", "TT101") == []
+    assert found(proj, "util/misc.py", "TT101") != []
 
 
 def test_same_named_function_in_another_module_is_not_confused():

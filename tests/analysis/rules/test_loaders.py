@@ -98,7 +98,11 @@ def test_test_files_are_not_checked_for_loader_settings() -> None:
     source = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=4)\n"
     settings = Settings(select=("TT302",))
     assert analyze_source(source, "train.py", settings)
-    assert not analyze_source(source, "tests/test_loader.py", settings)
+    assert not analyze_source("import pytest\n" + source, "tests/test_loader.py", settings)
+    assert not analyze_source(source + "\n\ndef test_loads():\n    assert loader\n", "loader_test.py", settings)
+    trains = source + "for x, y in loader:\n    model(x).sum().backward()\n"
+    assert analyze_source(trains, "pmnist_test.py", settings)  # named like a test, holds none, trains: a training script
+    assert not analyze_source(source, "test_net.py", settings)  # holds no test and does not train: an evaluation script
 
 
 def test_grad_disabled_through_callers_and_decorators() -> None:

@@ -428,7 +428,7 @@ def find_hot_loops(ctx: ModuleIndex, entries: tuple[HotEntry, ...] = (), own_loo
     beside a project's training code, :mod:`.project.roles`); only ``entries`` are.
     ``main_block`` False: the loops of its ``if __name__ == "__main__":`` block that do not train
     are not step code either (a file other project files import: the block is a self-test or demo)."""
-    if is_test_file(ctx.path):
+    if is_test_file(ctx.path, ctx.source):
         return HotLoops()
     return _Finder(ctx, entries, own_loops, main_block).run()
 

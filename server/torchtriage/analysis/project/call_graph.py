@@ -16,7 +16,6 @@ from __future__ import annotations
 import ast
 
 from ..context import ModuleContext
-from ..file_kinds import is_test_file
 from .modules import FunctionNode, ModuleTable, ProjectModule
 from ..syntax import assigned_value
 
@@ -84,7 +83,7 @@ class CallGraph:
         if self._constructed is None:
             table: dict[str, set[ClassRef]] = {}
             for module in self.table.by_path.values():
-                if module.ctx is None or is_test_file(module.path):
+                if module.ctx is None or module.is_test:
                     continue
                 for node in module.ctx.nodes_of((ast.Assign, ast.AnnAssign)):
                     value = getattr(node, "value", None)
@@ -155,16 +154,21 @@ class CallGraph:
     def instance_classes(self, module: ProjectModule, name: str, at: ast.AST) -> list[ClassRef]:
         """The project classes the instance a name holds at ``at`` may be: each class the name is
         built from in the branches of an ``if`` (``if args.policy == "TD3": policy = TD3(...)``
-        ``elif ...: policy = DDPG(...)``, options the run chooses among), else :meth:`instance_class`."""
+        ``elif ...: policy = DDPG(...)``, options the run chooses among; in the module's branches for a name
+        a function reads but never assigns), else :meth:`instance_class`."""
         assert module.ctx is not None
         scope = module.ctx.enclosing_function(at) or module.ctx.tree
-        branches: list[ClassRef] = []
-        for node in self._scope_typing(module, scope)[0].get(name, ()):
-            cls = self.class_of_value(module, node.value)
-            if cls is not None and cls not in branches:
-                branches.append(cls)
-        if len(branches) > 1:
-            return branches
+        scopes = [scope]
+        if scope is not module.ctx.tree and self.assigned(module, name, at) is None:
+            scopes.append(module.ctx.tree)  # a global read in a function: ``model`` built by the script's ``if``
+        for where in scopes:
+            branches: list[ClassRef] = []
+            for node in self._scope_typing(module, where)[0].get(name, ()):
+                cls = self.class_of_value(module, node.value)
+                if cls is not None and cls not in branches:
+                    branches.append(cls)
+            if len(branches) > 1:
+                return branches
         single = self.instance_class(module, name, at)
         return [single] if single is not None else []
 
@@ -207,7 +211,7 @@ class CallGraph:
             passed = self.table.resolve_function(module, arg)
             if passed is not None:
                 found.append(passed)
-        return [(m, f) for m, f in found if m is not module and m.ctx is not None and not is_test_file(m.path)]
+        return [(m, f) for m, f in found if m is not module and m.ctx is not None and not m.is_test]
 
     def _method_callees(self, module: ProjectModule, call: ast.Call, func: ast.Attribute) -> list[FunctionRef]:
         """``self.matcher(...)``, ``criterion.loss_labels(...)``, ``self.mp_trainer.optimize(...)``."""
@@ -243,7 +247,7 @@ class CallGraph:
         if self._methods is None:
             table: dict[str, list[FunctionRef]] = {}
             for module in self.table.by_path.values():
-                if module.ctx is None or is_test_file(module.path):
+                if module.ctx is None or module.is_test:
                     continue
                 for cls in module.classes.values():
                     for node in cls.body:

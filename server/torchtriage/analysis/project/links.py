@@ -16,7 +16,6 @@ import ast
 from typing import Callable
 
 from .call_graph import CallGraph, FunctionRef, owner_class
-from ..file_kinds import is_test_file
 from ..hotloops.finder import HotLoops, HotRegion
 from ..hotloops.loop_kinds import loop_facts
 from .modules import FunctionNode, ModuleTable, ProjectModule
@@ -99,7 +98,7 @@ def cuda_reach(table: ModuleTable) -> tuple[dict[ProjectModule, str], dict[Proje
     use CUDA themselves, with that call's target or base class (``"dist_util.py:45"``); and every
     other file imported (directly or through project files) by a file that uses CUDA, so running on
     it, with that file's path."""
-    live = [m for m in table.by_path.values() if m.ctx is not None and not is_test_file(m.path)]
+    live = [m for m in table.by_path.values() if m.ctx is not None and not m.is_test]
     providers = {m: device_functions(m) for m in live if m.ctx.mentions_cuda}  # type: ignore[union-attr]
     providers = {m: functions for m, functions in providers.items() if functions}
     device_calls: dict[ProjectModule, str] = {}
@@ -160,7 +159,7 @@ def _training_step_names(graph: CallGraph) -> frozenset[str]:
     """Names of the project's functions that are one training step (``TD3.train``, ``BPRLoss.stageOne``)."""
     names = set()
     for module in graph.table.by_path.values():
-        if module.ctx is None or is_test_file(module.path) or "backward" not in module.ctx.source:
+        if module.ctx is None or module.is_test or "backward" not in module.ctx.source:
             continue
         names.update(func.name for funcs in module.ctx.functions.values() for func in funcs if _is_training_step(func))
     return frozenset(names)
@@ -194,7 +193,7 @@ def training_links(
     trainers: list[ProjectModule] = []
     steps = _training_step_names(graph)
     for module in graph.table.by_path.values():
-        if module.ctx is None or is_test_file(module.path):
+        if module.ctx is None or module.is_test:
             continue
         hot = hot_of(module)
         lines = {region.node.lineno for region in hot.step_loops if not region.trains and trains(graph, module, region, hot)}
@@ -274,7 +273,7 @@ def _called_functions(graph: CallGraph, module: ProjectModule, call: ast.Call) -
     target = graph.table.resolve_function(module, call.func)
     if target is not None:
         owner = target[0]
-        return [] if owner is module or owner.ctx is None or is_test_file(owner.path) else [target]
+        return [] if owner is module or owner.ctx is None or owner.is_test else [target]
     if not isinstance(call.func, ast.Attribute):
         return []
     return [(owner, func) for owner, func in graph.callees(module, call) if func.name == call.func.attr]

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import PurePosixPath
 
 from ...findings import Finding
 from ..context import ModuleContext
+from ..file_kinds import is_test_file
 from ..incremental.reparse import ParsedModule
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -44,6 +46,11 @@ class ProjectModule:
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # top-level classes
     functions: dict[str, FunctionNode] = field(default_factory=dict)  # top-level functions
     label: str = ""  # how call paths name the file
+
+    @cached_property
+    def is_test(self) -> bool:
+        """A test module (``file_kinds.is_test_file``, judged on its source when it parses)."""
+        return is_test_file(self.path, self.ctx.source if self.ctx is not None else None)
 
     def method(self, cls: ast.ClassDef, name: str) -> FunctionNode | None:
         """A method defined in the class body itself."""

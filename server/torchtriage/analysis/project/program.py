@@ -27,7 +27,6 @@ from .call_graph import CallGraph
 from ..context import ModuleContext
 from ..defaults import Default, unique
 from ..engine import analyze_context, enabled_rules, has_file_noqa
-from ..file_kinds import is_test_file
 from ..hotloops.finder import HotEntry, HotLoops, find_hot_loops
 from ..incremental.reparse import ParsedModule, parse_module
 from .links import cuda_reach, link_loaders, step_data_params, training_links
@@ -110,7 +109,7 @@ class Project:
         constants it imports from project files (see :mod:`.defaults`)."""
         merged: dict[str, list[Default]] = {}
         for module in self.by_path.values():
-            if module.ctx is not None and not is_test_file(module.path):
+            if module.ctx is not None and not module.is_test:
                 for key, found in module.ctx.own_defaults[0].items():
                     merged.setdefault(key, []).extend(found)
         for module in self.by_path.values():
@@ -149,7 +148,7 @@ class Project:
         """A function of another file that is one training step (``trainer.train_step()``), called
         in any loop of a file, runs once per step: the caller's loop is the step loop though
         nothing in its own file says so."""
-        live = [m for m in self.by_path.values() if m.ctx is not None and not is_test_file(m.path)]
+        live = [m for m in self.by_path.values() if m.ctx is not None and not m.is_test]
         in_loops: dict[ProjectModule, list[ast.Call]] = {
             m: [call for loop in m.ctx.nodes_of(LOOP_NODES) for call in loop_facts(loop).calls]  # type: ignore[union-attr, arg-type]
             for m in live

@@ -22,7 +22,6 @@ from __future__ import annotations
 import ast
 from typing import Callable, Iterator
 
-from ..file_kinds import is_test_file
 from ..hotloops.finder import HotLoops
 from ..hotloops.step_markers import SCOPE_NODES
 from ..project_view import ReturnedLoader
@@ -43,7 +42,7 @@ def returned_loaders(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoop
     found: dict[ProjectModule, list[ReturnedLoader]] = {}
     names = {func.name for _, func in factories}  # a cheap first cut before resolving a call
     for module in graph.table.by_path.values():
-        if module.ctx is None or is_test_file(module.path):
+        if module.ctx is None or module.is_test:
             continue
         for assign in module.ctx.nodes_of(ast.Assign):
             assert isinstance(assign, ast.Assign)
@@ -99,7 +98,7 @@ def _factories(graph: CallGraph) -> Factory:
     out: Factory = {}
     for module in graph.table.by_path.values():
         ctx = module.ctx
-        if ctx is None or is_test_file(module.path) or "DataLoader" not in ctx.source:
+        if ctx is None or module.is_test or "DataLoader" not in ctx.source:
             continue
         for call in ctx.nodes_of(ast.Call):
             if not is_dataloader(ctx, call):
@@ -134,7 +133,7 @@ def _returned_calls(graph: CallGraph) -> dict[tuple[ProjectModule, FunctionNode]
     out: dict[tuple[ProjectModule, FunctionNode], list[ast.Call]] = {}
     for module in graph.table.by_path.values():
         ctx = module.ctx
-        if ctx is None or is_test_file(module.path):
+        if ctx is None or module.is_test:
             continue
         for ret in ctx.nodes_of(ast.Return):
             value = getattr(ret, "value", None)

@@ -30,7 +30,6 @@ import ast
 import re
 from pathlib import PurePath
 
-from ..file_kinds import is_test_file
 from ..hotloops.step_markers import is_backward_call, is_optimizer_step
 from .modules import ModuleTable, ProjectModule
 
@@ -54,11 +53,11 @@ def trains(module: ProjectModule) -> bool:
 
 def auxiliary_modules(table: ModuleTable) -> dict[ProjectModule, str]:
     """The project's auxiliary files (see the module doc), each with the reason."""
-    live = [m for m in table.by_path.values() if m.ctx is not None and not is_test_file(m.path)]
+    live = [m for m in table.by_path.values() if m.ctx is not None and not m.is_test]
     training = {m for m in live if trains(m)}
     if not training:
         return {}
-    imports = {m: [o for o in table.imported(m) if o.ctx is not None and not is_test_file(o.path)] for m in live}
+    imports = {m: [o for o in table.imported(m) if o.ctx is not None and not o.is_test] for m in live}
     importers: dict[ProjectModule, list[ProjectModule]] = {m: [] for m in live}
     for module, imported in imports.items():
         for other in imported:
@@ -74,7 +73,7 @@ def auxiliary_modules(table: ModuleTable) -> dict[ProjectModule, str]:
 def imported_modules(table: ModuleTable) -> set[ProjectModule]:
     """The files another (non-test) file of the project imports: library files, whose
     ``if __name__ == "__main__":`` block is a self-test or demo, not the training run."""
-    live = [m for m in table.by_path.values() if m.ctx is not None and not is_test_file(m.path)]
+    live = [m for m in table.by_path.values() if m.ctx is not None and not m.is_test]
     return {other for m in live for other in table.imported(m) if other.ctx is not None}
 
 

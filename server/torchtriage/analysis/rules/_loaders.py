@@ -88,7 +88,7 @@ def dataloader_calls(ctx: "RuleContext") -> Iterator[ast.Call]:
     """Every torch DataLoader call of the module that training can run: none in test files, where speed
     is not the point, nor in a script beside the training code or the ``__main__`` demo of a file the
     project imports (:mod:`..project.roles`)."""
-    if is_test_file(ctx.path) or "DataLoader" not in ctx.source or ctx.auxiliary is not None:
+    if is_test_file(ctx.path, ctx.source) or "DataLoader" not in ctx.source or ctx.auxiliary is not None:
         return  # every spelling (alias, module attribute) names DataLoader somewhere
     key = ("dataloader_calls",)
     calls = ctx.memo.get(key)

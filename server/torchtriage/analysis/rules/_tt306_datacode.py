@@ -262,7 +262,7 @@ class _Finder:
 
 def data_functions(ctx: "RuleContext") -> list[DataFunction]:
     """Every function of the module that runs as data code, roots first (memoised per module)."""
-    if is_test_file(ctx.path) or not any(word in ctx.source for word in _WORDS):
+    if is_test_file(ctx.path, ctx.source) or not any(word in ctx.source for word in _WORDS):
         return []  # every kind of data code names one of these somewhere
     key = ("data-functions",)
     found = ctx.memo.get(key)

@@ -351,7 +351,7 @@ class TensorCreatedThenMoved(Rule):
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
-        if is_test_file(ctx.path):
+        if is_test_file(ctx.path, ctx.source):
             return
         seen: set[ast.Call] = set()
         for call, region in ctx.hot.nodes(ast.Call):

@@ -12,6 +12,7 @@ from ..hotloops.step_markers import is_model_call, unwrap_iterable
 from ..incremental.walks import subtree
 from ..file_kinds import is_test_file
 from ._tt501_grad_mode import disables_grad_inside, grad_disabled
+from ._tt501_step_eval import step_eval_calls
 from ._loaders import regions_reached
 from ._spans import loop_header
 from ._tt501_wrap import wrap_in_with_fix
@@ -37,7 +38,7 @@ def _looks_like_evaluation(ctx: RuleContext, loop: ast.AST) -> bool:
     function = ctx.enclosing_function(loop)
     if function is None:
         return False
-    if function.name.startswith("test_") and is_test_file(ctx.path):
+    if function.name.startswith("test_") and is_test_file(ctx.path, ctx.source):
         return False  # a unit test, not an evaluation loop
     if _EVAL_WORD.search(function.name):
         return True
@@ -132,6 +133,38 @@ class EvalWithoutNoGrad(Rule):
     VALID = (
         Valid(
             """
+            # eval mode to freeze batch norm: the step still trains through the output
+            def train_step(x, y):
+                model.eval()
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+
+            for x, y in loader:
+                train_step(x, y)
+            """
+        ),
+        Valid(
+            """
+            import torch
+
+            def sample(step):
+                G.eval()
+                with torch.no_grad():
+                    fake = G(z)
+                save(fake, step)
+                G.train()
+
+            for i, (x, _) in enumerate(loader):
+                loss = criterion(D(G(z)), ones)
+                loss.backward()
+                opt.step()
+                if i % 500 == 0:
+                    sample(i)
+            """
+        ),
+        Valid(
+            """
             import torch
 
             def test(model, device, test_loader):
@@ -205,6 +238,24 @@ class EvalWithoutNoGrad(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # full-batch training: the step ends with an evaluation pass
+            def train(epoch):
+                model.train()
+                optimizer.zero_grad()
+                loss = criterion(model(features)[idx_train], labels[idx_train])
+                loss.backward()
+                optimizer.step()
+                model.eval()
+                output = model(features)
+                return criterion(output[idx_val], labels[idx_val])
+
+            for epoch in range(200):
+                train(epoch)
+            """,
+            lines=(9,),
+        ),
         Invalid(
             """
             import torch
@@ -300,6 +351,16 @@ class EvalWithoutNoGrad(Rule):
                 "Evaluation loop runs the model with autograd on: wrap it in `with torch.no_grad():` "
                 "(or `torch.inference_mode()`)",
                 fix=lambda loop=loop: self._fix(ctx, loop),
+            )
+        if frozen is None:
+            frozen = _frozen_model(ctx)
+        if frozen:
+            return
+        for call in step_eval_calls(ctx, hot):  # no loop of its own: ``model.eval(); out = model(x)`` in training code
+            yield Report(
+                call,
+                f"`{ast.unparse(call.func)}` runs in eval mode with autograd on: nothing backpropagates through "
+                "this output, so run it under `with torch.no_grad():` (or `torch.inference_mode()`)",
             )
 
     @staticmethod

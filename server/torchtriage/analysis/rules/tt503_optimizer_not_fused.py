@@ -183,7 +183,7 @@ class OptimizerNotFused(Rule):
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
-        if is_test_file(ctx.path):
+        if is_test_file(ctx.path, ctx.source):
             return
         training = trains(ctx) or _lightning(ctx)
         if not training and not ctx.trainer_calls:

@@ -162,7 +162,7 @@ class NoAutocast(Rule):
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
-        if is_test_file(ctx.path):
+        if is_test_file(ctx.path, ctx.source):
             return
         loops = [r.node for r in ctx.hot.step_loops if any(reached.trains for reached in regions_reached(ctx, [r]))]
         loops += [n for n in ctx.nodes_of((ast.For, ast.AsyncFor, ast.While)) if n.lineno in ctx.training_loops]  # trains elsewhere
