@@ -633,3 +633,36 @@ def test_a_step_loop_whose_backward_runs_in_another_files_callable_trains():
     assert lines(project(files), "main.py", "TT503") == {5}
     files["misc.py"] = "class NativeScaler:\n    def __call__(self, loss, optimizer):\n        return loss\n"
     assert found(project(files), "main.py", "TT503") == []
+
+
+def test_a_name_from_a_star_import_of_a_project_module_is_that_modules_function():
+    """``from utils import *`` (tutorial code): ``accuracy(scores, targets)`` is utils.accuracy, run every step;
+    a module whose ``__all__`` leaves a name out does not give it."""
+    utils = """
+        import torch
+
+        __all__ = ["accuracy"]
+
+
+        def accuracy(scores, targets):
+            correct = scores.argmax(1).eq(targets).float().sum()
+            return correct.item()
+
+
+        def unlisted(scores):
+            return scores.sum().item()
+    """
+    train = """
+        import torch
+        from utils import *
+
+        model = torch.nn.Linear(4, 2).cuda()
+        for x, y in loader:
+            scores = model(x.cuda(non_blocking=True))
+            loss = scores.sum()
+            loss.backward()
+            top1 = accuracy(scores, y)
+            other = unlisted(scores)
+    """
+    proj = project({"utils.py": utils, "train.py": train})
+    assert [f.span.line for f in found(proj, "utils.py", "TT101")] == [8]

@@ -46,6 +46,8 @@ class ProjectModule:
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # top-level classes
     functions: dict[str, FunctionNode] = field(default_factory=dict)  # top-level functions
     label: str = ""  # how call paths name the file
+    star_imports: list[str] = field(default_factory=list)  # modules it imports everything from (``from utils import *``)
+    exports: frozenset[str] | None = None  # the names its ``__all__`` lists (None: no literal ``__all__``)
 
     @cached_property
     def is_test(self) -> bool:
@@ -99,6 +101,9 @@ class ModuleTable:
                 for alias in node.names:
                     if alias.name != "*":
                         module.imports[alias.asname or alias.name] = (base, alias.name)
+                    elif base not in module.star_imports:
+                        module.star_imports.append(base)
+        module.exports = _exports(module.ctx.tree)
 
     def absolute(self, module: ProjectModule, name: str | None, level: int) -> str | None:
         """The dotted name ``from <level dots><name> import ...`` refers to in ``module`` (None: above the root)."""
@@ -142,7 +147,7 @@ class ModuleTable:
             return module, module.classes[name]
         target = module.imports.get(name)
         if target is None:
-            return None
+            return self._star_symbol(module, name, depth)
         source, attr = target
         if attr is None:
             return self.find_module(source, module)
@@ -152,6 +157,18 @@ class ModuleTable:
             if found is not None:
                 return found
         return self.find_module(f"{source}.{attr}", module)  # ``from pkg import submodule``
+
+    def _star_symbol(self, module: ProjectModule, name: str, depth: int) -> Symbol | ProjectModule | None:
+        """``name`` from a project module the file imports everything from (``from utils import *``):
+        what that module defines or imports itself, unless it names its exports (``__all__``) without it."""
+        for source in module.star_imports:
+            owner = self.find_module(source, module)
+            if owner is None or owner is module or (owner.exports is not None and name not in owner.exports):
+                continue
+            found = self.symbol(owner, name, depth + 1)
+            if isinstance(found, tuple):
+                return found
+        return None
 
     def resolve_dotted(self, module: ProjectModule, node: ast.AST) -> Symbol | ProjectModule | None:
         """A Name/Attribute chain resolved through the project's imports."""
@@ -181,5 +198,18 @@ class ModuleTable:
                     found[sub] = None
             if owner is not None:
                 found[owner] = None
+        for source in module.star_imports:
+            owner = self.find_module(source, module)
+            if owner is not None:
+                found[owner] = None
         found.pop(module, None)
         return list(found)
+
+
+def _exports(tree: ast.Module) -> frozenset[str] | None:
+    """The names a literal top-level ``__all__ = [...]`` lists (None when there is none)."""
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+                and isinstance(node.value, (ast.List, ast.Tuple))):
+            return frozenset(e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    return None

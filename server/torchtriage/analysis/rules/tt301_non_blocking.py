@@ -64,6 +64,25 @@ def _model_outputs(ctx: RuleContext, region: HotRegion) -> set[str]:
     return ctx.memo[key]  # type: ignore[return-value]
 
 
+def _model_output_at(ctx: RuleContext, region: HotRegion, receiver: ast.AST, call: ast.Call) -> bool:
+    """Whether the moved value is the model's output there.  A loop variable the step rebinds to the
+    model's output only after this copy (``imgs = imgs.to(d)`` ... ``imgs = encoder(imgs)``) is still
+    the batch at the copy: the loop binds it afresh each step."""
+    outputs = _model_outputs(ctx, region)
+    hit = names_in(receiver) & outputs
+    if not hit or not isinstance(region.node, (ast.For, ast.AsyncFor)):
+        return bool(hit)
+    rebound = names_in(region.node.target)
+    for name in hit:
+        if name not in rebound:
+            return True
+        for node, owner in ctx.hot.nodes(ast.Assign):
+            if (owner is region and node.lineno < call.lineno and name in set().union(*(names_in(t) for t in node.targets))
+                    and (_calls_model(node.value) or names_in(node.value) & outputs)):
+                return True
+    return False
+
+
 def _calls_model(value: ast.AST) -> bool:
     """Whether an assigned value calls a model (kept on the node, see ..memo)."""
     return subtree_memo(value, "tt301-calls-model", lambda: any(is_model_call(n, set()) for n in ast.walk(value)))
@@ -193,6 +212,19 @@ class NonBlockingTransfer(Rule):
     INVALID = (
         Invalid(
             """
+            # the loop variable becomes the encoder's output only after its copy
+            import torch
+            device = torch.device("cuda")
+            for i, (imgs, caps) in enumerate(train_loader):
+                imgs = imgs.to(device)
+                imgs = encoder(imgs)
+                loss = criterion(decoder(imgs), caps.to(device, non_blocking=True))
+                loss.backward()
+            """,
+            lines=(5,),
+        ),
+        Invalid(
+            """
             import torch
             device = torch.device("cuda")
             for x, y in loader:
@@ -270,7 +302,7 @@ class NonBlockingTransfer(Rule):
                 or bool(names_in(receiver) & _comprehension_batch_names(ctx, call, region))
                 or _counter_slice(receiver, region)
             )
-            if not batch_receiver or names_in(receiver) & _model_outputs(ctx, region):
+            if not batch_receiver or _model_output_at(ctx, region, receiver, call):
                 continue
             if any(isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith("torch.") for n in ast.walk(receiver)):
                 continue  # a tensor made in the step (torch.tensor(r).to(d)) is TT305's case
