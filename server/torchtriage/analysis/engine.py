@@ -15,6 +15,7 @@ from ..config import Settings
 from ..findings import INTERNAL_ERROR_CODE, Finding, Severity, Span
 from .context import ModuleContext
 from .incremental.reparse import ParsedModule, parse_module, reparse
+from .parsing import LEGACY_ASYNC, legacy_async_findings
 from .project_view import ProjectView
 from .rules import Rule, all_rules
 from .rules.base import FixBuilder
@@ -107,6 +108,8 @@ def analyze_context(
                 findings.append(finding)
         except Exception as exc:  # one broken rule must not hide the others
             findings.append(_internal_error(ctx.path, rule_class, exc))
+    if "async" in ctx.source and any(getattr(n, "arg", None) == LEGACY_ASYNC for n in ctx.nodes_of((ast.keyword, ast.arg))):
+        findings.extend(legacy_async_findings(ctx.tree, ctx.lines, ctx.path, ctx.span))  # ``async`` as a name (parsing.py)
     return findings
 
 

@@ -13,6 +13,7 @@ from ..hotloops.step_markers import is_model_call
 from ..syntax import keyword_value
 from ._helpers import is_batch_expression, is_device_move, method_name, names_in
 from ._other_devices import on_other_accelerator
+from ..parsing import LEGACY_ASYNC
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
 
@@ -294,7 +295,8 @@ class NonBlockingTransfer(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
         for call, region in ctx.hot.nodes(ast.Call):
-            if not is_device_move(call, ctx) or keyword_value(call, "non_blocking") is not None:
+            if not is_device_move(call, ctx) or keyword_value(call, "non_blocking") is not None \
+                    or keyword_value(call, LEGACY_ASYNC) is not None:  # ``async=True``: torch 0.3's non_blocking
                 continue
             receiver = call.func.value  # type: ignore[attr-defined]
             batch_receiver = (

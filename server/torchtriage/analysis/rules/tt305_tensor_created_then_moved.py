@@ -14,6 +14,7 @@ from ._helpers import method_name
 from ._bindings import parameter_names
 from ._forward_code import forward_calls
 from ._tt305_host_built import FACTORIES, RANDOM_FACTORIES, host_math_factory, numpy_made
+from ..parsing import LEGACY_ASYNC
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def _is_device_like(ctx: RuleContext, node: ast.expr) -> bool:
 def _target_device(ctx: RuleContext, move: ast.Call) -> tuple[str, str | None] | None:
     """(device source, dtype source) of ``.to(...)``/``.cuda()``, or None when not a plain device move."""
     name = method_name(move)
-    allowed = {"non_blocking"}
+    allowed = {"non_blocking", LEGACY_ASYNC}
     if name == "cuda":
         if move.args or any(k.arg not in allowed for k in move.keywords):
             return None
