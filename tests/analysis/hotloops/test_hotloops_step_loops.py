@@ -328,3 +328,18 @@ def test_a_prediction_the_training_runs_every_epoch_is_per_step() -> None:
                 return results
         """
     )
+
+
+def test_a_loop_over_splits_whose_batches_a_comprehension_walks_is_not_the_step_loop():
+    """``for part in parts:`` around ``torch.cat([model(X[part][idx]) for idx in IndexLoader(...)])``: the
+    comprehension walks the batches; what follows it runs once per split (``.cpu()`` of all predictions)."""
+    hot = check_marks(
+        """
+        for part in parts:                                                            # C
+            preds[part] = torch.cat([model(X[part][i]) for i in IndexLoader(n, bs)])  # C
+            preds[part] = preds[part].cpu().numpy()                                  # C
+        for part in parts:                                                            # C
+            out = model(X[part])                                                      # H
+        """
+    )
+    assert region_at(hot, 4).kind == "step-loop"

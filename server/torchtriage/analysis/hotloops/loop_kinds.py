@@ -15,6 +15,7 @@ from .step_markers import (
     SCOPE_NODES,
     is_backward_call,
     is_batch_fetch,
+    is_loader_like,
     is_model_call,
     is_optimizer_step,
     last_name,
@@ -50,7 +51,8 @@ def loop_facts(loop: Loop) -> LoopFacts:
             data_names = target_names(loop.target, loop.iter)[0]
         own = list(own_nodes(loop.body))
         data_names = propagate_batch_names(loop.body, data_names, own)
-        model_calls = [n for n in own if is_model_call(n, data_names)]
+        batched = _in_batch_comprehensions(own)
+        model_calls = [n for n in own if is_model_call(n, data_names) and id(n) not in batched]
         calls = [n for n in own if isinstance(n, ast.Call)]
         return LoopFacts(
             frozenset(data_names),
@@ -118,3 +120,17 @@ def trains_anywhere(func: FunctionNode) -> bool:
         return False
 
     return subtree_memo(func, "trains_anywhere", compute)
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _in_batch_comprehensions(own: list[ast.AST]) -> set[int]:
+    """Ids of the nodes inside a comprehension over a loader (``[model(x[i]) for i in IndexLoader(...)]``):
+    that comprehension is the loop over batches, so its model calls do not make the enclosing loop
+    (``for part in ("val", "test")``) a step loop."""
+    inside: set[int] = set()
+    for node in own:
+        if isinstance(node, _COMPREHENSIONS) and any(is_loader_like(g.iter, set()) for g in node.generators):
+            inside.update(id(n) for n in ast.walk(node))
+    return inside
