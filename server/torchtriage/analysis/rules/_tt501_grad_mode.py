@@ -116,7 +116,17 @@ def grad_disabled(ctx: "RuleContext", node: ast.AST, depth: int = 0) -> bool:
 
 
 def disables_grad_inside(ctx: "RuleContext", node: ast.AST) -> bool:
-    """Whether a ``with no_grad()``-like block sits anywhere inside ``node``."""
+    """Whether a ``with no_grad()``-like block sits anywhere inside ``node``, or a legacy
+    ``Variable(x, volatile=True)`` (torch <= 0.3's no-grad: nothing computed from it records a graph)."""
     return any(
-        isinstance(sub, (ast.With, ast.AsyncWith)) and with_turns_grad_off(ctx, sub) for sub in subtree(node)
+        isinstance(sub, (ast.With, ast.AsyncWith)) and with_turns_grad_off(ctx, sub) or _volatile_variable(sub)
+        for sub in subtree(node)
     )
+
+
+def _volatile_variable(node: ast.AST) -> bool:
+    if not (isinstance(node, ast.Call) and any(k.arg == "volatile" for k in node.keywords)):
+        return False
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    value = next(k.value for k in node.keywords if k.arg == "volatile")
+    return name == "Variable" and not (isinstance(value, ast.Constant) and value.value is False)

@@ -133,6 +133,16 @@ class EvalWithoutNoGrad(Rule):
     VALID = (
         Valid(
             """
+            # torch 0.3's no-grad: a volatile Variable
+            from torch.autograd import Variable
+            model.eval()
+            for inputs, targets in test_loader:
+                inputs = Variable(inputs.cuda(), volatile=True)
+                outputs = model(inputs)
+            """
+        ),
+        Valid(
+            """
             # eval mode to freeze batch norm: the step still trains through the output
             def train_step(x, y):
                 model.eval()
