@@ -286,3 +286,53 @@ def test_an_object_whose_methods_never_step_an_optimizer_does_not_make_the_scrip
     view = proj.view("script.py")
     assert view is None or view.trains_via is None
     assert not [f for f in proj.analyze("script.py") if f.code == "TT503"]
+
+
+def test_a_class_picked_by_name_from_its_files_globals_may_be_any_class_there() -> None:
+    """``algorithm_class = algorithms.get_algorithm_class(args.algorithm)`` returning ``globals()[name]``: the
+    loop's ``algorithm.update(batch)`` runs the ``update`` of whichever class the option names."""
+    algorithms = """
+        import torch
+
+
+        def get_algorithm_class(name):
+            if name not in globals():
+                raise NotImplementedError(name)
+            return globals()[name]
+
+
+        class Plain(torch.nn.Module):
+            def update(self, x, y):
+                loss = torch.nn.functional.cross_entropy(self.net(x), y)
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                return {"loss": loss.item()}
+
+
+        class Penalised(Plain):
+            def update(self, x, y):
+                loss = torch.nn.functional.cross_entropy(self.net(x), y) + self.penalty()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                return {"loss": loss.item(), "penalty": self.penalty().item()}
+
+
+        class Helper:
+            def describe(self):
+                return "not an algorithm"
+    """
+    train = """
+        import torch
+        import algorithms
+
+        algorithm_class = algorithms.get_algorithm_class(args.algorithm)
+        algorithm = algorithm_class(hparams)
+        algorithm.cuda()
+        for x, y in loader:
+            algorithm.update(x.cuda(non_blocking=True), y.cuda(non_blocking=True))
+    """
+    proj = project({"algorithms.py": algorithms, "train.py": train})
+    lines = sorted(f.span.line for f in proj.analyze("algorithms.py") if f.code == "TT101")
+    assert lines == [16, 25, 25]

@@ -170,7 +170,23 @@ class CallGraph:
             if len(branches) > 1:
                 return branches
         single = self.instance_class(module, name, at)
-        return [single] if single is not None else []
+        if single is not None:
+            return [single]
+        return self._registry_classes(module, self.assigned(module, name, at), at)
+
+    def _registry_classes(self, module: ProjectModule, value: ast.expr | None, at: ast.AST) -> list[ClassRef]:
+        """``algorithm = algorithm_class(...)`` where ``algorithm_class = algorithms.get_algorithm_class(name)``
+        and that function returns ``globals()[name]``: any class of its file, the one the run's option names."""
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+            return []
+        chooser = self.assigned(module, value.func.id, at)
+        if not isinstance(chooser, ast.Call):
+            return []
+        target = self.table.resolve_function(module, chooser.func)
+        if target is None or not _returns_from_globals(target[1]):
+            return []
+        owner = target[0]
+        return [(owner, cls) for cls in owner.classes.values()][:_REGISTRY_CLASSES]
 
     def by_name(self, name: str) -> ClassRef | None:
         """The one project class ever constructed into a variable or attribute of this name."""
@@ -268,6 +284,19 @@ _COMMON_METHODS = frozenset(
      "clip_grad_norm_", "extra_repr", "reset_parameters", "init_weights", "no_sync", "set_description",
      "set_postfix", "to_dict", "from_pretrained", "save_pretrained", "is_available"}
 )
+
+
+_REGISTRY_CLASSES = 128  # classes a by-name lookup may give, at most
+
+
+def _returns_from_globals(func: FunctionNode) -> bool:
+    """The function returns ``globals()[name]`` (a class picked by name from its own file)."""
+    for node in ast.walk(func):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Subscript):
+            holder = node.value.value
+            if isinstance(holder, ast.Call) and isinstance(holder.func, ast.Name) and holder.func.id == "globals":
+                return True
+    return False
 
 
 def _distinctive(name: str) -> bool:
