@@ -336,3 +336,32 @@ def test_a_class_picked_by_name_from_its_files_globals_may_be_any_class_there() 
     proj = project({"algorithms.py": algorithms, "train.py": train})
     lines = sorted(f.span.line for f in proj.analyze("algorithms.py") if f.code == "TT101")
     assert lines == [16, 25, 25]
+
+
+def test_a_lightning_module_s_optimizer_factory_in_another_file_builds_the_trainings_optimizer() -> None:
+    """Lightning runs ``training_step``'s backward and step: the file trains, so the factory its
+    ``configure_optimizers`` calls builds the training's optimizer; ``Trainer(gpus=...)`` trains on CUDA."""
+    utils = """
+        import torch
+
+
+        def get_optimizer(hparams, model):
+            return torch.optim.Adam(model.parameters(), lr=hparams.lr)
+    """
+    train = """
+        from pytorch_lightning import LightningModule, Trainer
+        from utils import get_optimizer
+
+
+        class System(LightningModule):
+            def configure_optimizers(self):
+                return get_optimizer(self.hparams, self.model)
+
+            def training_step(self, batch, batch_nb):
+                return self.model(batch).mean()
+
+
+        Trainer(gpus=1, max_epochs=16).fit(System())
+    """
+    proj = project({"utils.py": utils, "train.py": train})
+    assert [(f.span.line, f.code) for f in proj.analyze("utils.py") if f.code == "TT503"] == [(5, "TT503")]

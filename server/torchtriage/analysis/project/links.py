@@ -149,6 +149,11 @@ def trains(graph: CallGraph, module: ProjectModule, region: HotRegion, hot: HotL
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
+def _lightning_training_step(region: HotRegion) -> bool:
+    """A LightningModule's ``training_step``: Lightning runs its backward and optimizer step."""
+    return region.kind == "lightning-step" and getattr(region.node, "name", "") == "training_step"
+
+
 def _is_training_step(func: FunctionNode) -> bool:
     """Backward and an optimizer's step in the function's own body, outside any loop of its own."""
     nodes = list(own_nodes(func.body))
@@ -206,7 +211,7 @@ def training_links(
                 if owner.ctx is not None and owner.ctx.mentions_cuda:
                     steps_in.setdefault(module, owner)
         loops[module] = frozenset(lines)
-        if lines or trains_via.get(module) or any(region.trains for region in hot.regions):
+        if lines or trains_via.get(module) or any(region.trains or _lightning_training_step(region) for region in hot.regions):
             trainers.append(module)
     called: dict[ProjectModule, set[str]] = {}
     for module in trainers:

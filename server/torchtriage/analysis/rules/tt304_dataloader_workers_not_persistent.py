@@ -180,6 +180,18 @@ class DataLoaderWorkersNotPersistent(Rule):
     INVALID = (
         Invalid(
             """
+            # Lightning calls the hook once and iterates the loader every epoch
+            import pytorch_lightning as pl
+            from torch.utils.data import DataLoader
+
+            class System(pl.LightningModule):
+                def train_dataloader(self):
+                    return DataLoader(self.train_set, batch_size=1024, num_workers=4, shuffle=True)
+            """,
+            lines=(7,),
+        ),
+        Invalid(
+            """
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, batch_size=64, num_workers=8)
             for epoch in range(10):
@@ -296,7 +308,8 @@ class DataLoaderWorkersNotPersistent(Rule):
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
-        if not ctx.hot.epoch_loops and not ctx.loader_reads and not batch_generators(ctx) and not ctx.returned_loaders:
+        if (not ctx.hot.epoch_loops and not ctx.loader_reads and not batch_generators(ctx) and not ctx.returned_loaders
+                and "_dataloader" not in ctx.source):
             return
         if _mutates_dataset_per_epoch(ctx, list(ctx.hot.epoch_loops)):
             return
@@ -310,9 +323,13 @@ class DataLoaderWorkersNotPersistent(Rule):
             note = ""
             if not any(_read_every_epoch(ctx, region, call) for region in loops_reading(ctx, call)):
                 where = _read_every_epoch_elsewhere(ctx, call)
-                generator = repeating_generator(ctx, call, loader_name(ctx, call)) if where is None else None
+                generator = repeating_generator(ctx, call, loader_name(ctx, call)) if where is None and not _lightning_hook(ctx, call) \
+                    else None
                 returned = returned_and_iterated(ctx, call) if where is None and generator is None else []
-                if where is not None:
+                hook = _lightning_hook(ctx, call) if where is None else None
+                if hook is not None:
+                    note = f" (Lightning iterates what `{hook}` returns every epoch)"
+                elif where is not None:
                     note = f" (iterated by the step loop at {where}, called once per epoch)"
                 elif generator is not None:
                     note = f" (the generator `{generator}` iterates it again on every pass over the data)"
@@ -330,6 +347,20 @@ class DataLoaderWorkersNotPersistent(Rule):
                     Applicability.SAFE,
                 ),
             )
+
+
+_LIGHTNING_HOOKS = frozenset({"train_dataloader", "val_dataloader"})  # loaders Lightning iterates every epoch
+
+
+def _lightning_hook(ctx: RuleContext, creation: ast.Call) -> str | None:
+    """The ``train_dataloader`` / ``val_dataloader`` hook of a LightningModule or LightningDataModule the
+    loader is made in (Lightning calls it once and iterates the loader every epoch), else None."""
+    function = ctx.enclosing_function(creation)
+    if function is None or function.name not in _LIGHTNING_HOOKS:
+        return None
+    cls = next((a for a in ctx.ancestors(function) if isinstance(a, ast.ClassDef)), None)
+    bases = [ctx.dotted(b) or "" for b in cls.bases] if cls is not None else []
+    return function.name if any("Lightning" in b or b.endswith("DataModule") for b in bases) else None
 
 
 def _read_every_epoch_elsewhere(ctx: RuleContext, creation: ast.Call) -> str | None:
