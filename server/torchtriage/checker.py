@@ -212,10 +212,11 @@ def check_project_paths(
                 members.append(file)
             loaded[root] = _load_project(root, members, settings) if members else None
         project = loaded[root]
-        source = read_source(file, require_torch=resolved not in explicit)
+        display = _display_path(file)
+        member = project is not None and display in project.by_path  # type: ignore[attr-defined]
+        source = read_source(file, require_torch=resolved not in explicit, training_will_do=member)
         if source is None:
             continue
-        display = _display_path(file)
         if source.text is None:
             slots.append(FileReport(display, error=source.error))
             continue

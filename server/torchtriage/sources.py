@@ -20,6 +20,7 @@ SKIP_DIRS = frozenset(
 CHECKED_SUFFIXES = (".py", ".pyi", ".ipynb")
 MAX_BYTES = 10 * 1024 * 1024
 _TORCH_MENTION = re.compile(rb"torch|lightning|\bpl\.|DataLoader")
+_TRAINING_MENTION = re.compile(rb"\.backward\(|\.cuda\(")
 
 
 @dataclass(frozen=True)
@@ -63,15 +64,22 @@ def mentions_torch(data: bytes) -> bool:
     return bool(_TORCH_MENTION.search(data))
 
 
-def read_source(path: Path, require_torch: bool = False) -> SourceText | None:
-    """Decode a file as UTF-8 (with BOM), or explain why not; None when skipped as not torch code."""
+def mentions_training(data: bytes) -> bool:
+    """A file of a project that never names torch but drives training with what it is handed
+    (``loss.backward()``, ``state['optimizer'].step()``, ``model.cuda()``)."""
+    return bool(_TRAINING_MENTION.search(data))
+
+
+def read_source(path: Path, require_torch: bool = False, training_will_do: bool = False) -> SourceText | None:
+    """Decode a file as UTF-8 (with BOM), or explain why not; None when skipped as not torch code
+    (``require_torch``; with ``training_will_do``, a file that drives training passes too)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         return SourceText(path, None, f"cannot read: {exc.strerror or exc}")
     if len(data) > MAX_BYTES:
         return SourceText(path, None, f"skipped: {len(data) // (1024 * 1024)} MiB is over the 10 MiB limit")
-    if require_torch and not mentions_torch(data):
+    if require_torch and not mentions_torch(data) and not (training_will_do and mentions_training(data)):
         return None
     if b"\x00" in data[:8192]:
         return SourceText(path, None, "skipped: binary file (contains NUL bytes)")

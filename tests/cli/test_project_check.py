@@ -68,3 +68,23 @@ def test_single_file_uses_its_project_root(tt, tmp_path: Path) -> None:
     assert "metrics.py:4:" in result.stdout
     assert "Runs every step: called from engine.py:10." in result.stdout
     assert "metrics.py:8:" not in result.stdout
+
+
+def test_a_project_file_that_never_names_torch_but_drives_training_is_checked(tt, tmp_path: Path) -> None:
+    """An engine handed the model and loader (``state['model'].loss(sample)``; ``loss.backward()``) and
+    never importing torch is part of the project; a helper that neither names torch nor trains stays out."""
+    root = tmp_path / "proj"
+    write(root / "train.py", "import torch\nfrom engine import Engine\nmodel = Net().cuda()\nEngine().train(model=model, loader=loader)\n")
+    write(root / "engine.py", """
+class Engine:
+    def train(self, model, loader):
+        for epoch in range(10):
+            for sample in loader:
+                loss = model.loss(sample)
+                loss.backward()
+                self.optimizer.step()
+""")
+    write(root / "strings.py", "def title(s):\n    return s.title()\n")
+    findings = json.loads(tt("check", "proj", "--format", "json").stdout)
+    assert ("engine.py", 4, "TT504") in {(Path(f["path"]).name, f["line"], f["code"]) for f in findings}
+    assert not [f for f in findings if Path(f["path"]).name == "strings.py"]
