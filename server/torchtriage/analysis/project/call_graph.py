@@ -14,6 +14,7 @@ Test files are never callees.  Nothing is imported or executed.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 
 from ..context import ModuleContext
 from .modules import FunctionNode, ModuleTable, ProjectModule
@@ -100,8 +101,9 @@ class CallGraph:
             self._constructed = table
         return self._constructed
 
-    def instance_class(self, module: ProjectModule, name: str, at: ast.AST) -> ClassRef | None:
-        """The project class of the instance a name holds at ``at``."""
+    def instance_class(self, module: ProjectModule, name: str, at: ast.AST, by_name: bool = True) -> ClassRef | None:
+        """The project class of the instance a name holds at ``at`` (``by_name``: else the one class the
+        project ever builds into that name, :meth:`by_name`)."""
         assert module.ctx is not None
         annotated = self._annotated_class(module, name, at)
         if annotated is not None:
@@ -114,7 +116,7 @@ class CallGraph:
             if found is not None or not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
                 return found
             # ``model = model.cuda()``, ``model = DDP(model, ...)``: still the instance built before
-        return self.by_name(name)
+        return self.by_name(name) if by_name else None
 
     def _scope_typing(self, module: ProjectModule, scope: ast.AST) -> tuple[dict[str, list[ast.Assign]], dict[str, list[ast.expr]]]:
         """One walk per scope: name -> its assignments in an ``if``'s branches, and name -> its annotations
@@ -128,7 +130,7 @@ class CallGraph:
                 for arg in [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs]:
                     if arg.annotation is not None:
                         annotations.setdefault(arg.arg, []).append(arg.annotation)
-            for node in ast.walk(scope):
+            for node in _scope_nodes(scope):
                 if isinstance(node, ast.Assign) and isinstance(module.ctx.parents.get(node), ast.If):
                     for target in node.targets:
                         if isinstance(target, ast.Name):
@@ -151,7 +153,7 @@ class CallGraph:
                 return target[0], target[1]
         return None
 
-    def instance_classes(self, module: ProjectModule, name: str, at: ast.AST) -> list[ClassRef]:
+    def instance_classes(self, module: ProjectModule, name: str, at: ast.AST, by_name: bool = True) -> list[ClassRef]:
         """The project classes the instance a name holds at ``at`` may be: each class the name is
         built from in the branches of an ``if`` (``if args.policy == "TD3": policy = TD3(...)``
         ``elif ...: policy = DDPG(...)``, options the run chooses among; in the module's branches for a name
@@ -169,7 +171,7 @@ class CallGraph:
                     branches.append(cls)
             if len(branches) > 1:
                 return branches
-        single = self.instance_class(module, name, at)
+        single = self.instance_class(module, name, at, by_name)
         if single is not None:
             return [single]
         return self._registry_classes(module, self.assigned(module, name, at), at)
@@ -287,6 +289,16 @@ _COMMON_METHODS = frozenset(
 
 
 _REGISTRY_CLASSES = 128  # classes a by-name lookup may give, at most
+_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a module's or function's own code, not those of the functions and classes it defines."""
+    stack = [c for c in ast.iter_child_nodes(scope) if not isinstance(c, _NESTED_SCOPES)]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _NESTED_SCOPES))
 
 
 def _returns_from_globals(func: FunctionNode) -> bool:

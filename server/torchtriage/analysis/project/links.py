@@ -236,6 +236,8 @@ def link_loaders(
     from ..rules._loaders import moves_data_to_device
 
     links: dict[ProjectModule, tuple[tuple[LoaderRead, ...], str | None]] = {}
+    methods = frozenset(node.name for m in graph.table.by_path.values() for cls in m.classes.values() for node in cls.body
+                        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
     for module in graph.table.by_path.values():
         if module.ctx is None:
             continue
@@ -247,7 +249,7 @@ def link_loaders(
             named = [(k.arg, k.value.id) for k in call.keywords if k.arg and isinstance(k.value, ast.Name)]
             if not (passed or named) and trains_via is not None:
                 continue
-            for owner, func in _called_functions(graph, module, call):
+            for owner, func in _called_functions(graph, module, call, methods):
                 params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
                 if params and params[0] == "self" and isinstance(call.func, ast.Attribute):
                     params = params[1:]  # a bound method: the first argument is the second parameter
@@ -272,16 +274,23 @@ def link_loaders(
     return links
 
 
-def _called_functions(graph: CallGraph, module: ProjectModule, call: ast.Call) -> list[FunctionRef]:
+def _called_functions(graph: CallGraph, module: ProjectModule, call: ast.Call, methods: frozenset[str]) -> list[FunctionRef]:
     """The functions of other project files this call runs: a module function (``train(...)``) or a
-    method of an object of a project class (``solver.train()``)."""
+    method of an object of a project class the file made (``solver.train()``; ``methods``: the names
+    project classes define, so that other calls are not resolved at all)."""
     target = graph.table.resolve_function(module, call.func)
     if target is not None:
         owner = target[0]
         return [] if owner is module or owner.ctx is None or owner.is_test else [target]
-    if not isinstance(call.func, ast.Attribute):
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in methods and isinstance(func.value, ast.Name) and func.value.id != "self"):
         return []
-    return [(owner, func) for owner, func in graph.callees(module, call) if func.name == call.func.attr]
+    found = []
+    for owner, cls in graph.instance_classes(module, func.value.id, call, by_name=False):  # built in this file
+        method = owner.method(cls, func.attr)
+        if method is not None and owner is not module and owner.ctx is not None and not owner.is_test:
+            found.append((owner, method))
+    return found
 
 
 def _self_called_methods(module: ProjectModule, func: FunctionNode) -> set[FunctionNode]:

@@ -31,29 +31,34 @@ FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 def step_eval_calls(ctx: RuleContext, hot: HotLoops) -> Iterator[ast.Call]:
     """The model calls after ``.eval()`` in training code that record a graph nobody uses."""
-    for function in _training_functions(ctx, hot):
-        yield from _calls_after_eval(ctx, function)
-
-
-def _training_functions(ctx: RuleContext, hot: HotLoops) -> list[FunctionNode]:
-    """Functions that run as part of training: per-step functions reached from training code, the
-    functions holding a training loop, and the functions a training loop calls."""
+    switched: dict[FunctionNode, None] = {}  # the functions that put something in eval mode: few, so looked at first
+    for call in ctx.nodes_of(ast.Call):
+        if _mode_call(call, "eval"):
+            function = ctx.enclosing_function(call)
+            if function is not None:
+                switched[function] = None
+    if not switched:
+        return
     training = [r for r in hot.regions if r.trains]
-    found: dict[FunctionNode, None] = {}
-    for region in regions_reached(ctx, training, hot):
-        node = region.node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            found[node] = None
-        holder = ctx.enclosing_function(node)
-        if holder is not None and region in training:
-            found[holder] = None
-    for region in training:
-        for node in ast.walk(region.node):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                for callee in ctx.functions.get(node.func.id, ()):
-                    if not ctx.is_method(callee):
-                        found[callee] = None
-    return list(found)
+    for function in switched:
+        if _runs_in_training(ctx, hot, function, training):
+            yield from _calls_after_eval(ctx, function)
+
+
+def _runs_in_training(ctx: RuleContext, hot: HotLoops, function: FunctionNode, training: list) -> bool:
+    """Part of training: a per-step function reached from training code, the function holding a training
+    loop, or a function of this file a training loop calls (under a guard or not)."""
+    if any(region.node is function for region in regions_reached(ctx, training, hot)):
+        return True
+    if any(ctx.enclosing_function(region.node) is function for region in training):
+        return True
+    if ctx.is_method(function):
+        return False
+    for call in ctx.nodes_of(ast.Call):
+        if isinstance(call.func, ast.Name) and call.func.id == function.name:
+            if any(a is region.node for a in ctx.ancestors(call) for region in training):
+                return True
+    return False
 
 
 def _calls_after_eval(ctx: RuleContext, function: FunctionNode) -> Iterator[ast.Call]:
