@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 _CUDA_PATTERNS = re.compile(
     r"""\.cuda\s*\(|["']cuda(?::\d+)?["']|torch\.accelerator|cuda\.is_available\s*\(|\.to\s*\(\s*["']cuda"""
     r"""|["']cuda:(?:\{[^}'"]*\}|%d)["']"""  # "cuda:{}".format(rank), f"cuda:{local_rank}", "cuda:%d" % rank
-    r"""|\bgpus\s*=(?!=)|\baccelerator\s*=\s*["'](?:gpu|cuda)["']"""  # Lightning's Trainer(gpus=...), accelerator="gpu"
 )
+_LIGHTNING_GPUS = re.compile(r"""\bgpus\s*=(?!=)|\baccelerator\s*=\s*["'](?:gpu|cuda)["']""")  # Trainer(gpus=...), accelerator="gpu"
 
 
 @lru_cache(maxsize=256)
@@ -128,9 +128,11 @@ class ModuleContext(ModuleIndex):
 
     @cached_property
     def mentions_cuda(self) -> bool:
-        """Whether the file itself uses CUDA (``.cuda()``, ``"cuda"``, ``torch.accelerator`` ...,
-        or a call of a project device function: ``device_call``)."""
-        return self.device_call is not None or bool(_CUDA_PATTERNS.search(self.source))
+        """Whether the file itself uses CUDA (``.cuda()``, ``"cuda"``, ``torch.accelerator``, Lightning's
+        ``Trainer(gpus=...)`` ..., or a call of a project device function: ``device_call``)."""
+        if self.device_call is not None or _CUDA_PATTERNS.search(self.source):
+            return True
+        return ("gpus" in self.source or "accelerator" in self.source) and bool(_LIGHTNING_GPUS.search(self.source))
 
     @cached_property
     def uses_cuda(self) -> bool:

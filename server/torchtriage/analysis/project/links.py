@@ -243,13 +243,14 @@ def link_loaders(
             continue
         reads: list[LoaderRead] = []
         trains_via: str | None = None
+        built = _built_from_project_classes(graph, module)
         for call in module.ctx.nodes_of(ast.Call):
             assert isinstance(call, ast.Call)
             passed = [(i, a.id) for i, a in enumerate(call.args) if isinstance(a, ast.Name)]
             named = [(k.arg, k.value.id) for k in call.keywords if k.arg and isinstance(k.value, ast.Name)]
             if not (passed or named) and trains_via is not None:
                 continue
-            for owner, func in _called_functions(graph, module, call, methods):
+            for owner, func in _called_functions(graph, module, call, methods, built):
                 params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
                 if params and params[0] == "self" and isinstance(call.func, ast.Attribute):
                     params = params[1:]  # a bound method: the first argument is the second parameter
@@ -274,16 +275,30 @@ def link_loaders(
     return links
 
 
-def _called_functions(graph: CallGraph, module: ProjectModule, call: ast.Call, methods: frozenset[str]) -> list[FunctionRef]:
+def _built_from_project_classes(graph: CallGraph, module: ProjectModule) -> frozenset[str]:
+    """The names the file assigns an instance of a project class to (``solver = Solver(...)``)."""
+    names = set()
+    for node in module.ctx.nodes_of(ast.Assign) if module.ctx is not None else ():
+        assert isinstance(node, ast.Assign)
+        if isinstance(node.value, ast.Call) and isinstance(node.value.func, (ast.Name, ast.Attribute)):
+            target = graph.table.resolve_dotted(module, node.value.func)
+            if isinstance(target, tuple) and isinstance(target[1], ast.ClassDef):
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return frozenset(names)
+
+
+def _called_functions(graph: CallGraph, module: ProjectModule, call: ast.Call, methods: frozenset[str],
+                      built: frozenset[str]) -> list[FunctionRef]:
     """The functions of other project files this call runs: a module function (``train(...)``) or a
     method of an object of a project class the file made (``solver.train()``; ``methods``: the names
-    project classes define, so that other calls are not resolved at all)."""
+    project classes define; ``built``: the names the file assigns their instances to; other calls are
+    not resolved at all)."""
     target = graph.table.resolve_function(module, call.func)
     if target is not None:
         owner = target[0]
         return [] if owner is module or owner.ctx is None or owner.is_test else [target]
     func = call.func
-    if not (isinstance(func, ast.Attribute) and func.attr in methods and isinstance(func.value, ast.Name) and func.value.id != "self"):
+    if not (isinstance(func, ast.Attribute) and func.attr in methods and isinstance(func.value, ast.Name) and func.value.id in built):
         return []
     found = []
     for owner, cls in graph.instance_classes(module, func.value.id, call, by_name=False):  # built in this file

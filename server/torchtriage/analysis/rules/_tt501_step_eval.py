@@ -31,6 +31,8 @@ FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 def step_eval_calls(ctx: RuleContext, hot: HotLoops) -> Iterator[ast.Call]:
     """The model calls after ``.eval()`` in training code that record a graph nobody uses."""
+    if ".eval(" not in ctx.source and ".train(False" not in ctx.source:
+        return
     switched: dict[FunctionNode, None] = {}  # the functions that put something in eval mode: few, so looked at first
     for call in ctx.nodes_of(ast.Call):
         if _mode_call(call, "eval"):
