@@ -74,6 +74,9 @@ class ModuleContext(ModuleIndex):
     trainer_calls: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     # A file using CUDA whose training step a loop of this file runs (``policy.train(buffer)``): it trains on CUDA.
     steps_on_cuda_in: str | None = field(default=None, repr=False, compare=False)
+    # Names this file imports of other project files' functions whose own body waits for the device
+    # (``evaluate_network`` returning ``loss.item()`` sums): a call of one synchronises (TT402).
+    syncing_imports: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     # The hot loops for ``hot_entries`` when whoever builds the context has them already (the
     # project model computes them while solving); else :attr:`hot` finds them on first use.
     hot_loops: InitVar[HotLoops | None] = None

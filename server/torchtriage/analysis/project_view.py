@@ -75,6 +75,7 @@ class ProjectView:
     training_loops: frozenset[int] = frozenset()  # lines of step loops that train through another file's function
     trainer_calls: frozenset[str] = frozenset()  # names of its functions a training file calls
     steps_on_cuda_in: str | None = None  # a CUDA file whose training step one of its loops runs
+    syncing_imports: frozenset[str] = frozenset()  # imported project functions whose own body waits for the device
 
 
 def qualname_of(func: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
@@ -102,7 +103,7 @@ def view_of(ctx) -> ProjectView:  # type: ignore[no-untyped-def]
         entries, ctx.cuda_from, defaults, tuple(sorted(ctx.imported_constants.items())), ctx.path_label,
         tuple(ctx.loader_reads), ctx.trains_via, ctx.device_call, ctx.auxiliary, ctx.imported, tuple(ctx.returned_loaders),
         frozenset(ctx.loader_classes), frozenset(ctx.training_loops), frozenset(ctx.trainer_calls),
-        ctx.steps_on_cuda_in,
+        ctx.steps_on_cuda_in, frozenset(ctx.syncing_imports),
     )
 
 
@@ -137,4 +138,5 @@ def context_facts(view: ProjectView, index: "ModuleIndex") -> dict[str, Any]:
         "training_loops": view.training_loops,
         "trainer_calls": view.trainer_calls,
         "steps_on_cuda_in": view.steps_on_cuda_in,
+        "syncing_imports": view.syncing_imports,
     }

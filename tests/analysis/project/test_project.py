@@ -666,3 +666,40 @@ def test_a_name_from_a_star_import_of_a_project_module_is_that_modules_function(
     """
     proj = project({"utils.py": utils, "train.py": train})
     assert [f.span.line for f in found(proj, "utils.py", "TT101")] == [8]
+
+
+def test_a_timing_closed_after_an_imported_function_that_reads_losses_is_synchronised():
+    """``t0 = time.time(); train_epoch(...); evaluate(...); time.time() - t0``: ``evaluate`` (another file)
+    sums ``loss.item()``, so the device is waited for before the read; one that reads nothing is not."""
+    engine = """
+        import torch
+
+
+        def evaluate(model, loader):
+            total = 0.0
+            for x, y in loader:
+                total += torch.nn.functional.mse_loss(model(x.cuda()), y.cuda()).item()
+            return total
+
+
+        def forward_only(model, loader):
+            for x, _ in loader:
+                model(x.cuda())
+    """
+    main = """
+        import time
+        import torch
+        from engine import evaluate, forward_only
+
+        model = torch.nn.Linear(4, 1).cuda()
+        for epoch in range(10):
+            start = time.time()
+            model(torch.randn(8, 4, device="cuda")).sum().backward()
+            CALL
+            epoch_time = time.time() - start
+    """
+    synced = project({"engine.py": engine, "main.py": main.replace("CALL", "val = evaluate(model, val_loader)")})
+    assert found(synced, "main.py", "TT402") == []
+    assert synced.view("main.py").syncing_imports == frozenset({"evaluate"})
+    queued = project({"engine.py": engine, "main.py": main.replace("CALL", "forward_only(model, val_loader)")})
+    assert [f.span.line for f in found(queued, "main.py", "TT402")] == [10]

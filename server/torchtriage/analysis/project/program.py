@@ -29,7 +29,7 @@ from ..defaults import Default, unique
 from ..engine import analyze_context, enabled_rules, has_file_noqa
 from ..hotloops.finder import HotEntry, HotLoops, find_hot_loops
 from ..incremental.reparse import ParsedModule, parse_module
-from .links import cuda_reach, link_loaders, step_data_params, training_links
+from .links import cuda_reach, link_loaders, step_data_params, syncing_imports, training_links
 from .returned_loaders import imported_loader_classes, returned_loaders
 from .roles import auxiliary_modules, imported_modules
 from .modules import FunctionNode, ModuleTable, ProjectModule, module_name
@@ -214,6 +214,7 @@ class Project:
             device_calls, cuda_from = cuda_reach(self.table)
         loaders = link_loaders(self.graph, self._solved_hot_of)
         training = training_links(self.graph, self._solved_hot_of, {m: via for m, (_, via) in loaders.items()})
+        syncing = syncing_imports(self.table)
         returned = returned_loaders(self.graph, self._solved_hot_of)
         loader_classes = imported_loader_classes(self.table)
         for module in self.by_path.values():
@@ -244,6 +245,7 @@ class Project:
                 training_loops=training[module][0],
                 trainer_calls=training[module][1],
                 steps_on_cuda_in=training[module][2],
+                syncing_imports=syncing.get(module, frozenset()),
             )
         self._solved_hot.clear()
 
@@ -266,7 +268,8 @@ class Project:
             view = replace(view, defaults=None)  # nothing from other files: as if alone
         if not (view.entries or view.cuda_from or view.imported_constants or view.defaults is not None or view.loader_reads
                 or view.trains_via or view.device_call or view.auxiliary or view.imported or view.returned_loaders
-                or view.loader_classes or view.training_loops or view.trainer_calls or view.steps_on_cuda_in):
+                or view.loader_classes or view.training_loops or view.trainer_calls or view.steps_on_cuda_in
+                or view.syncing_imports):
             return None  # the file analysed alone gives the same findings
         return view
 

@@ -86,7 +86,8 @@ def _is_sync(ctx: RuleContext, node: ast.AST) -> bool:
 
 
 def syncing_functions(ctx: RuleContext) -> set[str]:
-    """Functions of this file whose own body synchronises (``return loss.item(), acc``)."""
+    """Functions of this file whose own body synchronises (``return loss.item(), acc``), and the other
+    project files' such functions it imports."""
     def syncs(node: ast.AST) -> bool:
         return isinstance(node, ast.Call) and _is_sync(ctx, node)
 
@@ -96,7 +97,7 @@ def syncing_functions(ctx: RuleContext) -> set[str]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         # kept per statement while the imports (which _is_sync reads) stay the same
         and scope_any(node, "timing-syncs", OWN_SCOPES, syncs, ctx.aliases_key)
-    }
+    } | set(ctx.syncing_imports)  # and the project's, imported (``evaluate_network`` from train/...)
 
 
 def _callee(node: ast.Call) -> str | None:

@@ -155,6 +155,11 @@ class RuleContext(Protocol):
         ...
 
     @property
+    def syncing_imports(self) -> frozenset[str]:
+        """Imported names of other project files' functions whose own body waits for the device (:mod:`..project.links`)."""
+        ...
+
+    @property
     def imported(self) -> bool:
         """Whether other project files import this one (its ``__main__`` block is then a self-test or demo)."""
         ...
