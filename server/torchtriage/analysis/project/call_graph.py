@@ -14,9 +14,10 @@ Test files are never callees.  Nothing is imported or executed.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 
 from ..context import ModuleContext
+from ..hotloops.step_markers import SCOPE_NODES
+from ..incremental.walks import scope_walk
 from .modules import FunctionNode, ModuleTable, ProjectModule
 from ..syntax import assigned_value
 
@@ -130,7 +131,7 @@ class CallGraph:
                 for arg in [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs]:
                     if arg.annotation is not None:
                         annotations.setdefault(arg.arg, []).append(arg.annotation)
-            for node in _scope_nodes(scope):
+            for node in scope_walk(scope, SCOPE_NODES):  # its own code, not its nested functions' and classes'
                 if isinstance(node, ast.Assign) and isinstance(module.ctx.parents.get(node), ast.If):
                     for target in node.targets:
                         if isinstance(target, ast.Name):
@@ -289,16 +290,6 @@ _COMMON_METHODS = frozenset(
 
 
 _REGISTRY_CLASSES = 128  # classes a by-name lookup may give, at most
-_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-
-
-def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a module's or function's own code, not those of the functions and classes it defines."""
-    stack = [c for c in ast.iter_child_nodes(scope) if not isinstance(c, _NESTED_SCOPES)]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _NESTED_SCOPES))
 
 
 def _returns_from_globals(func: FunctionNode) -> bool:

@@ -341,14 +341,14 @@ def iterated_name(iterable: ast.expr, wanted: dict[str, str]) -> str | None:
     return None
 
 
-_HOST_WAITS = frozenset({"item", "tolist", "cpu", "numpy", "synchronize"})  # calls that wait for the device
-
-
 def syncing_imports(table: ModuleTable) -> dict[ProjectModule, frozenset[str]]:
     """Per file: the names it imports of other project files' functions whose own body waits for the
-    device (``evaluate_network`` summing ``loss.item()``), so that a call of one is a sync for TT402's
-    timings (``t0 = time.time(); train(...); evaluate_network(...); time.time() - t0``)."""
-    waits: dict[FunctionNode, bool] = {}
+    device (``evaluate_network`` summing ``loss.item()``; TT402's own reading of a function,
+    ``syncing_functions``), so that a call of one is a sync for TT402's timings
+    (``t0 = time.time(); train(...); evaluate_network(...); time.time() - t0``)."""
+    from ..rules._tt402_timing import syncing_functions
+
+    waiting: dict[ProjectModule, set[str]] = {}  # file -> its functions that wait
     found: dict[ProjectModule, frozenset[str]] = {}
     for module in table.by_path.values():
         names = set()
@@ -357,27 +357,12 @@ def syncing_imports(table: ModuleTable) -> dict[ProjectModule, frozenset[str]]:
             if not (isinstance(target, tuple) and isinstance(target[1], (ast.FunctionDef, ast.AsyncFunctionDef))):
                 continue
             owner, func = target
-            if owner is module:
+            if owner is module or owner.ctx is None:
                 continue
-            if func not in waits:
-                waits[func] = any(
-                    isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name))
-                    and (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in _HOST_WAITS
-                    for n in _function_nodes(func)
-                )
-            if waits[func]:
+            if owner not in waiting:
+                waiting[owner] = syncing_functions(owner.ctx)
+            if func.name in waiting[owner]:
                 names.add(local)
         if names:
             found[module] = frozenset(names)
     return found
-
-
-def _function_nodes(func: FunctionNode) -> list[ast.AST]:
-    """A function's nodes, not those of the functions and classes it defines."""
-    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-    stack, out = [c for c in ast.iter_child_nodes(func) if not isinstance(c, nested)], []
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, nested))
-    return out

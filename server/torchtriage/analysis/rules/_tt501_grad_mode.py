@@ -32,6 +32,8 @@ _SET_GRAD = frozenset(q for q in GRAD_OFF if q.endswith("set_grad_enabled"))
 _GRAD_ON = frozenset({"torch.enable_grad", "torch.autograd.enable_grad"})
 _NAME_HINTS = ("no_grad", "inference_mode", "inference")
 _MAX_CALLER_DEPTH = 3
+# calls that need the autograd graph of what they are given (input gradients, saliency, adversarial attacks)
+NEEDS_GRAD = frozenset({"grad", "vjp", "jvp", "jacobian", "hessian", "requires_grad_", "retain_grad"})
 
 
 def _is_true(node: ast.AST) -> bool:

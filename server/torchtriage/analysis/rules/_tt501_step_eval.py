@@ -19,13 +19,13 @@ import ast
 from typing import Iterator
 
 from ..hotloops.finder import HotLoops
-from ..hotloops.step_markers import is_backward_call, is_optimizer_step
+from ..hotloops.step_markers import SCOPE_NODES, is_backward_call, is_optimizer_step
+from ..incremental.walks import scope_walk
 from ._loaders import regions_reached
-from ._tt501_grad_mode import grad_disabled
+from ._tt501_grad_mode import NEEDS_GRAD, grad_disabled
 from .base import RuleContext
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_NEEDS_GRAD = frozenset({"grad", "vjp", "jvp", "jacobian", "hessian", "requires_grad_", "retain_grad"})
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 
@@ -64,7 +64,7 @@ def _runs_in_training(ctx: RuleContext, hot: HotLoops, function: FunctionNode, t
 
 
 def _calls_after_eval(ctx: RuleContext, function: FunctionNode) -> Iterator[ast.Call]:
-    nodes = [n for n in _own_nodes(function)]
+    nodes = scope_walk(function, SCOPE_NODES)
     modes = [(n, ctx.dotted(n.func.value)) for n in nodes if _mode_call(n, "eval")]  # type: ignore[attr-defined]
     for switch, receiver in modes:
         if not receiver or _needs_graph_after(nodes, switch.lineno):
@@ -76,16 +76,6 @@ def _calls_after_eval(ctx: RuleContext, function: FunctionNode) -> Iterator[ast.
                     and node.args and ctx.dotted(_runs(node.func)) == receiver
                     and not _inside_loop(ctx, node, function) and not grad_disabled(ctx, node)):
                 yield node
-
-
-def _own_nodes(function: FunctionNode) -> Iterator[ast.AST]:
-    """The function's nodes, not those of nested definitions."""
-    stack: list[ast.AST] = list(function.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(c for c in ast.iter_child_nodes(node)
-                     if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)))
 
 
 def _mode_call(node: ast.AST, mode: str) -> bool:
@@ -111,7 +101,7 @@ def _needs_graph_after(nodes: list[ast.AST], line: int) -> bool:
             return True
         if isinstance(node, ast.Call):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if name in _NEEDS_GRAD:
+            if name in NEEDS_GRAD:
                 return True
         if isinstance(node, ast.keyword) and node.arg == "requires_grad":
             return True

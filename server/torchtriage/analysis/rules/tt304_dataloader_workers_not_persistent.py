@@ -323,10 +323,9 @@ class DataLoaderWorkersNotPersistent(Rule):
             note = ""
             if not any(_read_every_epoch(ctx, region, call) for region in loops_reading(ctx, call)):
                 where = _read_every_epoch_elsewhere(ctx, call)
-                generator = repeating_generator(ctx, call, loader_name(ctx, call)) if where is None and not _lightning_hook(ctx, call) \
-                    else None
-                returned = returned_and_iterated(ctx, call) if where is None and generator is None else []
                 hook = _lightning_hook(ctx, call) if where is None else None
+                generator = repeating_generator(ctx, call, loader_name(ctx, call)) if where is None and hook is None else None
+                returned = returned_and_iterated(ctx, call) if where is None and generator is None else []
                 if hook is not None:
                     note = f" (Lightning iterates what `{hook}` returns every epoch)"
                 elif where is not None:

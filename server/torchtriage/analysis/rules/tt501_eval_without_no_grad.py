@@ -11,7 +11,7 @@ from ..hotloops.finder import HotLoops, HotRegion
 from ..hotloops.step_markers import is_model_call, unwrap_iterable
 from ..incremental.walks import subtree
 from ..file_kinds import is_test_file
-from ._tt501_grad_mode import disables_grad_inside, grad_disabled
+from ._tt501_grad_mode import NEEDS_GRAD, disables_grad_inside, grad_disabled
 from ._tt501_step_eval import step_eval_calls
 from ._loaders import regions_reached
 from ._spans import loop_header
@@ -20,7 +20,6 @@ from .base import Invalid, Report, Rule, RuleContext, Valid
 
 _EVAL_WORD = re.compile(r"(^|_)(val|valid|validate|validation|eval|evaluate|evaluation|test|dev|predict|"
                         r"prediction|infer|inference|score|accuracy)(_|$|\d)", re.I)
-_NEEDS_GRAD = frozenset({"grad", "vjp", "jvp", "jacobian", "hessian", "requires_grad_", "retain_grad"})
 
 
 def _name(node: ast.AST) -> str:
@@ -55,7 +54,7 @@ def _needs_gradients(ctx: RuleContext, regions: list[HotRegion]) -> bool:
         return True
     for region in regions:
         for node in subtree(region.node):
-            if isinstance(node, ast.Call) and _name(node.func) in _NEEDS_GRAD | {"backward", "train"}:
+            if isinstance(node, ast.Call) and _name(node.func) in NEEDS_GRAD | {"backward", "train"}:
                 return True
             if isinstance(node, ast.keyword) and node.arg == "requires_grad":
                 return True
