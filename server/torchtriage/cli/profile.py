@@ -51,6 +51,12 @@ def register(subparsers: Any) -> None:
         "and steps past the limit are dropped; 0: no limit",
     )
     parser.add_argument(
+        "--python-frames", choices=("auto", "on", "off"), default="auto",
+        help="record Python frames (exact call lines); auto: unless 5 steps of them would pass --max-events, "
+        "when the window is recorded without them and frame samples name the lines (cheaper, and no tracer slowing "
+        "the Python it measures)",
+    )
+    parser.add_argument(
         "--repeat", type=int, default=1, metavar="N",
         help="run the script N times (default 1): report.json keeps every run's step times and their spread, "
         "the run folder the median run's files; `torchtriage compare` calls differences within the spread no change",
@@ -109,7 +115,7 @@ def run_profile(args: argparse.Namespace) -> int:
         skip_first=args.skip_first, wait=args.wait, warmup=args.warmup, active=args.active, device=args.device,
         full=args.full, timeout_s=args.timeout, no_step_timeout_s=args.no_step_timeout, sample_interval_ms=args.sample_interval_ms,
         max_events=args.max_events, record_shapes=args.record_shapes, memory_snapshot=args.memory_snapshot,
-        user_roots=user_root_folders(args),
+        user_roots=user_root_folders(args), python_frames=args.python_frames,
     )
     if dist is not None:
         run: Any = _profile_ranks(options, dist, args)

@@ -64,3 +64,24 @@ def test_a_sample_after_a_long_gap_stands_for_more_time() -> None:
     resolver = LineResolver([Sample(t, PATH, FUNC, line) for t, line in zip(times, lines)], [], 0.001)
     sampled = resolver.sampled_us[(PATH, FUNC)]
     assert sampled[LOOP_LINE] > sampled[SLEEP_LINE] / 3
+
+
+# -- a window recorded without Python frames: roots with no site, placed by the samples innermost in them -------------
+
+def test_each_sample_places_only_the_innermost_root_it_fell_in() -> None:
+    # root 0: a DataLoader range over 0-100 ms; root 1: an op inside it over 10-20 ms
+    samples = [Sample(t * MS, PATH, FUNC, SLEEP_LINE if t < 60 else LOOP_LINE) for t in range(0, 100)]
+    samples[15] = Sample(15 * MS, PATH, FUNC, 30)  # one of the 9 samples inside the op is on line 30
+    resolver = LineResolver(samples, [Root(0, 100 * MS), Root(int(10.5 * MS), int(19.5 * MS))], 0.001)
+    outer, found = resolver.root_lines(0)
+    assert found and dict(outer) == pytest.approx({(PATH, SLEEP_LINE, FUNC): 51 / 91, (PATH, LOOP_LINE, FUNC): 40 / 91}, abs=0.01)
+    inner, found = resolver.root_lines(1)
+    assert found and {key for key, _ in inner} == {(PATH, SLEEP_LINE, FUNC), (PATH, 30, FUNC)}
+
+
+def test_a_root_too_short_for_a_sample_takes_the_nearest_sample_within_the_cap() -> None:
+    samples = [Sample(0, PATH, FUNC, SLEEP_LINE), Sample(5 * MS, PATH, FUNC, LOOP_LINE)]
+    roots = [Root(int(4.9 * MS), int(4.95 * MS)), Root(500 * MS, 501 * MS)]  # 50 us before a sample; half a second after all
+    resolver = LineResolver(samples, roots, 0.001)
+    assert resolver.root_lines(0) == ([((PATH, LOOP_LINE, FUNC), 1.0)], True)
+    assert resolver.root_lines(1) == ([], False)  # nothing within 10 sampling intervals: no line

@@ -110,4 +110,5 @@ def test_without_active_every_rank_records_the_same_fixed_window(tmp_path: Path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for rank in (0, 1):
         window = report(out / f"rank{rank}")["window"]
-        assert window == {"adaptive": False, "steps": 5, "ended_by": "", "half_width": None, "target_half_width": None}
+        assert window == {"adaptive": False, "steps": 5, "ended_by": "", "half_width": None, "target_half_width": None,
+                          "python_frames": True}

@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 import torch
 
 from torchtriage.runtime.agent.collect import USER_SCOPE, Collector, EventType
@@ -75,17 +76,41 @@ def _busy(calls: int) -> None:
         abs(-1)
 
 
-def test_heavy_steps_get_a_shorter_window() -> None:
-    window = Window(skip_first=1, wait=1, warmup=2, active=5, max_events=3_000)
+def _counted_window(calls: int, max_events: int, active: int = 5, python_frames: str = "auto") -> Window:
+    window = Window(skip_first=1, wait=1, warmup=2, active=active, max_events=max_events, python_frames=python_frames)
     window.after_step(0)  # step 0 is skipped, step 1 waits: nothing counted yet
     window.before_step()
     window.after_step(1)  # the step before warm-up: its Python calls are counted
-    _busy(1_000)
+    _busy(calls)
     window.before_step()
-    assert 1_000 <= window.events_per_step < 1_100
-    assert window.active == 2 and "recording 2 of the 5 steps" in (window.note() or "")
+    assert calls <= window.events_per_step < calls + 100
+    return window
+
+
+def test_heavy_steps_with_python_frames_get_a_shorter_window() -> None:
+    window = _counted_window(1_000, max_events=3_000, python_frames="on")
+    assert window.active == 2 and not window.stackless and "recording 2 of the 5 steps" in (window.note() or "")
     assert [window(step) for step in range(2, 7)] == [torch.profiler.ProfilerAction.WARMUP] * 2 + [
         torch.profiler.ProfilerAction.RECORD, torch.profiler.ProfilerAction.RECORD_AND_SAVE, torch.profiler.ProfilerAction.NONE]
+    assert window.summary()["python_frames"] is True
+
+
+def test_steps_too_heavy_for_the_shortest_window_lose_their_python_frames_not_steps() -> None:
+    window = _counted_window(1_000, max_events=3_000)  # 5 steps of 1,000 calls: more than 3,000
+    assert window.stackless and window.active == 5
+    assert "recorded without them" in (window.note() or "") and window.summary()["python_frames"] is False
+
+
+def test_a_budget_that_holds_the_shortest_window_keeps_the_frames_and_shortens_it() -> None:
+    window = _counted_window(1_000, max_events=6_500, active=10)  # 5 steps fit, 10 do not
+    assert not window.stackless and window.active == 6 and "recording 6 of the 10 steps" in (window.note() or "")
+
+
+def test_python_frames_off_records_without_them_from_the_start() -> None:
+    window = Window(skip_first=0, wait=1, warmup=1, active=5, python_frames="off")
+    assert window.stackless and window.note() is None
+    with pytest.raises(ValueError, match="python_frames"):
+        Window(skip_first=0, wait=1, warmup=1, active=5, python_frames="sometimes")
 
 
 def test_light_steps_and_no_limit_keep_the_window() -> None:

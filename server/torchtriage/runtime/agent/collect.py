@@ -54,8 +54,10 @@ class Collector(NodeVisitor):
     """One pass over the tree; ``result()`` returns the raw attribution data."""
 
     def __init__(self, user: UserCode, agent_dir: str, max_events: int = 0,
-                 progress: Optional[Callable[[float], None]] = None, dtypes: Optional[DtypeRecorder] = None) -> None:
+                 progress: Optional[Callable[[float], None]] = None, dtypes: Optional[DtypeRecorder] = None,
+                 python_frames: bool = True) -> None:
         super().__init__(user, agent_dir, dtypes)
+        self.stackless = not python_frames  # a tree of ops and ranges only: see ``NodeVisitor._range``
         self.max_events = max_events  # 0: no limit
         self.progress = progress  # called with the fraction of the window walked so far
 

@@ -7,6 +7,14 @@ returns what its children inherit; childless C calls are charged in a batch
 (``_leaves``), and time a C call spends waiting on a collective elsewhere goes
 to ``communication`` (``_waited``).  A layer of ``Collector`` (``collect.py``).
 Standard library and torch only.
+
+A window recorded without Python frames (``stackless``, see ``window.py``) has
+no Python node to carry a site: there every ``record_function`` range
+(``ProfilerStep#N``, the DataLoader's ``enumerate(DataLoader)#...``,
+``Optimizer.step#...``) is walked into, its own time (the Python it ran between
+ops) is charged to its context, and each range and each outermost op under one
+is a root of its own, with an empty chain: the host names the lines from the
+frame samples taken inside it (``attribution.samples``).
 """
 
 from __future__ import annotations
@@ -25,10 +33,13 @@ SYNC_OPS = {"aten::_local_scalar_dense": "item", "aten::item": "item", "aten::no
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 _BUILTIN = re.compile(r"<built-in (?:method|function) (\w+)")
 COMPILE_OP = "entire_frame_compile"  # dynamo's range around one frame's compile (also: ops named "... (dynamo_timed)")
+RANGE_OWN = "(Python between ops)"  # the charge name of a range's own time in a window without Python frames
 
 
 class NodeVisitor(DeviceEvents):
     """Python calls, C calls and ops: sites, contexts and per-category charges."""
+
+    stackless = False  # the window was recorded without Python frames (set by ``Collector``)
 
     def _visit(self, item: Item, state: NodeState) -> Optional[Tuple[NodeState, List[Item]]]:
         """Charge one node; returns what its children get and the children (None: do not descend)."""
@@ -44,6 +55,7 @@ class NodeVisitor(DeviceEvents):
         scope = -1
         op_name = ""
         shape = state.shape
+        own_category = ""  # the category of the node's own time when its context does not set one ("": by its kind)
         if tag == PY_CALL or tag == PY_C_CALL:
             fields = node.extra_fields
             site = self._caller_site(fields, frame)
@@ -76,37 +88,14 @@ class NodeVisitor(DeviceEvents):
             fields = node.extra_fields
             if fields.scope == USER_SCOPE:
                 self.annotations.add(node.name)  # its mirror on the GPU's timeline is no kernel either
-                return None  # record_function ranges (ProfilerStep#N, Optimizer.step#...) are labels, not work
-            name = op_name = node.name
-            if state.scope >= 0:  # reached from user code without a Python call: line unknown
-                chain = chain + (state.scope,)
-                root = len(self.roots)
+                if not self.stackless:
+                    return None  # record_function ranges (ProfilerStep#N, Optimizer.step#...) are labels, not work
+                name, ctx, own_category = RANGE_OWN, _range_context(node.name, ctx), "python_overhead"
+                root = len(self.roots)  # the Python it ran between ops: the samples inside it name the lines
                 self.roots.append(Root(start, end))
-            if not state.in_op and main:
-                self.ops += 1
-            seq = fields.sequence_number
-            if name.startswith(BACKWARD_PREFIX):
-                backward = True
-                anchor = self._anchors.get(seq) if seq >= 0 else None
-                if anchor is not None:
-                    chain, root = anchor
-                name = name[len(BACKWARD_PREFIX):]
-            elif seq >= 0 and not backward and seq not in self._anchors:
-                self._anchors[seq] = (chain, root)
-            if name in SHAPE_OPS and shape < 0 and self._step_of(start) >= 0:
-                shape = self.shapes.enter(name, fields, self._chain(chain), root, end - start)
-            if name.startswith("enumerate(DataLoader)") and ctx in ("", "optimizer"):
-                ctx = "data_loading"
-            elif ctx in ("", "optimizer") and is_collective(name):
-                ctx = "communication"
-            elif name == COMPILE_OP or name.endswith("(dynamo_timed)"):
-                ctx = "compile"
-            sync = SYNC_OPS.get(name)
-            if sync and ctx not in ("host_sync", "data_loading", "profiler"):
-                self.syncs.append(Sync(self._step_of(start), self._chain(chain), root, sync, name, end - start))
-                ctx = "host_sync"
-            if self.dtypes is not None:
-                self.dtypes.op(fields, name, state.in_op, ctx, self._step_of(start), end - start, lambda c=chain: self._chain(c), root)
+            else:
+                name = op_name = node.name
+                name, chain, root, ctx, backward, shape = self._operator(node, fields, state, chain, root, ctx, backward, shape)
         else:
             name = node.name
         fold = frame is False and tag == PY_CALL  # a library function: C calls with no children are its own time
@@ -135,7 +124,7 @@ class NodeVisitor(DeviceEvents):
             child_ops = child_ops or ctag == TORCH_OP
         if ctx == "compile" and state.ctx != "compile":
             self._compile_spans.append((start, end))
-        category = ctx or _own_category(tag, child_ops, backward)
+        category = ctx or own_category or _own_category(tag, child_ops, backward)
         charge_chain, charge_root = chain, root
         if scope >= 0:  # the user function's own bytecode time: line from samples
             charge_chain = chain + (scope,)
@@ -160,7 +149,47 @@ class NodeVisitor(DeviceEvents):
             self._leaves(leaves, chain, root, ctx, frame, main)
         if not kids:
             return None
-        return NodeState(chain, scope, root, ctx, backward, state.in_op or tag == TORCH_OP, open_ops, main, frame, shape), kids
+        in_op = state.in_op or (tag == TORCH_OP and not own_category)  # (a range walked into is no op)
+        return NodeState(chain, scope, root, ctx, backward, in_op, open_ops, main, frame, shape), kids
+
+    def _operator(self, node: Any, fields: Any, state: NodeState, chain: Tuple[int, ...], root: int, ctx: str, backward: bool,
+                  shape: int) -> Tuple[str, Tuple[int, ...], int, str, bool, int]:
+        """An op's charge name, chain, root, context, backward flag and shape record (syncs, anchors and dtypes noted
+        on the way)."""
+        name, start, end, main = node.name, node.start_time_ns, node.end_time_ns, state.main
+        if state.scope >= 0:  # reached from user code without a Python call: line unknown
+            chain = chain + (state.scope,)
+            root = len(self.roots)
+            self.roots.append(Root(start, end))
+        elif self.stackless and not state.in_op:  # an outermost op: the samples inside (or nearest) name its line
+            root = len(self.roots)
+            self.roots.append(Root(start, end))
+        if not state.in_op and main:
+            self.ops += 1
+        seq = fields.sequence_number
+        if name.startswith(BACKWARD_PREFIX):
+            backward = True
+            anchor = self._anchors.get(seq) if seq >= 0 else None
+            if anchor is not None:
+                chain, root = anchor
+            name = name[len(BACKWARD_PREFIX):]
+        elif seq >= 0 and not backward and seq not in self._anchors:
+            self._anchors[seq] = (chain, root)
+        if name in SHAPE_OPS and shape < 0 and self._step_of(start) >= 0:
+            shape = self.shapes.enter(name, fields, self._chain(chain), root, end - start)
+        if name.startswith("enumerate(DataLoader)") and ctx in ("", "optimizer"):
+            ctx = "data_loading"
+        elif ctx in ("", "optimizer") and is_collective(name):
+            ctx = "communication"
+        elif name == COMPILE_OP or name.endswith("(dynamo_timed)"):
+            ctx = "compile"
+        sync = SYNC_OPS.get(name)
+        if sync and ctx not in ("host_sync", "data_loading", "profiler"):
+            self.syncs.append(Sync(self._step_of(start), self._chain(chain), root, sync, name, end - start))
+            ctx = "host_sync"
+        if self.dtypes is not None:
+            self.dtypes.op(fields, name, state.in_op, ctx, self._step_of(start), end - start, lambda c=chain: self._chain(c), root)
+        return name, chain, root, ctx, backward, shape
 
     def _leaves(self, leaves: List[Tuple[Any, int, int]], chain: Tuple[int, ...], root: int, ctx: str, frame: Frame,
                 main: bool) -> None:
@@ -254,3 +283,16 @@ class NodeVisitor(DeviceEvents):
 
 def _own_category(tag: int, child_ops: bool, backward: bool) -> str:
     return "compute" if tag == TORCH_OP else "python_overhead"
+
+
+def _range_context(name: str, ctx: str) -> str:
+    """The context a ``record_function`` range sets for what runs inside it (a window without Python frames)."""
+    if ctx not in ("", "optimizer"):
+        return ctx
+    if name.startswith("enumerate(DataLoader)"):
+        return "data_loading"
+    if name.startswith("Optimizer.") and not ctx:
+        return "optimizer"
+    if is_collective(name):
+        return "communication"
+    return ctx

@@ -34,6 +34,7 @@ from .ranks import DdpWatch, rank_identity, tensorboard_name
 from .dtypes import DtypeRecorder
 from .dynamo_watch import DynamoWatch
 from .sampler import FrameSampler
+from .signal_sampler import frame_sampler_for
 from .shapes import wants_shapes
 from .steps import StepDetector, cuda_available
 from .tracefile import RAW_NAME, TraceWriter
@@ -77,7 +78,8 @@ class Session:
         self.dtypes = DtypeRecorder(self.user.is_user, self.user.absolute)  # ops mixing float dtypes, casts
         self.prof: Optional[profile] = None
         self.window = Window(config.get("skip_first", 1), config.get("wait", 1), config.get("warmup", 2), config.get("active"),
-                             int(config.get("max_events", MAX_EVENTS)))
+                             int(config.get("max_events", MAX_EVENTS)), python_frames=config.get("python_frames") or "auto")
+        self.sampler = frame_sampler_for(self.window.stackless, self.sampler)
         self.step_hints: List[Tuple[int, int]] = []  # clock readings around each prof.step() that began a recorded step
         self._progress_at = 0.0
         self._stopping_at = 0.0
@@ -117,7 +119,7 @@ class Session:
             on_trace_ready=self._on_trace_ready,
             record_shapes=wants_shapes(self.config, self.device),  # operand sizes of matmuls and convolutions (agent/shapes.py)
             profile_memory=True,
-            with_stack=True,
+            with_stack=not self.window.stackless,  # Python frames; a heavy step may go without them (agent/window.py)
         )
 
     # -- callbacks -----------------------------------------------------------
@@ -132,7 +134,10 @@ class Session:
         self.steps_seen += 1
         if self.ddp is not None:
             self.ddp.mark_step()
-        self.window.before_step()  # a counted step ends: the window may get shorter
+        self.window.before_step()  # a counted step ends: the window may get shorter, or lose its Python frames
+        if self.window.stackless and prof.with_stack:
+            prof.with_stack = False  # read when the profiler starts, in this prof.step() at the earliest
+            self.sampler = frame_sampler_for(True, self.sampler)  # the samples alone name the lines: unbiased ones
         self._warn(self.window.note())
         if self.dtypes.wants_shapes and not prof.record_shapes and self.config.get("record_shapes", "auto") in (None, "auto"):
             prof.record_shapes = True  # 16-bit parameters: read op inputs for dtype churn (from the warm-up on)
@@ -223,7 +228,8 @@ class Session:
         started = time.perf_counter()
         self._stage("attributing events to lines", 0.0)
         collector = Collector(self.user, self.agent_dir, max_events=int(self.config.get("max_events", MAX_EVENTS)), progress=self._walked,
-                              dtypes=self.dtypes if prof.record_shapes else None)  # dtypes need the ops' inputs
+                              dtypes=self.dtypes if prof.record_shapes else None,  # dtypes need the ops' inputs
+                              python_frames=bool(prof.with_stack))
         tree = prof.profiler.kineto_results.experimental_event_tree()
         # An adaptive window the script ended: its last "step" is what ran after the last step boundary, not a step.
         complete = len(self.window.durations_ms) if self.finishing and self.window.adaptive else None

@@ -15,7 +15,14 @@ the event-tree walk) costs time per profiler event, and a step with a Python
 loop per pixel makes ~100,000 of them.  So the Python calls of the last step
 before the profiler starts are counted (``sys.setprofile``, one step only) and,
 when ``active`` steps of that many would exceed ``max_events``, fewer steps are
-recorded (at least one).  Calls made while torch.compile compiles are not
+recorded (at least one).  Unless Python frames are asked for (``python_frames``
+``on``), a step too heavy for even ``MIN_ACTIVE`` of them to fit is recorded
+*without* Python frames instead (``stackless``): the window keeps its steps, the
+profiler records ops and ranges only, and the frame samples name the lines.  The
+frames are what makes such a step costly: torch's Python tracer slowed the
+per-pixel loop of bench/starvation_lab.py by half (64 against 43 ms a step),
+and each of its ~90,000 frame events a step is post-processed, walked and held
+in memory after the window.  Calls made while torch.compile compiles are not
 counted (``compiling``): a recompile in that step is not the step's volume.
 The schedule is otherwise torch's ``schedule(..., repeat=1)``.
 """
@@ -30,13 +37,19 @@ from torch.profiler import ProfilerAction
 
 from .step_stats import MAX_ACTIVE, MAX_RECORD_S, MIN_ACTIVE, TARGET_HALF_WIDTH, mean_half_width
 
+PYTHON_FRAMES = ("auto", "on", "off")  # record Python frames: when the event budget allows, always, never
+
 
 class Window:
     """``skip_first`` ignored steps, ``wait`` plain, ``warmup`` profiled and discarded, ``active`` recorded; once."""
 
     def __init__(self, skip_first: int, wait: int, warmup: int, active: Optional[int], max_events: int = 0,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter, python_frames: str = "auto") -> None:
+        if python_frames not in PYTHON_FRAMES:
+            raise ValueError(f"python_frames must be one of {', '.join(PYTHON_FRAMES)}, not {python_frames!r}")
         self.skip_first, self.wait, self.warmup = skip_first, wait, warmup
+        self.python_frames = python_frames
+        self.stackless = python_frames == "off"  # record without Python frames (lines from the frame samples)
         self.adaptive = active is None  # record until the mean step is known (see the module docstring)
         self.asked = self.active = MAX_ACTIVE if active is None else max(1, active)
         self.max_events = max_events  # 0: record every step asked for
@@ -70,7 +83,10 @@ class Window:
         self._counting = False
         self.events_per_step = self._count // 2  # a call and its return
         if self.max_events and self.events_per_step:
-            self.active = max(1, min(self.asked, self.max_events // self.events_per_step))
+            if self.python_frames == "auto" and self.events_per_step * MIN_ACTIVE > self.max_events:
+                self.stackless = True  # the steps stay; their Python frames go (see the module docstring)
+            elif not self.stackless:
+                self.active = max(1, min(self.asked, self.max_events // self.events_per_step))
 
     def recorded_step_ends(self, step: int, workers: Optional[int]) -> None:
         """Called at the end of step ``step`` (before ``prof.step()``): time it and, when the window is
@@ -138,11 +154,18 @@ class Window:
         if self.adaptive and not self.ended_by and self.durations_ms:
             self.ended_by = "steps" if self.active == self.asked else "events"  # the cap, or the event budget
         return {"adaptive": self.adaptive, "recorded": len(self.durations_ms), "ended_by": self.ended_by,
+                "python_frames": not self.stackless,
                 "half_width": None if self.half_width is None else round(self.half_width, 5),
                 "target_half_width": TARGET_HALF_WIDTH if self.adaptive else None}
 
     def note(self) -> Optional[str]:
-        """Why fewer steps were recorded than asked for (None if they were not)."""
+        """Why fewer steps were recorded than asked for, or why without Python frames (None: neither)."""
+        if self.stackless and self.python_frames == "auto" and self.events_per_step:
+            return (
+                f"each step makes about {self.events_per_step:,} Python calls, more than --max-events "
+                f"{self.max_events:,} allows for {MIN_ACTIVE} steps with Python frames: the window was recorded without "
+                f"them (ops and ranges only), and its lines come from frame samples (--python-frames on records them)"
+            )
         if self.active >= self.asked or self.adaptive:
             return None
         return (

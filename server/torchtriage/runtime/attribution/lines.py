@@ -41,6 +41,7 @@ from .shapes import shape_costs
 TOP_NAMES = 5
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "  # as agent/node_visit.py strips it from charge names
 UNSAMPLED = "line estimated: no frame sample fell in this function outside calls timed exactly"
+STACKLESS = "line from frame samples: the window was recorded without Python frames (--python-frames on records them)"
 WORKER_SAMPLED = "runs in DataLoader workers: time is the main thread's wait, split by where the workers were sampled"
 
 
@@ -100,6 +101,9 @@ class Attribution:
         self.allocs = read_records(raw.get("allocs", []), Alloc)
         interval = (raw.get("meta") or {}).get("sample_interval_s")
         self.resolver = LineResolver(read_samples(raw, "samples"), read_records(raw.get("roots", []), Root), interval)
+        # A window recorded without Python frames (agent/window.py): charges carry a root and no site, and the
+        # frame samples inside each root name its lines.
+        self.stackless = (((raw.get("meta") or {}).get("window") or {}).get("python_frames")) is False
         self.resolver.discount(*self._timed_by_site())
         self.root_us: dict[int, float] = collections.defaultdict(float)
         for charge in self.charges:
@@ -133,6 +137,9 @@ class Attribution:
         """A chain as alternatives of concrete (path, line, function) lists, with weights."""
         sites = [self.sites[i] for i in self.chains[chain_id]] if 0 <= chain_id < len(self.chains) else []
         if not sites:
+            if self.stackless and root >= 0:
+                frames, found = self.resolver.root_lines(root)
+                return [([frame], weight) for frame, weight in frames], found
             return [], True
         prefix = []
         sampled = True
@@ -162,8 +169,9 @@ class Attribution:
             alternatives, sampled = self.resolve(charge.chain, charge.root, self.root_us.get(charge.root, 0.0))
             if not sampled:
                 self.resolver.unresolved_us += us
+            detail = (STACKLESS if self.stackless else "") if sampled else UNSAMPLED
             for chain, weight in alternatives:
-                self.lines.add(chain, charge.category, charge.name, us * weight, charge.count, "cpu", "" if sampled else UNSAMPLED)
+                self.lines.add(chain, charge.category, charge.name, us * weight, charge.count, "cpu", detail)
                 self.op_lines[(charge.name, "cpu")][chain[-1]] += us * weight
         for kernel in self.gpu:
             alternatives, _ = self.resolve(kernel.chain, kernel.root)
@@ -376,4 +384,5 @@ def _window(raw: Any, steps: int) -> dict[str, Any] | None:
         "ended_by": str(raw.get("ended_by") or ""),
         "half_width": float(half) if isinstance(half, (int, float)) else None,
         "target_half_width": float(target) if isinstance(target, (int, float)) else None,
+        "python_frames": raw.get("python_frames") is not False,  # False: recorded without them, lines from frame samples
     }

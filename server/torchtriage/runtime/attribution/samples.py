@@ -16,6 +16,7 @@ from typing import Any, Iterable, NamedTuple, Optional
 from ..agent.wire import Root, Sample, Site, read_records
 
 Weights = list[tuple[int, float]]  # (line, weight) summing to 1
+FrameKey = tuple[str, int, str]  # (path, line, function)
 
 GAP_CAP = 10  # a sample stands for the time to its neighbours, at most this many sampling intervals
 # A line whose exact calls take at least this share of its sampled time has no own time
@@ -68,6 +69,8 @@ class LineResolver:
             self.sampled_us[(path, function)][line] += span
         self.keep: dict[tuple[str, str, int], float] = {}  # share of a line's samples the exact calls leave unexplained
         self.unresolved_us = 0.0
+        self.cap_ns = GAP_CAP * interval_ns
+        self._by_root: Optional[dict[int, dict[FrameKey, float]]] = None  # root -> lines of the samples innermost in it
 
     def discount(self, exact_us: dict[tuple[str, str, int], float], own_us: dict[tuple[str, str], float]) -> None:
         """Work out which part of each line's sampled time is the function's own.
@@ -120,6 +123,56 @@ class LineResolver:
             return [(site.line, 1.0)], False
         total = sum(mixed.values())
         return [(line, w / total) for line, w in sorted(mixed.items())], True
+
+
+    def root_lines(self, root: int) -> tuple[list[tuple[FrameKey, float]], bool]:
+        """Lines for work charged with no site to ``root`` (a window recorded without Python frames).
+
+        The samples whose innermost root is this one name the lines, each weighted by the time it
+        stands for; a root too short to hold a sample (most single ops) takes the line of the sample
+        nearest to it, if one was taken within ``GAP_CAP`` sampling intervals.  Whether a line was found."""
+        if self._by_root is None:
+            self._by_root = self._innermost_roots()
+        own = self._by_root.get(root)
+        if own:
+            total = sum(own.values())
+            return [(key, w / total) for key, w in sorted(own.items())], True
+        nearest = self._nearest(root)
+        return ([(nearest, 1.0)], True) if nearest is not None else ([], False)
+
+    def _innermost_roots(self) -> dict[int, dict[FrameKey, float]]:
+        """Each sample's innermost enclosing root (roots nest: a range, the ops inside it), by sweeping both in time order."""
+        order = sorted(range(len(self.roots)), key=lambda i: (self.roots[i].start_ns, -self.roots[i].end_ns))
+        found: dict[int, dict[FrameKey, float]] = collections.defaultdict(lambda: collections.defaultdict(float))
+        open_roots: list[int] = []
+        k = 0
+        for (time_ns, path, function, line), span in zip(self.samples, self.span_us):
+            while k < len(order) and self.roots[order[k]].start_ns <= time_ns:
+                open_roots.append(order[k])
+                k += 1
+            while open_roots and self.roots[open_roots[-1]].end_ns <= time_ns:
+                open_roots.pop()
+            if open_roots:
+                found[open_roots[-1]][(path, line, function)] += span
+        return found
+
+    def _nearest(self, root: int) -> Optional[FrameKey]:
+        """The line of the sample nearest to ``root``'s interval, within ``cap_ns`` of it."""
+        if not 0 <= root < len(self.roots) or not self.times:
+            return None
+        start, end = self.roots[root].start_ns, self.roots[root].end_ns
+        i = bisect.bisect_left(self.times, start)
+        candidates = [(start - self.times[i - 1], i - 1)] if i > 0 else []
+        j = bisect.bisect_left(self.times, end, lo=i)
+        if j < len(self.times):
+            candidates.append((self.times[j] - end, j))
+        if not candidates:
+            return None
+        gap, index = min(candidates)
+        if gap > self.cap_ns:
+            return None
+        _, path, function, line = self.samples[index]
+        return (path, line, function)
 
 
 def _spans(times: list[int], cap_ns: int) -> list[float]:

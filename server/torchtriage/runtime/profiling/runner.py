@@ -51,6 +51,7 @@ class RunOptions:
     sample_interval_ms: float = 1.0
     max_events: int = 300_000  # profiler events per run (fewer recorded steps when steps are heavy); 0: no limit
     record_shapes: str = "auto"  # operand shapes of matmuls/convolutions: "auto" (CUDA runs only), "on", "off"
+    python_frames: str = "auto"  # Python frames: "auto" (unless the event budget is too small for them), "on", "off"
     memory_snapshot: bool = False  # CUDA runs: the allocator's history over the window as memory_snapshot.pickle
     seed: Optional[int] = None  # seed Python, NumPy and torch before the script starts (fix --verify)
     record_losses: bool = False  # keep every backward pass's loss in agent.json's "losses" (fix --verify)
@@ -69,6 +70,7 @@ class RunOptions:
             "sample_interval_s": self.sample_interval_ms / 1000.0,
             "max_events": self.max_events,
             "record_shapes": {"on": True, "off": False}.get(self.record_shapes, "auto"),
+            "python_frames": self.python_frames,
             "memory_snapshot": self.memory_snapshot,
             "seed": self.seed,
             "record_losses": self.record_losses,

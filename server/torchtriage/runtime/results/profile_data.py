@@ -199,7 +199,7 @@ class ProfileData:
     memory_shape: MemoryShape | None = None
     gpu_gaps: list[GpuGap] = field(default_factory=list)
     # How the recorded window was sized (agent/window.py): {adaptive, recorded, ended_by, half_width,
-    # target_half_width}; None in profiles written before it.
+    # target_half_width, python_frames}; None in profiles written before it.
     window: dict[str, Any] | None = None
     # The folders whose code counted as the user's (runtime/profiling/user_roots.py, agent/usercode.py);
     # empty in profiles written before them.

@@ -1,0 +1,83 @@
+"""The timer-signal frame sampler (``agent/signal_sampler.py``): it sees where the main thread is, also in a loop
+that lets go of the GIL every few microseconds, where the sampling thread only ever sees the releasing line."""
+
+from __future__ import annotations
+
+import collections
+import signal
+import threading
+import time
+
+import pytest
+import torch
+
+from torchtriage.runtime.agent.sampler import FrameSampler
+from torchtriage.runtime.agent.signal_sampler import SignalSampler, frame_sampler_for
+
+HERE = __file__
+
+
+def _rows(sampler, seconds: float = 0.3) -> collections.Counter[str]:
+    """Run a per-element loop whose every row ends in torch.tensor (which releases the GIL) under ``sampler``."""
+    sampler.start()
+    try:
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            row = [0.5] * 32
+            for x in range(32):
+                row[x] = min(1.0, max(0.0, row[x] * 1.0001))  # ELEMENT
+            torch.tensor(row)  # RELEASE
+    finally:
+        sampler.stop()
+    source = open(HERE, encoding="utf-8").read().splitlines()
+    return collections.Counter(
+        "element" if "# ELEMENT" in source[line - 1] else "release" if "# RELEASE" in source[line - 1] else "other"
+        for _, _, function, line in sampler.samples if function == "_rows"
+    )
+
+
+def test_the_signal_samples_land_on_the_per_element_line() -> None:
+    counts = _rows(SignalSampler(lambda path: path == HERE))
+    assert sum(counts.values()) >= 50
+    assert counts["element"] > counts["release"]  # the element loop is most of each row's time
+
+
+def test_the_sampling_thread_sees_the_line_that_lets_go_of_the_gil() -> None:
+    # why the signal sampler exists: the same loop under the thread sampler
+    counts = _rows(FrameSampler(threading.get_ident(), lambda path: path == HERE))
+    assert counts["release"] > counts["element"]
+
+
+def test_the_timer_and_the_handler_are_given_back() -> None:
+    sampler = SignalSampler(lambda path: True)
+    assert SignalSampler.available()
+    sampler.start()
+    assert not SignalSampler.available() and signal.getitimer(signal.ITIMER_REAL)[1] > 0
+    sampler.stop()
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0) and signal.getsignal(signal.SIGALRM) == signal.SIG_DFL
+    assert SignalSampler.available()
+
+
+def test_a_timer_someone_else_holds_is_left_alone() -> None:
+    thread_sampler = FrameSampler(threading.get_ident(), lambda path: True)
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
+    try:
+        assert not SignalSampler.available()
+        assert frame_sampler_for(True, thread_sampler) is thread_sampler
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert isinstance(frame_sampler_for(True, thread_sampler), SignalSampler)
+    assert frame_sampler_for(False, thread_sampler) is thread_sampler
+
+
+def test_a_sleep_is_sampled_on_its_line_and_keeps_its_length() -> None:
+    sampler = SignalSampler(lambda path: path == HERE)
+    sampler.start()
+    began = time.perf_counter()
+    time.sleep(0.05)  # SLEEP: interrupted by the signal 50 times, restarted each time
+    slept = time.perf_counter() - began
+    sampler.stop()
+    assert slept == pytest.approx(0.05, abs=0.02)
+    lines = {line for _, _, _, line in sampler.samples}
+    source = open(HERE, encoding="utf-8").read().splitlines()
+    assert any("# SLEEP" in source[line - 1] for line in lines)

@@ -1,0 +1,91 @@
+"""Real runs recorded without Python frames (``--python-frames off``, or ``auto`` on steps too heavy for them):
+ops and ranges only, and the timer-signal frame samples name the lines.
+
+per_element_loader.py logs every sleep and every row of its per-element loop on the profiler's clock,
+so what each line really took in the recorded steps is known however loaded the machine is.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from run_support import DATA, agent_json, line_of, load_profile
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = "per_element_loader.py"
+SLEEP = line_of(SCRIPT, "time.sleep(SLEEP_S)")
+LOOP = (line_of(SCRIPT, "for x in range(SIZE):"), line_of(SCRIPT, "row[x] = min(1.0, max(0.0, row[x] * random.gauss(1.0, 0.05)))"))
+WINDOW = ["--skip-first", "1", "--wait", "1", "--warmup", "1", "--active", "8"]
+
+
+def _profile(tmp: Path, *options: str) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    run, log = tmp / "run", tmp / "times.log"
+    command = [sys.executable, "-m", "torchtriage", "profile", "--quiet", "--out", str(run), *WINDOW, *options,
+               str(DATA / SCRIPT), "--", str(log)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=tmp)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc, run, log
+
+
+def _logged_ms_per_step(run: Path, log: Path, kind: str) -> float:
+    steps = agent_json(run)["steps"]
+    start, end = steps[0][1], steps[-1][2]
+    total = 0
+    for entry in log.read_text().splitlines():
+        name, a, b = entry.split()
+        if name == kind:
+            total += max(0, min(int(b), end) - max(int(a), start))
+    return total / 1e6 / len(steps)
+
+
+def _lines_ms(run: Path, lines: tuple[int, ...]) -> float:
+    profile = load_profile(run)
+    return sum(c.self_us for c in profile.lines if c.path.endswith(SCRIPT) and c.line in lines) / len(profile.steps) / 1000
+
+
+@pytest.fixture(scope="module")
+def frames_off(tmp_path_factory: pytest.TempPathFactory):
+    return _profile(tmp_path_factory.mktemp("frames_off"), "--python-frames", "off")
+
+
+def test_the_window_has_no_python_frames_and_says_so(frames_off) -> None:
+    _, run, _ = frames_off
+    raw = agent_json(run)
+    assert raw["meta"]["window"]["python_frames"] is False
+    assert all(site[0] != "scope" for site in raw["sites"])  # no Python call event made a site
+    profile = load_profile(run)
+    assert profile.window is not None and profile.window["python_frames"] is False
+    assert len(profile.steps) == 8
+    hot = [c for c in profile.lines if c.path.endswith(SCRIPT) and c.line == SLEEP]
+    assert hot and all("frame samples" in c.detail for c in hot)
+
+
+def test_the_sleep_and_the_per_element_loop_are_charged_what_they_took(frames_off) -> None:
+    _, run, log = frames_off
+    slept, looped = _logged_ms_per_step(run, log, "sleep"), _logged_ms_per_step(run, log, "loop")
+    assert slept > 0 and looped > 0
+    assert _lines_ms(run, (SLEEP,)) == pytest.approx(slept, rel=0.25)
+    # the loop's own lines, not the torch.tensor(row) after it where a sampling thread would have put it
+    assert 0.5 * looped <= _lines_ms(run, LOOP) <= 1.6 * looped
+    assert _lines_ms(run, LOOP) > _lines_ms(run, (line_of(SCRIPT, "rows.append(torch.tensor(row))"),))
+
+
+def test_the_verdict_is_data_loading(frames_off) -> None:
+    profile = load_profile(frames_off[1])
+    total = sum(profile.category_us.values())
+    assert profile.category_us["data_loading"] > 0.8 * total
+
+
+def test_a_step_too_heavy_for_its_frames_is_recorded_without_them(tmp_path: Path) -> None:
+    # a step makes about 20,000 Python calls: 5 of them do not fit in 40,000 events, its ~1,300 ops do
+    proc, run, _ = _profile(tmp_path, "--max-events", "40000")
+    raw = agent_json(run)
+    assert raw["meta"]["window"]["python_frames"] is False
+    assert raw["meta"]["events_per_plain_step"] * 5 > 40_000 and raw["meta"]["events"] < 40_000
+    assert any("recorded without them" in w for w in raw["warnings"])
+    assert len(raw["steps"]) == 8  # the steps stay
+    assert "recorded without them" in " ".join(proc.stderr.split())  # (wrapped to the terminal)
