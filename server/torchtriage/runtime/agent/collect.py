@@ -55,9 +55,11 @@ class Collector(NodeVisitor):
 
     def __init__(self, user: UserCode, agent_dir: str, max_events: int = 0,
                  progress: Optional[Callable[[float], None]] = None, dtypes: Optional[DtypeRecorder] = None,
-                 python_frames: bool = True) -> None:
+                 python_frames: bool = True, sample_interval_s: float = 0.001) -> None:
         super().__init__(user, agent_dir, dtypes)
-        self.stackless = not python_frames  # a tree of ops and ranges only: see ``NodeVisitor._range``
+        self.stackless = not python_frames  # a tree of ops and ranges only (see ``node_visit``)
+        self.sample_ns = max(1, int(sample_interval_s * 1e9))
+        self._slot_roots: Dict[int, int] = {}  # sampling interval -> the point root its short ops share
         self.max_events = max_events  # 0: no limit
         self.progress = progress  # called with the fraction of the window walked so far
 

@@ -40,6 +40,7 @@ class NodeVisitor(DeviceEvents):
     """Python calls, C calls and ops: sites, contexts and per-category charges."""
 
     stackless = False  # the window was recorded without Python frames (set by ``Collector``)
+    sample_ns = 1_000_000  # the frame sampling interval (``Collector``): shorter ops share a point root per interval
 
     def _visit(self, item: Item, state: NodeState) -> Optional[Tuple[NodeState, List[Item]]]:
         """Charge one node; returns what its children get and the children (None: do not descend)."""
@@ -162,8 +163,7 @@ class NodeVisitor(DeviceEvents):
             root = len(self.roots)
             self.roots.append(Root(start, end))
         elif self.stackless and not state.in_op:  # an outermost op: the samples inside (or nearest) name its line
-            root = len(self.roots)
-            self.roots.append(Root(start, end))
+            root = self._op_root(start, end)
         if not state.in_op and main:
             self.ops += 1
         seq = fields.sequence_number
@@ -190,6 +190,20 @@ class NodeVisitor(DeviceEvents):
         if self.dtypes is not None:
             self.dtypes.op(fields, name, state.in_op, ctx, self._step_of(start), end - start, lambda c=chain: self._chain(c), root)
         return name, chain, root, ctx, backward, shape
+
+    def _op_root(self, start: int, end: int) -> int:
+        """The root of an outermost op in a window without Python frames: its own when it is long enough to hold a
+        sample, else the point root of its sampling interval (see the module docstring)."""
+        if end - start >= self.sample_ns:
+            self.roots.append(Root(start, end))
+            return len(self.roots) - 1
+        slot = (start + end) // 2 // self.sample_ns
+        root = self._slot_roots.get(slot)
+        if root is None:
+            middle = slot * self.sample_ns + self.sample_ns // 2
+            root = self._slot_roots[slot] = len(self.roots)
+            self.roots.append(Root(middle, middle))
+        return root
 
     def _leaves(self, leaves: List[Tuple[Any, int, int]], chain: Tuple[int, ...], root: int, ctx: str, frame: Frame,
                 main: bool) -> None:

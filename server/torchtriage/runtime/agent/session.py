@@ -229,7 +229,7 @@ class Session:
         self._stage("attributing events to lines", 0.0)
         collector = Collector(self.user, self.agent_dir, max_events=int(self.config.get("max_events", MAX_EVENTS)), progress=self._walked,
                               dtypes=self.dtypes if prof.record_shapes else None,  # dtypes need the ops' inputs
-                              python_frames=bool(prof.with_stack))
+                              python_frames=bool(prof.with_stack), sample_interval_s=self.sampler.interval_s)
         tree = prof.profiler.kineto_results.experimental_event_tree()
         # An adaptive window the script ended: its last "step" is what ran after the last step boundary, not a step.
         complete = len(self.window.durations_ms) if self.finishing and self.window.adaptive else None

@@ -124,7 +124,6 @@ class LineResolver:
         total = sum(mixed.values())
         return [(line, w / total) for line, w in sorted(mixed.items())], True
 
-
     def root_lines(self, root: int) -> tuple[list[tuple[FrameKey, float]], bool]:
         """Lines for work charged with no site to ``root`` (a window recorded without Python frames).
 
