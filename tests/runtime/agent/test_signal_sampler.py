@@ -83,3 +83,18 @@ def test_a_sleep_is_sampled_on_its_line_and_keeps_its_length() -> None:
     lines = {line for _, _, _, line in sampler.samples}
     source = open(HERE, encoding="utf-8").read().splitlines()
     assert any("# SLEEP" in source[line - 1] for line in lines)
+
+
+def test_a_script_that_takes_the_signal_over_keeps_it() -> None:
+    sampler = SignalSampler(lambda path: True)
+    sampler.start()
+    fired = []
+    signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))  # the script's own alarm
+    signal.setitimer(signal.ITIMER_REAL, 0.01)
+    try:
+        sampler.stop()
+        time.sleep(0.05)
+        assert fired == [signal.SIGALRM]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)

@@ -42,6 +42,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from .dtypes import DtypeRecorder
 from .event_tree import TORCH_OP, USER_SCOPE, EventType, Item, NodeState
 from .node_visit import NodeVisitor
+from .sampled_lines import OpSpan, RangeSpan, sampled_charges
 from .usercode import UserCode
 from .wire import Charge, Collective, Site
 
@@ -60,6 +61,8 @@ class Collector(NodeVisitor):
         self.stackless = not python_frames  # a tree of ops and ranges only (see ``node_visit``)
         self.sample_ns = max(1, int(sample_interval_s * 1e9))
         self._slot_roots: Dict[int, int] = {}  # sampling interval -> the point root its short ops share
+        self.op_spans: List[OpSpan] = []  # without frames: the stepping thread's outermost ops, for the samples
+        self.range_spans: List[RangeSpan] = []  # ... and its record_function ranges (``sampled_lines``)
         self.max_events = max_events  # 0: no limit
         self.progress = progress  # called with the fraction of the window walked so far
 
@@ -112,6 +115,13 @@ class Collector(NodeVisitor):
         for node in self._orphans:
             self._gpu_activity(node, None)
         self._count_compiling()
+
+    def sampled_charges(self, samples: List[Tuple[int, str, str, int]]) -> List[Charge]:
+        """A window without Python frames: line charges from the frame samples (``sampled_lines``); else none."""
+        if not self.stackless:
+            return []
+        return sampled_charges(samples, self.steps, self.op_spans, self.range_spans, self.sample_ns,
+                               lambda filename, line, function: self._chain((self._site("line", filename, line, function),)))
 
     def result(self) -> Dict[str, Any]:
         """The records for agent.json (types in ``wire``; each serialises as a JSON array)."""

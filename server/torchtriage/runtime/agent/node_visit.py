@@ -13,8 +13,13 @@ no Python node to carry a site: there every ``record_function`` range
 (``ProfilerStep#N``, the DataLoader's ``enumerate(DataLoader)#...``,
 ``Optimizer.step#...``) is walked into, its own time (the Python it ran between
 ops) is charged to its context, and each range and each outermost op under one
-is a root of its own, with an empty chain: the host names the lines from the
-frame samples taken inside it (``attribution.samples``).
+is a root, with an empty chain.  An op shorter than the sampling interval holds
+no sample: such ops share one point root per interval (so the roots grow with
+the window's length, not with its ops).  The host places what only a root can
+say (an op's heaviest line, a sync, a kernel) by the frame samples inside or
+nearest it (``attribution.samples``); the lines' time comes from the samples
+themselves (``sampled_lines``), with the stepping thread's outermost ops and
+ranges kept here for it (``op_spans``, ``range_spans``).
 """
 
 from __future__ import annotations
@@ -39,7 +44,9 @@ RANGE_OWN = "(Python between ops)"  # the charge name of a range's own time in a
 class NodeVisitor(DeviceEvents):
     """Python calls, C calls and ops: sites, contexts and per-category charges."""
 
-    stackless = False  # the window was recorded without Python frames (set by ``Collector``)
+    stackless = False  # the window was recorded without Python frames (set by ``Collector``, with the lists below)
+    op_spans: List[Tuple[int, int, str, str]]
+    range_spans: List[Tuple[int, int, str]]
     sample_ns = 1_000_000  # the frame sampling interval (``Collector``): shorter ops share a point root per interval
 
     def _visit(self, item: Item, state: NodeState) -> Optional[Tuple[NodeState, List[Item]]]:
@@ -126,6 +133,11 @@ class NodeVisitor(DeviceEvents):
         if ctx == "compile" and state.ctx != "compile":
             self._compile_spans.append((start, end))
         category = ctx or own_category or _own_category(tag, child_ops, backward)
+        if self.stackless and main and tag == TORCH_OP:  # what the stepping thread ran, for its frame samples
+            if own_category:
+                self.range_spans.append((start, end, category))
+            elif not state.in_op:
+                self.op_spans.append((start, end, category, name))
         charge_chain, charge_root = chain, root
         if scope >= 0:  # the user function's own bytecode time: line from samples
             charge_chain = chain + (scope,)

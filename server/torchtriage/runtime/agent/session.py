@@ -249,7 +249,9 @@ class Session:
                 f"({collector.steps_recorded - len(collector.steps)} dropped; --max-events raises the limit)"
             )
             self.meta["steps_dropped"] = collector.steps_recorded - len(collector.steps)
+        sampled = collector.sampled_charges(self.sampler.samples)  # (before ``result``: their lines join its sites)
         self.raw = collector.result()
+        self.raw["sampled_charges"] = sampled
         self.raw["dtype_events"] = self.dtypes.records(len(collector.steps))
         self.raw.update(resource_records(tree, collector, self.user, self.optimizers, self.device))
         strings: Dict[str, int] = {}

@@ -63,6 +63,8 @@ class SignalSampler:
         if not self._running:
             return
         self._running = False
+        if signal.getsignal(signal.SIGALRM) != self._on_signal:
+            return  # the script took the signal over meanwhile: its handler and timer stay
         signal.setitimer(signal.ITIMER_REAL, 0.0)
         signal.signal(signal.SIGALRM, self._previous if self._previous is not None else signal.SIG_DFL)
 

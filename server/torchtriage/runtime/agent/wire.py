@@ -276,6 +276,7 @@ RECORDS: Dict[str, Type[Any]] = {
     "steps": Step,
     "sites": Site,
     "charges": Charge,
+    "sampled_charges": Charge,  # a window without Python frames: line time from the frame samples (agent/sampled_lines.py)
     "roots": Root,
     "allocs": Alloc,
     "syncs": Sync,

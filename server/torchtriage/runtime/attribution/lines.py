@@ -104,6 +104,8 @@ class Attribution:
         # A window recorded without Python frames (agent/window.py): charges carry a root and no site, and the
         # frame samples inside each root name its lines.
         self.stackless = (((raw.get("meta") or {}).get("window") or {}).get("python_frames")) is False
+        # ... and its lines' time from the samples themselves (agent/sampled_lines.py), when it has them
+        self.sampled = read_records(raw.get("sampled_charges", []), Charge) if self.stackless else []
         self.resolver.discount(*self._timed_by_site())
         self.root_us: dict[int, float] = collections.defaultdict(float)
         for charge in self.charges:
@@ -166,6 +168,8 @@ class Attribution:
                 self.step_category_us[charge.step][charge.category] += us
                 if "::" in charge.name:
                     self.ops_by_category[charge.category] += charge.count
+            if self.sampled:
+                continue  # its lines come from the samples (below)
             alternatives, sampled = self.resolve(charge.chain, charge.root, self.root_us.get(charge.root, 0.0))
             if not sampled:
                 self.resolver.unresolved_us += us
@@ -173,6 +177,12 @@ class Attribution:
             for chain, weight in alternatives:
                 self.lines.add(chain, charge.category, charge.name, us * weight, charge.count, "cpu", detail)
                 self.op_lines[(charge.name, "cpu")][chain[-1]] += us * weight
+        for charge in self.sampled:
+            if charge.category in ("profiler", "compile"):
+                continue
+            for chain, _ in self.resolve(charge.chain, -1)[0]:
+                self.lines.add(chain, charge.category, charge.name, charge.ns / 1000.0, charge.count, "cpu", STACKLESS)
+                self.op_lines[(charge.name, "cpu")][chain[-1]] += charge.ns / 1000.0
         for kernel in self.gpu:
             alternatives, _ = self.resolve(kernel.chain, kernel.root)
             for chain, weight in alternatives:
