@@ -1,7 +1,7 @@
 """Loader-bound loop whose Dataset sleeps and then runs a per-element Python loop that lets go of the GIL every row.
 
-argv[1] = a file that gets one "kind start_ns end_ns" line per sleep ("sleep") and per
-row of the per-element loop ("loop"), on time.time_ns (the profiler's clock), so a test
+argv[1] = a file that gets one "kind start_ns end_ns" line per sleep ("sleep"), per row of
+the per-element loop ("loop") and per tensor made of a row ("tensor"), on time.time_ns (the profiler's clock), so a test
 can compare what each line is charged with the time it really took in the recorded steps.
 Each row ends in ``torch.tensor(row)``, which releases the GIL: a sampling thread only
 ever gets the GIL there, so it would put the loop's time on that line.
@@ -35,7 +35,9 @@ class Jittered(Dataset):
                 for x in range(SIZE):
                     row[x] = min(1.0, max(0.0, row[x] * random.gauss(1.0, 0.05)))
                 self.log.write(f"loop {began} {time.time_ns()}\n")
+                began = time.time_ns()
                 rows.append(torch.tensor(row))
+                self.log.write(f"tensor {began} {time.time_ns()}\n")
         return torch.stack(rows).flatten()[:16], index % 2
 
 
