@@ -189,10 +189,9 @@ class NodeVisitor(DeviceEvents):
             self._anchors[seq] = (chain, root)
         if name in SHAPE_OPS and shape < 0 and self._step_of(start) >= 0:
             shape = self.shapes.enter(name, fields, self._chain(chain), root, end - start)
-        if name.startswith("enumerate(DataLoader)") and ctx in ("", "optimizer"):
-            ctx = "data_loading"
-        elif ctx in ("", "optimizer") and is_collective(name):
-            ctx = "communication"
+        named = _named_context(name, ctx)
+        if named != ctx:
+            ctx = named
         elif name == COMPILE_OP or name.endswith("(dynamo_timed)"):
             ctx = "compile"
         sync = SYNC_OPS.get(name)
@@ -311,14 +310,18 @@ def _own_category(tag: int, child_ops: bool, backward: bool) -> str:
     return "compute" if tag == TORCH_OP else "python_overhead"
 
 
-def _range_context(name: str, ctx: str) -> str:
-    """The context a ``record_function`` range sets for what runs inside it (a window without Python frames)."""
+def _named_context(name: str, ctx: str) -> str:
+    """The context an op's or a range's name sets for what runs inside it: the DataLoader's range, a collective."""
     if ctx not in ("", "optimizer"):
         return ctx
     if name.startswith("enumerate(DataLoader)"):
         return "data_loading"
-    if name.startswith("Optimizer.") and not ctx:
+    return "communication" if is_collective(name) else ctx
+
+
+def _range_context(name: str, ctx: str) -> str:
+    """The context a ``record_function`` range sets (a window without Python frames): also the optimizer's."""
+    named = _named_context(name, ctx)
+    if named == ctx and not ctx and name.startswith("Optimizer."):
         return "optimizer"
-    if is_collective(name):
-        return "communication"
-    return ctx
+    return named
