@@ -64,16 +64,23 @@ class FrameSampler:
             time.sleep(self.interval_s)
 
     def sample_once(self) -> None:
-        frame = sys._current_frames().get(self.thread_id)
-        now = time.time_ns()
-        while frame is not None:
-            code = frame.f_code
-            if code is self.boundary:
-                return
-            user = self._user_code.get(code)
-            if user is None:
-                user = self._user_code[code] = self.is_user(code.co_filename)
-            if user:
-                self.samples.append((now, code.co_filename, code.co_name, frame.f_lineno or 0))
-                return
-            frame = frame.f_back
+        sample = user_sample(sys._current_frames().get(self.thread_id), time.time_ns(), self.is_user, self._user_code, self.boundary)
+        if sample is not None:
+            self.samples.append(sample)
+
+
+def user_sample(frame: Any, now: int, is_user: Callable[[str], bool], known: Dict[object, bool],
+                boundary: Any = None) -> Optional[Sample]:
+    """The sample of ``frame``'s innermost user frame at ``now`` (None: no user frame below ``boundary``).
+    ``known``: code object -> whether it is user code, filled in as frames are met."""
+    while frame is not None:
+        code = frame.f_code
+        if code is boundary:
+            return None
+        user = known.get(code)
+        if user is None:
+            user = known[code] = is_user(code.co_filename)
+        if user:
+            return (now, code.co_filename, code.co_name, frame.f_lineno or 0)
+        frame = frame.f_back
+    return None

@@ -27,7 +27,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from .sampler import Sample
+from .sampler import Sample, user_sample
 
 
 class SignalSampler:
@@ -69,16 +69,9 @@ class SignalSampler:
         signal.signal(signal.SIGALRM, self._previous if self._previous is not None else signal.SIG_DFL)
 
     def _on_signal(self, signum: int, frame: Optional[Any]) -> None:
-        now = time.time_ns()
-        while frame is not None:
-            code = frame.f_code
-            user = self._user_code.get(code)
-            if user is None:
-                user = self._user_code[code] = self.is_user(code.co_filename)
-            if user:
-                self.samples.append((now, code.co_filename, code.co_name, frame.f_lineno or 0))
-                return
-            frame = frame.f_back
+        sample = user_sample(frame, time.time_ns(), self.is_user, self._user_code)
+        if sample is not None:
+            self.samples.append(sample)
 
 
 def frame_sampler_for(stackless: bool, thread_sampler: Any) -> Any:
