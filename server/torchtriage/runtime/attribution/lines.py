@@ -101,10 +101,10 @@ class Attribution:
         self.allocs = read_records(raw.get("allocs", []), Alloc)
         interval = (raw.get("meta") or {}).get("sample_interval_s")
         self.resolver = LineResolver(read_samples(raw, "samples"), read_records(raw.get("roots", []), Root), interval)
-        # A window recorded without Python frames (agent/window.py): charges carry a root and no site, and the
-        # frame samples inside each root name its lines.
+        # A window recorded without Python frames (agent/window.py): its records carry a root and no site (the
+        # frame samples inside or nearest the root name a sync's, a kernel's or an op's line) ...
         self.stackless = (((raw.get("meta") or {}).get("window") or {}).get("python_frames")) is False
-        # ... and its lines' time from the samples themselves (agent/sampled_lines.py), when it has them
+        # ... and its lines' time comes from the samples themselves (agent/sampled_lines.py), when it has them
         self.sampled = read_records(raw.get("sampled_charges", []), Charge) if self.stackless else []
         self.resolver.discount(*self._timed_by_site())
         self.root_us: dict[int, float] = collections.defaultdict(float)
