@@ -25,6 +25,8 @@ VALUES = {
     "Charge": (1, 3, "compute", "aten::mm", -1, True, 5_000, 2),
     "Root": (1_500, 1_600),
     "Alloc": (2, 4, 0, 1_700, 4096, 8192, 140_000, "cpu"),
+    "AllocStep": ("cuda", 3, 1_048_576, 524_288),
+    "AllocSite": ("cpu", 4, -1, 65_536),
     "Sync": (3, 5, -1, "item", "aten::_local_scalar_dense", 900),
     "GpuActivity": (4, 6, 1, "ampere_sgemm", 1_800, 300),
     "Sample": (1_900, 3, 4, 33),  # file and function: indexes into agent.json's strings

@@ -39,6 +39,7 @@ from __future__ import annotations
 import bisect
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .alloc_summary import summarize_allocs
 from .dtypes import DtypeRecorder
 from .event_tree import TORCH_OP, USER_SCOPE, EventType, Item, NodeState
 from .node_visit import NodeVisitor
@@ -127,13 +128,17 @@ class Collector(NodeVisitor):
         """The records for agent.json (types in ``wire``; each serialises as a JSON array)."""
         sites = sorted(self.sites.items(), key=lambda kv: kv[1])
         chains = sorted(self.chains.items(), key=lambda kv: kv[1])
+        allocs, alloc_steps, alloc_sites, cut = summarize_allocs(self.allocs, self.steps)
         return {
             "steps": self.steps,
             "sites": [Site(*key) for key, _ in sites],
             "chains": [list(key) for key, _ in chains],
             "charges": [Charge(s, c, cat, name, root, main, v[0], v[1]) for (s, c, cat, name, root, main), v in self.charges.items()],
             "roots": self.roots,
-            "allocs": self.allocs,
+            "allocs": allocs,
+            "alloc_steps": alloc_steps,
+            "alloc_sites": alloc_sites,
+            "allocs_cut_ns": cut,  # None: every allocation is listed
             "syncs": self.syncs,
             "gpu": self.gpu,
             "top_level_ops": self.ops,

@@ -81,6 +81,24 @@ class Alloc(NamedTuple):
     device: str  # "cpu" | "cuda" | ...
 
 
+class AllocStep(NamedTuple):
+    """The allocator's total in one step before the last (``alloc_summary``): its peak and where it ended."""
+
+    device: str
+    step: int
+    peak_bytes: int
+    end_bytes: int
+
+
+class AllocSite(NamedTuple):
+    """Bytes allocated by one (chain, root) before the last step (``alloc_summary``)."""
+
+    device: str
+    chain: int
+    root: int
+    bytes: int
+
+
 class Sync(NamedTuple):
     """One host-device synchronisation (``.item()``, ``cudaStreamSynchronize``...)."""
 
@@ -268,7 +286,7 @@ class DeviceFacts(NamedTuple):
     alloc_conf: str
 
 
-Record = TypeVar("Record", Step, Site, Charge, Root, Alloc, Sync, GpuActivity, Sample, OpStat, Collective, Compile, GraphBreak,
+Record = TypeVar("Record", Step, Site, Charge, Root, Alloc, AllocStep, AllocSite, Sync, GpuActivity, Sample, OpStat, Collective, Compile, GraphBreak,
                  DtypeEvent, ShapeStat, Held, OptimizerInfo, Gap, DeviceFacts)
 
 # agent.json key -> record type
@@ -279,6 +297,8 @@ RECORDS: Dict[str, Type[Any]] = {
     "sampled_charges": Charge,  # a window without Python frames: line time from the frame samples (agent/sampled_lines.py)
     "roots": Root,
     "allocs": Alloc,
+    "alloc_steps": AllocStep,  # with "allocs_cut_ns": the allocations before the last step, summed (agent/alloc_summary.py)
+    "alloc_sites": AllocSite,
     "syncs": Sync,
     "gpu": GpuActivity,
     "samples": Sample,

@@ -17,7 +17,7 @@ import collections
 import os
 from typing import Any, Optional
 
-from ..agent.wire import WIRE_VERSION, Alloc, Charge, GpuActivity, OpStat, Root, Site, Step, Sync, is_gpu_annotation, read_records
+from ..agent.wire import WIRE_VERSION, Alloc, AllocSite, AllocStep, Charge, GpuActivity, OpStat, Root, Site, Step, Sync, is_gpu_annotation, read_records
 from ..results.profile_data import (
     CATEGORIES,
     LineCost,
@@ -247,7 +247,23 @@ class Attribution:
         steps: dict[int, MemoryStep] = {}
         allocated: dict[tuple[str, int], int] = collections.defaultdict(int)
         live: dict[int, tuple[tuple[str, int], int]] = {}
+        cut = self.raw.get("allocs_cut_ns")  # before it the agent summed the allocations (agent/alloc_summary.py)
+        if cut is not None:
+            for row in read_records(self.raw.get("alloc_steps", []), AllocStep):
+                if row.device == device:
+                    steps[row.step] = MemoryStep(step=row.step, peak_bytes=row.peak_bytes, end_bytes=row.end_bytes)
+            for site in read_records(self.raw.get("alloc_sites", []), AllocSite):
+                alternatives, _ = self.resolve(site.chain, site.root) if site.device == device else ([], True)
+                if alternatives:
+                    path, line, _ = max(alternatives, key=lambda a: a[1])[0][-1]
+                    allocated[(path, line)] += site.bytes
         for alloc in allocs:
+            if cut is not None and alloc.time_ns < cut:  # a block allocated before the cut, live at it
+                alternatives, _ = self.resolve(alloc.chain, alloc.root)
+                if alternatives:
+                    path, line, _ = max(alternatives, key=lambda a: a[1])[0][-1]
+                    live[alloc.ptr] = ((path, line), alloc.size)
+                continue
             step, total = alloc.step, alloc.total_allocated
             if step >= 0:
                 entry = steps.setdefault(step, MemoryStep(step=step, peak_bytes=total, end_bytes=total))

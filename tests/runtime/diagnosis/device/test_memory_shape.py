@@ -9,10 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import random
+
 import jsonschema
 import pytest
 
-from torchtriage.runtime.agent.wire import WIRE_VERSION, Alloc, Charge, DeviceFacts, Held, OptimizerInfo, Site, Step
+from torchtriage.runtime.agent.alloc_summary import summarize_allocs
+from torchtriage.runtime.agent.wire import WIRE_VERSION, Alloc, Charge, DeviceFacts, Held, OptimizerInfo, Site, Step, read_records
 from torchtriage.runtime.attribution.lines import build_profile
 from torchtriage.runtime.diagnosis.bottleneck import diagnose
 from torchtriage.runtime.report.html import render_html
@@ -132,3 +135,54 @@ def test_profiles_written_before_the_memory_shape_still_load(tmp_path: Path) -> 
     assert old.memory_shape is None and diagnose(old).runtime_findings == [f for f in diagnose(old).runtime_findings if f.code < "TTR6"]
     again = type(profile).from_json(json.loads(json.dumps(profile.to_json())))
     assert again.memory_shape == profile.memory_shape and again.device_facts == profile.device_facts
+
+
+# -- the allocator's events summed before the last step (agent/alloc_summary.py): the same memory is read --------------
+
+def _summarized(raw: dict) -> dict:
+    allocs, steps, sites, cut = summarize_allocs(read_records(raw["allocs"], Alloc), read_records(raw["steps"], Step))
+    return json.loads(json.dumps(dict(raw, allocs=allocs, alloc_steps=steps, alloc_sites=sites, allocs_cut_ns=cut)))
+
+
+def _memory(raw: dict):
+    profile = build_profile(raw)
+    return profile.memory_steps, profile.memory_lines, profile.memory_shape
+
+
+def test_the_hand_written_run_reads_the_same_from_the_summary(tmp_path: Path) -> None:
+    raw = agent_json(tmp_path)
+    summarized = _summarized(raw)
+    assert summarized["allocs_cut_ns"] == 10 * MS and summarized["alloc_steps"] and summarized["alloc_sites"]
+    assert _memory(summarized) == _memory(raw)
+
+
+def test_a_long_window_keeps_one_steps_events_and_reads_the_same(tmp_path: Path) -> None:
+    raw = agent_json(tmp_path, device="cpu", held=False)
+    rng = random.Random(7)
+    steps, allocs, total, live = [], [], 0, []
+    for step in range(30):  # 30 steps of 200 allocator events, some blocks kept across steps
+        start = step * 10 * MS
+        steps.append(Step(step, start, start + 10 * MS))
+        for i in range(200):
+            t = start + 1000 + i * 40_000
+            if live and rng.random() < 0.5:
+                ptr, size = live.pop(rng.randrange(len(live)))
+                total -= size
+                allocs.append(Alloc(step, rng.randrange(2), -1, t, -size, total, ptr, "cpu"))
+            else:
+                size = rng.randrange(1, 10_000)
+                ptr = 0x10000 + len(allocs)
+                total += size
+                live.append((ptr, size))
+                allocs.append(Alloc(step, rng.randrange(2), -1, t, size, total, ptr, "cpu"))
+    raw = json.loads(json.dumps(dict(raw, steps=steps, allocs=allocs)))
+    summarized = _summarized(raw)
+    assert len(summarized["allocs"]) <= 200 + len(live) + 200  # the last step's events and the blocks live at its start
+    assert len(json.dumps(summarized)) < len(json.dumps(raw)) / 5
+    assert _memory(summarized) == _memory(raw)
+
+
+def test_a_single_step_keeps_its_events(tmp_path: Path) -> None:
+    raw = agent_json(tmp_path)
+    allocs = read_records(raw["allocs"], Alloc)
+    assert summarize_allocs(allocs, [Step(0, 0, 20 * MS)]) == (allocs, [], [], None)
