@@ -98,3 +98,13 @@ def test_a_script_that_takes_the_signal_over_keeps_it() -> None:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0.0)
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+
+def test_stopped_from_another_thread_the_timer_stops() -> None:
+    sampler = SignalSampler(lambda path: True)
+    sampler.start()
+    stopper = threading.Thread(target=sampler.stop)
+    stopper.start()
+    stopper.join()
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0) and not sampler.running
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)

@@ -22,7 +22,6 @@ with no timer.  Timestamps use ``time.time_ns()``, the clock of the profiler's e
 from __future__ import annotations
 
 import signal
-import sys
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -66,7 +65,8 @@ class SignalSampler:
         if signal.getsignal(signal.SIGALRM) != self._on_signal:
             return  # the script took the signal over meanwhile: its handler and timer stay
         signal.setitimer(signal.ITIMER_REAL, 0.0)
-        signal.signal(signal.SIGALRM, self._previous if self._previous is not None else signal.SIG_DFL)
+        if threading.current_thread() is threading.main_thread():  # (only the main thread may set a handler)
+            signal.signal(signal.SIGALRM, self._previous if self._previous is not None else signal.SIG_DFL)
 
     def _on_signal(self, signum: int, frame: Optional[Any]) -> None:
         sample = user_sample(frame, time.time_ns(), self.is_user, self._user_code)
@@ -76,6 +76,6 @@ class SignalSampler:
 
 def frame_sampler_for(stackless: bool, thread_sampler: Any) -> Any:
     """The sampler a window needs: the signal's when it has no Python frames and the timer is free, else ``thread_sampler``."""
-    if stackless and SignalSampler.available() and sys.platform != "win32":
+    if stackless and SignalSampler.available():
         return SignalSampler(thread_sampler.is_user, thread_sampler.interval_s)
     return thread_sampler
