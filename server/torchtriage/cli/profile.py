@@ -52,7 +52,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--python-frames", choices=("auto", "on", "off"), default="auto",
-        help="record Python frames (exact call lines); auto: unless 5 steps of them would pass --max-events, "
+        help="record Python frames (exact call lines); auto: unless 5 steps of them (or all of a shorter --active) "
+        "would pass --max-events, "
         "when the window is recorded without them and frame samples name the lines (cheaper, and no tracer slowing "
         "the Python it measures)",
     )

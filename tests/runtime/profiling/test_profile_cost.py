@@ -106,6 +106,11 @@ def test_a_budget_that_holds_the_shortest_window_keeps_the_frames_and_shortens_i
     assert not window.stackless and window.active == 6 and "recording 6 of the 10 steps" in (window.note() or "")
 
 
+def test_a_short_fixed_window_that_fits_keeps_its_frames() -> None:
+    window = _counted_window(1_000, max_events=3_000, active=2)  # 2 steps of 1,000 calls fit in 3,000
+    assert not window.stackless and window.active == 2 and window.note() is None
+
+
 def test_python_frames_off_records_without_them_from_the_start() -> None:
     window = Window(skip_first=0, wait=1, warmup=1, active=5, python_frames="off")
     assert window.stackless and window.note() is None

@@ -16,7 +16,8 @@ loop per pixel makes ~100,000 of them.  So the Python calls of the last step
 before the profiler starts are counted (``sys.setprofile``, one step only) and,
 when ``active`` steps of that many would exceed ``max_events``, fewer steps are
 recorded (at least one).  Unless Python frames are asked for (``python_frames``
-``on``), a step too heavy for even ``MIN_ACTIVE`` of them to fit is recorded
+``on``), a step too heavy for even ``MIN_ACTIVE`` of them (or all of a shorter
+fixed window) to fit is recorded
 *without* Python frames instead (``stackless``): the window keeps its steps, the
 profiler records ops and ranges only, and the frame samples name the lines.  The
 frames are what makes such a step costly: torch's Python tracer slowed the
@@ -83,7 +84,7 @@ class Window:
         self._counting = False
         self.events_per_step = self._count // 2  # a call and its return
         if self.max_events and self.events_per_step:
-            if self.python_frames == "auto" and self.events_per_step * MIN_ACTIVE > self.max_events:
+            if self.python_frames == "auto" and self.events_per_step * min(self.asked, MIN_ACTIVE) > self.max_events:
                 self.stackless = True  # the steps stay; their Python frames go (see the module docstring)
             elif not self.stackless:
                 self.active = max(1, min(self.asked, self.max_events // self.events_per_step))
@@ -163,7 +164,7 @@ class Window:
         if self.stackless and self.python_frames == "auto" and self.events_per_step:
             return (
                 f"each step makes about {self.events_per_step:,} Python calls, more than --max-events "
-                f"{self.max_events:,} allows for {MIN_ACTIVE} steps with Python frames: the window was recorded without "
+                f"{self.max_events:,} allows for {min(self.asked, MIN_ACTIVE)} steps with Python frames: the window was recorded without "
                 f"them (ops and ranges only), and its lines come from frame samples (--python-frames on records them)"
             )
         if self.active >= self.asked or self.adaptive:
