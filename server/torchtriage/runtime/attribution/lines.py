@@ -153,6 +153,11 @@ class Attribution:
         weights, ok = self.resolver.weights(last, root, self_us)
         return [(prefix + [(last.path, line, last.function)], w) for line, w in weights], sampled and ok
 
+    def top_line(self, chain_id: int, root: int) -> Optional[tuple[str, int, str]]:
+        """The (path, line, function) a chain most likely ran on (None: no line)."""
+        alternatives, _ = self.resolve(chain_id, root)
+        return max(alternatives, key=lambda a: a[1])[0][-1] if alternatives else None
+
     def run(self) -> None:
         for charge in self.charges:
             us = charge.ns / 1000.0
@@ -253,28 +258,25 @@ class Attribution:
                 if row.device == device:
                     steps[row.step] = MemoryStep(step=row.step, peak_bytes=row.peak_bytes, end_bytes=row.end_bytes)
             for site in read_records(self.raw.get("alloc_sites", []), AllocSite):
-                alternatives, _ = self.resolve(site.chain, site.root) if site.device == device else ([], True)
-                if alternatives:
-                    path, line, _ = max(alternatives, key=lambda a: a[1])[0][-1]
-                    allocated[(path, line)] += site.bytes
+                top = self.top_line(site.chain, site.root) if site.device == device else None
+                if top is not None:
+                    allocated[top[:2]] += site.bytes
         for alloc in allocs:
             if cut is not None and alloc.time_ns < cut:  # a block allocated before the cut, live at it
-                alternatives, _ = self.resolve(alloc.chain, alloc.root)
-                if alternatives:
-                    path, line, _ = max(alternatives, key=lambda a: a[1])[0][-1]
-                    live[alloc.ptr] = ((path, line), alloc.size)
+                top = self.top_line(alloc.chain, alloc.root)
+                if top is not None:
+                    live[alloc.ptr] = (top[:2], alloc.size)
                 continue
             step, total = alloc.step, alloc.total_allocated
             if step >= 0:
                 entry = steps.setdefault(step, MemoryStep(step=step, peak_bytes=total, end_bytes=total))
                 entry.peak_bytes = max(entry.peak_bytes, total)
                 entry.end_bytes = total
-            alternatives, _ = self.resolve(alloc.chain, alloc.root)
             if alloc.size > 0:
-                if not alternatives:
+                top = self.top_line(alloc.chain, alloc.root)
+                if top is None:
                     continue
-                chain, _ = max(alternatives, key=lambda a: a[1])
-                where = (chain[-1][0], chain[-1][1])
+                where = top[:2]
                 allocated[where] += alloc.size
                 live[alloc.ptr] = (where, alloc.size)
             else:
