@@ -45,8 +45,11 @@ def test_steps_and_the_exact_hot_line(traces: dict[str, Path], tmp_path: Path) -
     assert (top["path"], top["line"], top["category"]) == (str(SCRIPT), line_of("return torch.mm(a, b)"), "compute")
     assert top["source"] == "return torch.mm(a, b)"
     assert top["top_names"][0] == "aten::mm"
-    forward = {h["line"] for h in report["hotspots"] if "aten::addmm" in h["top_names"]}
-    assert forward == {line_of("out = model(x)")}  # a module call, placed by the name the module was assigned to
+    # a module call, placed by the name the module was assigned to; the operator table names the line each op's
+    # time went to most (a hotspot's top five names can lose the small forward addmm to backward ops in noise)
+    forward = {o["line"] for o in report["operators"] if o["name"] == "aten::addmm"}
+    assert forward == {line_of("out = model(x)")}, report["operators"]
+    assert any(h["line"] == line_of("out = model(x)") and h["category"] == "compute" for h in report["hotspots"])
     optimizer = {h["line"] for h in report["hotspots"] if h["category"] == "optimizer"}
     assert line_of("opt.step()") in optimizer and line_of("prof.step()") not in optimizer
     assert not [w for w in report["warnings"] if "def line" in w], report["warnings"]
