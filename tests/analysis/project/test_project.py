@@ -275,6 +275,27 @@ def test_a_training_script_named_like_a_test_but_holding_no_test_is_training_cod
     assert found(proj, "util/misc.py", "TT101") != []
 
 
+def test_a_smoke_script_in_a_tests_folder_is_a_test_though_it_trains():
+    """``test/test_las.py``: a model run ten steps on random inputs to see that it learns (kospeech's shape).
+    The same file beside the training code is training code, as ``pmnist_test.py`` above."""
+    smoke = """
+        import torch
+        device = torch.device("cuda")
+        model = Net().to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+        for i in range(10):
+            inputs = torch.rand(3, 80).to(device)
+            loss = model(inputs).sum()
+            loss.backward()
+            optimizer.step()
+            print(loss)
+    """
+    assert found(project({"test/test_las.py": smoke}), "test/test_las.py") == []
+    assert found(project({"tests/unit/train_test.py": smoke}), "tests/unit/train_test.py") == []
+    beside = found(project({"bin/test_las.py": smoke}), "bin/test_las.py")
+    assert {"TT102", "TT305", "TT503"} <= {f.code for f in beside}
+
+
 def test_same_named_function_in_another_module_is_not_confused():
     proj = project(
         {

@@ -148,7 +148,6 @@ class _ScopeFacts:
                     self.clock_names.add(name)
 
 
-
 def clock_key(ctx: RuleContext, node: ast.AST) -> str | None:
     """``t0`` for a name, ``self.t_prev`` for an attribute: how a clock reading is kept."""
     if isinstance(node, ast.Name):
@@ -238,9 +237,28 @@ class _Scope:
             work = [p for p in self.work if start <= p <= stop]
             if not work:
                 continue
+            if not carried and self._times_whole_training_loops(read, start, stop):
+                continue
             if any(max(work) <= p <= stop for p in self._syncs_run_with(read)) or self._synced_every_iteration(read):
                 continue
             yield UnsyncedTiming(read, clock, opening, carried)
+
+    def _times_whole_training_loops(self, read: ast.Call, start: Position, stop: Position) -> bool:
+        """A read outside any loop that times whole training loops (``t0`` before the epoch loop, ``hours``
+        after it): what may still be queued at the read is at most the last step's work, a rounding
+        error on a run or an epoch, not the per-step error the rule is about."""
+        if any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in self._loops_around(read)):
+            return False  # per epoch or per step: a loop of gradient accumulation inside one step is a step loop too
+        hot = self.ctx.hot
+        loops = [region.node for region in hot.step_loops if region.trains] + list(hot.epoch_loops)
+        return any(start <= _pos(loop) and _end(loop) <= stop for loop in loops)
+
+    def _loops_around(self, node: ast.AST) -> Iterator[ast.AST]:
+        """The ancestors of ``node`` inside its own function (or module)."""
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)):
+                return
+            yield ancestor
 
     def _syncs_run_with(self, read: ast.Call) -> list[Position]:
         """The syncs that run whenever ``read`` does: not those in the body of a rare guard the read is not

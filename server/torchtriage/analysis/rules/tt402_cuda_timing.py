@@ -167,6 +167,20 @@ class CudaTimingWithoutSync(Rule):
                     stats = dict(step=step, loss=loss.item(), time=int(time.time() - start))
             """
         ),
+        Valid(
+            """
+            # the whole run timed once after its epochs: at most the last step is still queued
+            import time
+            import torch
+            t0 = time.time()
+            for epoch in range(epochs):
+                for imgs, targets in train_loader:
+                    loss = compute_loss(model(imgs.cuda(non_blocking=True)), targets)
+                    loss.backward()
+                    optimizer.step()
+            print(f"{epochs} epochs completed in {(time.time() - t0) / 3600:.3f} hours.")
+            """
+        ),
     )
     INVALID = (
         Invalid(
