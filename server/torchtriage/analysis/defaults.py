@@ -28,7 +28,42 @@ class Default:
     where: str  # "the `--workers` default (main.py:9)"
 
 
+@dataclass(frozen=True)
+class CpuCount:
+    """A default computed from the machine's CPU count (``os.cpu_count()``, ``mp.cpu_count() - 1``,
+    ``min(8, os.cpu_count())``): not a constant, but a worker count above zero wherever training runs."""
+
+    source: str
+
+    def __repr__(self) -> str:
+        return self.source
+
+
+_CPU_COUNT_PARTS = (ast.Constant, ast.BinOp, ast.operator, ast.BoolOp, ast.boolop, ast.Call, ast.Attribute, ast.Name, ast.Load)
+
+
+def cpu_count_expression(node: ast.AST | None) -> bool:
+    """``os.cpu_count()`` / ``multiprocessing.cpu_count()``, alone or in arithmetic with constants and
+    ``min``/``max``/``int``: a number of CPUs (what a worker count is set from)."""
+    if node is None:
+        return False
+    counts = False
+    for part in ast.walk(node):
+        if not isinstance(part, _CPU_COUNT_PARTS):
+            return False
+        if isinstance(part, ast.Call):
+            func = part.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name == "cpu_count" and not part.args:
+                counts = True
+            elif name not in ("min", "max", "int"):
+                return False
+    return counts
+
+
 def _constant(node: ast.AST | None) -> tuple[bool, object]:
+    if cpu_count_expression(node):
+        return True, CpuCount(ast.unparse(node))  # type: ignore[arg-type]
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool, str)) :
         return True, node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):

@@ -14,18 +14,19 @@ from ._loaders import (
     setting,
     returned_and_iterated,
 )
+from ..defaults import CpuCount, cpu_count_expression
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
 
 def is_positive(ctx: "RuleContext", expr: ast.expr, at: ast.AST) -> bool:
-    """A worker count known to be above zero: a positive literal or a cpu_count() expression."""
+    """A worker count known to be above zero: a positive literal, or a number of CPUs (``os.cpu_count()``,
+    ``mp.cpu_count() - 1``, ``min(8, os.cpu_count())``), written in the call or as the knob's default."""
     value = literal(ctx, expr, at)
+    if isinstance(value, CpuCount):
+        return True
     if isinstance(value, int) and not isinstance(value, bool):
         return value > 0
-    return any(
-        isinstance(node, ast.Call) and (ctx.qualname(node.func) or "").endswith("cpu_count")
-        for node in ast.walk(expr)
-    ) and not any(isinstance(node, (ast.BinOp, ast.UnaryOp)) for node in ast.walk(expr))
+    return cpu_count_expression(expr)
 
 
 def call_at(ctx: "RuleContext", line: int, col: int) -> ast.Call | None:
@@ -225,6 +226,22 @@ class DataLoaderWorkersNotPersistent(Rule):
                     train_one_epoch(model, train_loader, optimizer)
             """,
             lines=(12,),
+        ),
+        Invalid(
+            """
+            # the worker count defaults to a number of CPUs (the command-line default of many scripts)
+            import argparse
+            import multiprocessing as mp
+            import torch
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--num-workers", type=int, default=mp.cpu_count() - 1)
+            args = parser.parse_args()
+            loader = torch.utils.data.DataLoader(train_set, batch_size=64, num_workers=args.num_workers)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x).sum(); loss.backward(); optimizer.step()
+            """,
+            lines=(8,),
         ),
         Invalid(
             """
