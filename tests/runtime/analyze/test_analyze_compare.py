@@ -1,5 +1,5 @@
 """``torchtriage compare`` on traces: a before/after pair of one loader-bound job recorded here with plain torch.profiler
-(``num_workers=0``, then 2), given as a trace file and a tensorboard_trace_handler folder; each is analysed first, and the
+(``num_workers=0``, then 4), given as a trace file and a tensorboard_trace_handler folder; each is analysed first, and the
 comparison has the statistics of run comparison (a bootstrap interval over each run's steps)."""
 
 from __future__ import annotations
@@ -15,14 +15,18 @@ from torchtriage.runtime.compare.document import load_schema
 from trace_recording import SCRIPT, check_schema, record
 
 pytestmark = pytest.mark.slow
-SLEEP = "0.03"  # per sample, 8 a batch: ~240 ms of loading a step with no workers, ~120 ms with two
+SLEEP = "0.03"  # per sample, 8 a batch: ~240 ms of loading a step with no workers
+# Four workers (not two): two alternate, so the three recorded steps waited ~210, ~0 and ~210 ms, and on a loaded
+# machine a bootstrap over three such steps could not tell them from 240 ms; with four the window's steps take
+# ~26, ~26 and ~150 ms against ~270.
+WORKERS = "4"
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("pair")
     record("--trace", str(base / "before.json"), "--loader-sleep", SLEEP)
-    record("--tb", str(base / "after_log"), "--loader-sleep", SLEEP, "--workers", "2")
+    record("--tb", str(base / "after_log"), "--loader-sleep", SLEEP, "--workers", WORKERS)
     return base / "before.json", base / "after_log"
 
 
