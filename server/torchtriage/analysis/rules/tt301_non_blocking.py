@@ -11,6 +11,7 @@ from ..hotloops.finder import HotRegion
 from ..incremental.memo import subtree_memo
 from ..hotloops.step_markers import is_model_call
 from ..syntax import keyword_value
+from ._legacy_tensors import wrapped_batch
 from ._helpers import is_batch_expression, is_device_move, method_name, names_in
 from ._other_devices import on_other_accelerator
 from ..parsing import LEGACY_ASYNC
@@ -209,8 +210,45 @@ class NonBlockingTransfer(Rule):
                 loss.backward()
             """
         ),
+        Valid(
+            """
+            # arrays the step computes on the host from the batch's shape: made, not handed over (TT305's case)
+            import numpy as np
+            import torch
+            device = torch.device("cuda")
+            for x, y in loader:
+                x = x.to(device, non_blocking=True)
+                pos = np.tile(np.arange(x.shape[-1]), (x.shape[0], 1))
+                pos = torch.from_numpy(pos).to(device)
+                mask = torch.from_numpy(np.random.choice(2, x.shape, p=[0.1, 0.9])).to(device)
+                loss = model(x, pos, mask).sum(); loss.backward()
+            """
+        ),
     )
     INVALID = (
+        Invalid(
+            """
+            # host arrays of the step's batch wrapped and copied (a replay batch, a sampled batch of item ids)
+            import numpy as np
+            import torch
+            device = torch.device("cuda")
+            for states, actions in loader:
+                states = torch.FloatTensor(states).to(device)
+                actions = torch.from_numpy(actions).long().to(device)
+                loss = model(states, actions).sum(); loss.backward()
+            """,
+            lines=(6, 7),
+            fixed="""
+            # host arrays of the step's batch wrapped and copied (a replay batch, a sampled batch of item ids)
+            import numpy as np
+            import torch
+            device = torch.device("cuda")
+            for states, actions in loader:
+                states = torch.FloatTensor(states).to(device, non_blocking=True)
+                actions = torch.from_numpy(actions).long().to(device, non_blocking=True)
+                loss = model(states, actions).sum(); loss.backward()
+            """,
+        ),
         Invalid(
             """
             # the loop variable becomes the encoder's output only after its copy
@@ -299,6 +337,9 @@ class NonBlockingTransfer(Rule):
                     or keyword_value(call, LEGACY_ASYNC) is not None:  # ``async=True``: torch 0.3's non_blocking
                 continue
             receiver = call.func.value  # type: ignore[attr-defined]
+            wrapped = wrapped_batch(ctx, receiver, call)  # ``torch.from_numpy(batch)``, ``torch.FloatTensor(batch)``
+            if wrapped is not None and is_batch_expression(wrapped, region):
+                receiver = wrapped
             batch_receiver = (
                 is_batch_expression(receiver, region)
                 or bool(names_in(receiver) & _comprehension_batch_names(ctx, call, region))
@@ -306,7 +347,8 @@ class NonBlockingTransfer(Rule):
             )
             if not batch_receiver or _model_output_at(ctx, region, receiver, call):
                 continue
-            if any(isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith("torch.") for n in ast.walk(receiver)):
+            if receiver is not wrapped and any(isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith("torch.")
+                                               for n in ast.walk(receiver)):
                 continue  # a tensor made in the step (torch.tensor(r).to(d)) is TT305's case
             made = _last_made(ctx, receiver, call)
             if made is not None and (is_device_move(made, ctx) or (ctx.qualname(made.func) or "").startswith("torch.")):

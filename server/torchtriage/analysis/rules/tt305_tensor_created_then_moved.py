@@ -13,6 +13,7 @@ from ..syntax import keyword_value
 from ._helpers import method_name
 from ._bindings import parameter_names
 from ._forward_code import forward_calls
+from ._legacy_tensors import legacy_created
 from ._tt305_host_built import FACTORIES, RANDOM_FACTORIES, host_math_factory, numpy_made
 from ..parsing import LEGACY_ASYNC
 from .base import Invalid, Report, Rule, RuleContext, Valid
@@ -235,8 +236,30 @@ class TensorCreatedThenMoved(Rule):
             model = Flow().cuda()
             """
         ),
+        Valid(
+            """
+            # a batch array wrapped and copied: data that travels anyway (TT301's case, not this rule's)
+            import torch
+            device = torch.device("cuda")
+            for user_ids, item_seqs in loader:
+                items = torch.LongTensor(item_seqs).to(device)
+                loss = model(user_ids, items).sum(); loss.backward()
+            """
+        ),
     )
     INVALID = (
+        Invalid(
+            """
+            # legacy typed constructors take no device=: sizes and written-out numbers, made on the CPU
+            import torch
+            device = torch.device("cuda")
+            for images, labels in loader:
+                hidden = torch.FloatTensor(images.size(0), 256).fill_(0).to(device)
+                scale = torch.sqrt(torch.FloatTensor([0.5]).to(device))
+                loss = model(images, hidden).sum() * scale; loss.backward()
+            """,
+            lines=(5, 6),
+        ),
         Invalid(
             """
             import torch
@@ -375,6 +398,13 @@ class TensorCreatedThenMoved(Rule):
             short = _factory(ctx, factory)
             if short is not None:
                 return self._chained(ctx, call, factory, short)
+            legacy = legacy_created(ctx, factory)
+            if legacy is not None:
+                return Report(
+                    call,
+                    f"`{legacy}(...)` makes a tensor on the CPU that is copied to the GPU every step: make it on the "
+                    "device (`torch.zeros(..., device=...)`, `torch.tensor([...], device=...)`)",
+                )
             return self._host_built(ctx, call, factory, batch_names)
         if _factory(ctx, call) is not None:
             return self._two_statements(ctx, call)

@@ -1,0 +1,109 @@
+"""Tensors made on the host from Python data: ``torch.from_numpy(a)`` and the legacy typed constructors.
+
+``torch.FloatTensor(x)`` / ``torch.LongTensor(x)`` (torch 0.x style, still common in RL, recommendation and
+OCR code) take either data (``torch.FloatTensor(state_batch)``: a copy of a host array) or sizes
+(``torch.FloatTensor(batch_size, hidden).fill_(0)``: a new uninitialised tensor).  Neither takes
+``device=``, so the tensor is always made on the CPU; moved every step, it is either batch data that
+travels (TT301) or a tensor that could have been made on the device (TT305).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ..incremental.walks import subtree
+from .base import RuleContext
+
+LEGACY_CONSTRUCTORS = frozenset({
+    "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor", "ShortTensor",
+    "IntTensor", "LongTensor", "BoolTensor",
+})
+_CONVERSIONS = frozenset({"float", "double", "half", "long", "int", "bool", "byte", "contiguous"})
+_IN_PLACE_INIT = frozenset({"fill_", "zero_", "uniform_", "normal_", "random_", "bernoulli_", "exponential_"})
+
+
+def _torch_short(ctx: RuleContext, node: ast.AST) -> str:
+    """``FloatTensor`` for a call of ``torch.FloatTensor`` (any alias of torch), else ""."""
+    if not isinstance(node, ast.Call):
+        return ""
+    head, _, short = (ctx.call_qualname(node) or "").rpartition(".")
+    return short if head == "torch" else ""
+
+
+def _peel(node: ast.AST, methods: frozenset[str]) -> ast.AST:
+    """NODE without trailing argument-less calls of METHODS (``x.float().long()`` -> ``x``)."""
+    while (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in methods
+           and not node.keywords):
+        node = node.func.value
+    return node
+
+
+def wrapped_host_data(ctx: RuleContext, expr: ast.AST) -> Optional[ast.expr]:
+    """The data in ``torch.from_numpy(a)`` / ``torch.FloatTensor(a)`` (through ``.float()`` & co.): a tensor
+    made on the host from one array or list that is not written out in the call, else None."""
+    call = _peel(expr, _CONVERSIONS)
+    short = _torch_short(ctx, call)
+    if short not in LEGACY_CONSTRUCTORS and short != "from_numpy":
+        return None
+    assert isinstance(call, ast.Call)
+    if len(call.args) != 1 or call.keywords or isinstance(call.args[0], (ast.Constant, ast.List, ast.Tuple, ast.Starred)):
+        return None
+    return call.args[0]
+
+
+def legacy_created(ctx: RuleContext, expr: ast.AST) -> Optional[str]:
+    """``torch.FloatTensor`` & co. when EXPR makes a new tensor with one: from sizes (two or more, or one
+    followed by ``.fill_(...)`` / ``.zero_()``), or from numbers written in the call (``FloatTensor([0.5])``)."""
+    initialised = _peel(expr, _CONVERSIONS)
+    filled = False
+    if (isinstance(initialised, ast.Call) and isinstance(initialised.func, ast.Attribute)
+            and initialised.func.attr in _IN_PLACE_INIT):
+        initialised, filled = _peel(initialised.func.value, _CONVERSIONS), True
+    short = _torch_short(ctx, initialised)
+    if short not in LEGACY_CONSTRUCTORS:
+        return None
+    assert isinstance(initialised, ast.Call)
+    args = initialised.args
+    if initialised.keywords or not args or any(isinstance(a, ast.Starred) for a in args):
+        return None
+    if len(args) >= 2 or filled:
+        return f"torch.{short}"
+    if _numbers(args[0]):
+        return f"torch.{short}"
+    return None
+
+
+def _numbers(node: ast.AST) -> bool:
+    """A number, or a list or tuple of numbers, written out."""
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return bool(node.elts) and all(_numbers(e) for e in node.elts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _numbers(node.operand)
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+
+
+def wrapped_batch(ctx: RuleContext, expr: ast.AST, move: ast.Call) -> Optional[ast.expr]:
+    """The data in EXPR (see :func:`wrapped_host_data`) when it is data handed over, not an array the step
+    computes on the host right before (``pos = np.tile(...)``, ``torch.from_numpy(np.random.choice(...))``:
+    TT305's NumPy-made data)."""
+    data = wrapped_host_data(ctx, expr)
+    if data is None or isinstance(data, ast.Call):
+        return None
+    if isinstance(data, ast.Name):
+        value = _last_assigned(ctx, data.id, move)
+        if isinstance(value, ast.Call) and (ctx.call_qualname(value) or "").startswith(("numpy.", "torch.")):
+            return None
+    return data
+
+
+def _last_assigned(ctx: RuleContext, name: str, before: ast.AST) -> Optional[ast.expr]:
+    """The value last assigned to NAME (``name = ...``) above BEFORE in its function (or module)."""
+    scope = ctx.enclosing_function(before) or ctx.tree
+    line = getattr(before, "lineno", 0)
+    latest: Optional[ast.Assign] = None
+    for node in subtree(scope):
+        if (isinstance(node, ast.Assign) and node.lineno < line and (latest is None or node.lineno > latest.lineno)
+                and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)):
+            latest = node
+    return latest.value if latest is not None else None
