@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
 from ..incremental.memo import subtree_memo
-from ..incremental.walks import scope_entries
+from ..incremental.walks import scope_entries, subtree
 
 if TYPE_CHECKING:
     from .base import RuleContext
@@ -212,6 +212,19 @@ def resolve_name(ctx: "RuleContext", name: str, at: ast.AST) -> ast.expr | None:
     if binding.kind != "assign" or binding.conditional:
         return None
     return binding.stmt.value  # type: ignore[attr-defined, no-any-return]
+
+
+def last_assignment(ctx: "RuleContext", name: str, before: ast.AST) -> ast.Assign | None:
+    """The last ``name = ...`` above BEFORE in its function (or the module), by line: what the name
+    last held there along straight-line code."""
+    scope = ctx.enclosing_function(before) or ctx.tree
+    line = getattr(before, "lineno", 0)
+    latest: ast.Assign | None = None
+    for node in subtree(scope):
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == name and node.lineno < line and (latest is None or node.lineno > latest.lineno)):
+            latest = node
+    return latest
 
 
 def resolve_choices(ctx: "RuleContext", name: str, at: ast.AST) -> list[ast.expr]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ..incremental.walks import subtree
+from ._bindings import last_assignment
 from .base import RuleContext
 
 LEGACY_CONSTRUCTORS = frozenset({
@@ -91,19 +91,8 @@ def wrapped_batch(ctx: RuleContext, expr: ast.AST, move: ast.Call) -> Optional[a
     if data is None or isinstance(data, ast.Call):
         return None
     if isinstance(data, ast.Name):
-        value = _last_assigned(ctx, data.id, move)
+        assign = last_assignment(ctx, data.id, move)
+        value = assign.value if assign is not None else None
         if isinstance(value, ast.Call) and (ctx.call_qualname(value) or "").startswith(("numpy.", "torch.")):
             return None
     return data
-
-
-def _last_assigned(ctx: RuleContext, name: str, before: ast.AST) -> Optional[ast.expr]:
-    """The value last assigned to NAME (``name = ...``) above BEFORE in its function (or module)."""
-    scope = ctx.enclosing_function(before) or ctx.tree
-    line = getattr(before, "lineno", 0)
-    latest: Optional[ast.Assign] = None
-    for node in subtree(scope):
-        if (isinstance(node, ast.Assign) and node.lineno < line and (latest is None or node.lineno > latest.lineno)
-                and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)):
-            latest = node
-    return latest.value if latest is not None else None

@@ -17,6 +17,7 @@ import ast
 from typing import Collection, Optional
 
 from ..incremental.walks import subtree
+from ._bindings import last_assignment
 from .base import RuleContext
 
 # torch functions that only compute elementwise (or reduce) on their tensor arguments
@@ -88,12 +89,7 @@ def numpy_made(ctx: RuleContext, expr: ast.AST, move: ast.Call) -> Optional[str]
 def _assigned_before(ctx: RuleContext, name: str, move: ast.Call) -> Optional[ast.expr]:
     """The value last assigned to NAME before MOVE in the same function, when that assignment runs every step."""
     scope = ctx.enclosing_function(move) or ctx.tree
-    latest: Optional[ast.Assign] = None
-    for node in subtree(scope):
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and node.targets[0].id == name and node.lineno < move.lineno
-                and (latest is None or node.lineno > latest.lineno)):
-            latest = node
+    latest = last_assignment(ctx, name, move)
     if latest is None or not ctx.hot.is_per_step(latest):
         return None
     if _filled_later(scope, name, latest.lineno, move.lineno):
