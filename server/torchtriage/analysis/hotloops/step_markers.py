@@ -185,11 +185,15 @@ _BATCH_QUALITIES = frozenset({"size", "sizes", "idx", "index", "indices", "count
 
 def is_batch_fetch(value: ast.AST) -> bool:
     """``next(it)``, ``get_batch('train')``, ``loader.next_batch()``: a fresh batch each call; not a call
-    about a batch's size (``check_train_batch_size(...)``, ``batch_size()``)."""
+    about a batch's size (``check_train_batch_size(...)``, ``batch_size()``).  Also the batch a loader
+    thread puts on a queue (``queue.get()``, ``self.data_queue.get()``)."""
     if not isinstance(value, ast.Call):
         return False
     name = last_name(value.func)
     if name in ("next", "__next__"):
+        return True
+    receiver = value.func.value if isinstance(value.func, ast.Attribute) else None
+    if receiver is not None and name == "get" and "queue" in words(last_name(receiver)):
         return True
     parts = words(name)
     return any(word in ("batch", "batches") and (i + 1 == len(parts) or parts[i + 1] not in _BATCH_QUALITIES)

@@ -228,6 +228,22 @@ class NonBlockingTransfer(Rule):
     INVALID = (
         Invalid(
             """
+            # a loader thread puts batches on a queue; the step loop takes them off it
+            import torch
+            device = torch.device("cuda")
+            while True:
+                inputs, targets = queue.get()
+                if inputs.shape[0] == 0:
+                    break
+                inputs = inputs.to(device)
+                loss = criterion(model(inputs), targets.to(device, non_blocking=True))
+                loss.backward()
+                optimizer.step()
+            """,
+            lines=(8,),
+        ),
+        Invalid(
+            """
             # host arrays of the step's batch wrapped and copied (a replay batch, a sampled batch of item ids)
             import numpy as np
             import torch
