@@ -124,6 +124,23 @@ def _scope_index(ctx: "RuleContext", scope: ast.AST) -> dict[str, list[ast.AST]]
     return merged  # type: ignore[return-value]
 
 
+def name_stores(ctx: "RuleContext", name: str, scope: ast.AST) -> list[ast.Name]:
+    """Every ``Name`` node that stores ``name`` in ``scope`` (assignment and unpacking targets, loop and
+    ``with`` targets, walrus, augmented assignment), not entering nested functions or classes: read from
+    the scope's memoised binding index instead of a walk of the whole function."""
+    stores: list[ast.Name] = []
+    for node in _scope_index(ctx, scope).get(name, ()):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            stores.extend(n for target in targets for n in ast.walk(target)
+                          if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store))
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+            stores.append(node.target)
+        elif isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+            stores.append(node)
+    return stores
+
+
 def _index_below(statement: ast.AST) -> dict[str, list[ast.AST]]:
     """The index of what lies below a statement (kept on it: without the statement itself, which
     would make it garbage only the cycle collector frees, see ..walks)."""

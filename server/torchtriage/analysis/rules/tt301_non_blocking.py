@@ -11,6 +11,7 @@ from ..hotloops.finder import HotRegion
 from ..incremental.memo import subtree_memo
 from ..hotloops.step_markers import is_model_call
 from ..syntax import keyword_value
+from ._bindings import name_stores
 from ._legacy_tensors import wrapped_batch
 from ._helpers import is_batch_expression, is_device_move, method_name, names_in
 from ._other_devices import on_other_accelerator
@@ -30,9 +31,8 @@ def _last_made(ctx: RuleContext, receiver: ast.AST, call: ast.Call) -> ast.Call 
     scope = ctx.enclosing_function(call) or ctx.tree
     own = ctx.enclosing_statement(call)
     latest: ast.Name | None = None  # the name's last binding before the call (a plain assignment, an unpacking, a loop target)
-    for node in ast.walk(scope):
-        if (isinstance(node, ast.Name) and node.id == receiver.id and isinstance(node.ctx, ast.Store)
-                and (node.lineno, node.col_offset) < (call.lineno, call.col_offset)
+    for node in name_stores(ctx, receiver.id, scope):
+        if ((node.lineno, node.col_offset) < (call.lineno, call.col_offset)
                 and ctx.enclosing_statement(node) is not own
                 and (latest is None or (node.lineno, node.col_offset) > (latest.lineno, latest.col_offset))):
             latest = node
