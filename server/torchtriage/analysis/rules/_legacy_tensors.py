@@ -88,11 +88,27 @@ def wrapped_batch(ctx: RuleContext, expr: ast.AST, move: ast.Call) -> Optional[a
     computes on the host right before (``pos = np.tile(...)``, ``torch.from_numpy(np.random.choice(...))``:
     TT305's NumPy-made data)."""
     data = wrapped_host_data(ctx, expr)
-    if data is None or isinstance(data, ast.Call):
+    if data is None:
         return None
+    if isinstance(data, ast.Call):
+        return data if gathered_rows(ctx, data) else None
     if isinstance(data, ast.Name):
         assign = last_assignment(ctx, data.id, move)
         value = assign.value if assign is not None else None
         if isinstance(value, ast.Call) and (ctx.call_qualname(value) or "").startswith(("numpy.", "torch.")):
             return None
     return data
+
+
+_STACKERS = frozenset({"numpy.vstack", "numpy.stack", "numpy.array", "numpy.asarray", "numpy.concatenate"})
+
+
+def gathered_rows(ctx: RuleContext, data: ast.expr) -> bool:
+    """Rows gathered from a host store every step: ``self.state[ind]`` (an index array into a buffer), or
+    ``np.vstack([e.state for e in experiences])`` (a list of sampled records stacked)."""
+    if isinstance(data, ast.Subscript):
+        index = data.slice
+        return isinstance(index, (ast.Name, ast.Attribute)) and not isinstance(data.value, ast.Constant)
+    if isinstance(data, ast.Call) and (ctx.call_qualname(data) or "") in _STACKERS and data.args:
+        return isinstance(data.args[0], (ast.ListComp, ast.GeneratorExp))
+    return False

@@ -12,7 +12,7 @@ from ..incremental.memo import subtree_memo
 from ..hotloops.step_markers import is_model_call
 from ..syntax import keyword_value
 from ._bindings import name_stores
-from ._legacy_tensors import wrapped_batch
+from ._legacy_tensors import gathered_rows, wrapped_batch
 from ._helpers import is_batch_expression, is_device_move, method_name, names_in
 from ._other_devices import on_other_accelerator
 from ..parsing import LEGACY_ASYNC
@@ -228,6 +228,31 @@ class NonBlockingTransfer(Rule):
     INVALID = (
         Invalid(
             """
+            # a replay buffer's rows gathered by index and copied in every update
+            import numpy as np
+            import torch
+            device = torch.device("cuda")
+
+            class ReplayBuffer:
+                def __init__(self, size):
+                    self.state = np.zeros((size, 8))
+                    self.size = size
+
+                def sample(self, batch_size):
+                    ind = np.random.randint(0, self.size, size=batch_size)
+                    return torch.FloatTensor(self.state[ind]).to(device)
+
+            replay_buffer = ReplayBuffer(100000)
+            for t in range(1000000):
+                state = replay_buffer.sample(256)
+                loss = critic(state).mean()
+                loss.backward()
+                optimizer.step()
+            """,
+            lines=(14,),
+        ),
+        Invalid(
+            """
             # a loader thread puts batches on a queue; the step loop takes them off it
             import torch
             device = torch.device("cuda")
@@ -354,10 +379,12 @@ class NonBlockingTransfer(Rule):
                 continue
             receiver = call.func.value  # type: ignore[attr-defined]
             wrapped = wrapped_batch(ctx, receiver, call)  # ``torch.from_numpy(batch)``, ``torch.FloatTensor(batch)``
-            if wrapped is not None and is_batch_expression(wrapped, region):
+            gathered = wrapped is not None and gathered_rows(ctx, wrapped)  # ``FloatTensor(self.state[ind])``
+            if wrapped is not None and (gathered or is_batch_expression(wrapped, region)):
                 receiver = wrapped
             batch_receiver = (
-                is_batch_expression(receiver, region)
+                gathered
+                or is_batch_expression(receiver, region)
                 or bool(names_in(receiver) & _comprehension_batch_names(ctx, call, region))
                 or _counter_slice(receiver, region)
             )
