@@ -249,7 +249,7 @@ class NonBlockingTransfer(Rule):
                 loss.backward()
                 optimizer.step()
             """,
-            lines=(14,),
+            lines=(13,),
         ),
         Invalid(
             """
