@@ -210,7 +210,8 @@ def test_a_once_per_epoch_function_named_like_a_model_is_not_a_forward():
 
 
 def test_rank_formatted_cuda_devices_count_as_cuda():
-    for spelling in ('torch.device("cuda:{}".format(rank))', 'torch.device(f"cuda:{local_rank}")', 'torch.device("cuda:%d" % rank)'):
+    for spelling in ('torch.device("cuda:{}".format(rank))', 'torch.device(f"cuda:{local_rank}")', 'torch.device("cuda:%d" % rank)',
+                     'torch.device("cuda:" + str(args.dev))'):
         source = f"""
             import torch
             device = {spelling}
