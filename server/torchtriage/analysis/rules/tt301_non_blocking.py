@@ -399,9 +399,11 @@ class NonBlockingTransfer(Rule):
             if on_other_accelerator(ctx, call):
                 continue  # a copy to XPU / MPS / NPU..., or a branch taken only there: not a CUDA copy
             what = {"cuda": "`.cuda()`", "type": "`.type(...)`"}.get(method_name(call) or "", "`.to(...)`")
+            pageable = (" (the tensor is made from a host array every step, so it is not pinned: "
+                        "`.pin_memory()` before the copy lets it overlap)") if receiver is wrapped else ""
             yield Report(
                 call,
-                f"Blocking host-to-device copy of batch data every step: add `non_blocking=True` to {what}",
+                f"Blocking host-to-device copy of batch data every step: add `non_blocking=True` to {what}{pageable}",
                 fix=lambda call=call: add_keywords_fix(
                     ctx, call, [("non_blocking", "True")], "Add non_blocking=True", Applicability.SAFE
                 ),
