@@ -19,10 +19,12 @@ pytestmark = pytest.mark.slow
 WINDOW = ["--skip-first", "2", "--wait", "0", "--warmup", "1", "--active", "8"]
 
 # Loading a batch sleeps 8 x 3 ms in the training process (num_workers=0); the rest of the step takes
-# 10-20 ms on one thread.  Two workers deliver a batch every ~12 ms while the step computes, as fast as
-# it is consumed, so the wait all but disappears: ~50 -> ~20 ms a step under two CPU hogs, with per-step
-# IQRs of 4-10 ms over 8 steps (slower samples left the two workers behind the step, and the wait
-# alternated between long and short steps; 4 steps and 2 ms samples left too little margin on CI).
+# 10-20 ms on one thread.  Four workers deliver a batch every ~6 ms while the step computes, faster than
+# it is consumed, so the wait disappears: ~50 -> ~20 ms a step under two CPU hogs, with per-step IQRs of
+# 4-10 ms over 8 steps (slower samples left the workers behind the step, and the wait alternated between
+# long and short steps; 4 steps and 2 ms samples left too little margin on CI; with two workers, a
+# batch every ~12 ms, a loaded CI machine once left enough wait in the after run that the data-loading
+# share's drop was not measurable).
 LOADER_BOUND = '''\
 import time
 
@@ -91,7 +93,7 @@ def test_num_workers_fix_drops_data_loading_speeds_up_and_matches_lines_across_t
     script.write_text(LOADER_BOUND)
     before, _ = profile(tmp_path, "before")
     assert before["bottleneck"]["kind"] == "data_loading"
-    edited = LOADER_BOUND.replace("num_workers=0", "num_workers=2").replace("\nfor x, y", "\nprint('training')\nfor x, y")
+    edited = LOADER_BOUND.replace("num_workers=0", "num_workers=4").replace("\nfor x, y", "\nprint('training')\nfor x, y")
     script.write_text(edited)
     profile(tmp_path, "after")
 
