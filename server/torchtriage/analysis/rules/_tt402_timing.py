@@ -247,13 +247,13 @@ class _Scope:
         """A read outside any loop that times whole training loops (``t0`` before the epoch loop, ``hours``
         after it): what may still be queued at the read is at most the last step's work, a rounding
         error on a run or an epoch, not the per-step error the rule is about."""
-        if any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in self._loops_around(read)):
+        if any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in self._ancestors_in_scope(read)):
             return False  # per epoch or per step: a loop of gradient accumulation inside one step is a step loop too
         hot = self.ctx.hot
         loops = [region.node for region in hot.step_loops if region.trains] + list(hot.epoch_loops)
         return any(start <= _pos(loop) and _end(loop) <= stop for loop in loops)
 
-    def _loops_around(self, node: ast.AST) -> Iterator[ast.AST]:
+    def _ancestors_in_scope(self, node: ast.AST) -> Iterator[ast.AST]:
         """The ancestors of ``node`` inside its own function (or module)."""
         for ancestor in self.ctx.ancestors(node):
             if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)):
