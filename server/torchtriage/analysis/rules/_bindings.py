@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
 from ..incremental.memo import subtree_memo
-from ..incremental.walks import scope_entries, subtree
+from ..incremental.walks import scope_entries
 
 if TYPE_CHECKING:
     from .base import RuleContext
@@ -233,13 +233,14 @@ def resolve_name(ctx: "RuleContext", name: str, at: ast.AST) -> ast.expr | None:
 
 def last_assignment(ctx: "RuleContext", name: str, before: ast.AST) -> ast.Assign | None:
     """The last ``name = ...`` above BEFORE in its function (or the module), by line: what the name
-    last held there along straight-line code."""
+    last held there along straight-line code (read from :func:`name_stores`, not a walk of the scope)."""
     scope = ctx.enclosing_function(before) or ctx.tree
     line = getattr(before, "lineno", 0)
     latest: ast.Assign | None = None
-    for node in subtree(scope):
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and node.targets[0].id == name and node.lineno < line and (latest is None or node.lineno > latest.lineno)):
+    for store in name_stores(ctx, name, scope):
+        node = ctx.parents.get(store)
+        if (isinstance(node, ast.Assign) and node.targets == [store] and node.lineno < line
+                and (latest is None or node.lineno > latest.lineno)):
             latest = node
     return latest
 
