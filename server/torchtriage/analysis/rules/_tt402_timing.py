@@ -21,7 +21,6 @@ from .base import RuleContext
 from ..incremental.memo import keyed_memo
 from ..hotloops.finder import is_backward_call, is_optimizer_step
 from ._helpers import method_name
-from ..incremental.walks import scope_any
 from ._steps import OWN_SCOPES, own_walk
 
 CLOCKS = frozenset(
@@ -87,17 +86,18 @@ def _is_sync(ctx: RuleContext, node: ast.AST) -> bool:
 
 def syncing_functions(ctx: RuleContext) -> set[str]:
     """Functions of this file whose own body synchronises (``return loss.item(), acc``), and the other
-    project files' such functions it imports."""
-    def syncs(node: ast.AST) -> bool:
-        return isinstance(node, ast.Call) and _is_sync(ctx, node)
+    project files' such functions it imports.
 
-    return {
-        node.name
-        for node in ctx.nodes_of((ast.FunctionDef, ast.AsyncFunctionDef))
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        # kept per statement while the imports (which _is_sync reads) stay the same
-        and scope_any(node, "timing-syncs", OWN_SCOPES, syncs, ctx.aliases_key)
-    } | set(ctx.syncing_imports)  # and the project's, imported (``evaluate_network`` from train/...)
+    Read from the module's calls up, not from each function down: a sync call belongs to the innermost
+    function, class or lambda around it (what :func:`own_walk` would not enter), and few calls sync."""
+    own: set[str] = set()
+    for call in ctx.nodes_of(ast.Call):
+        if not _is_sync(ctx, call):
+            continue
+        scope = next((a for a in ctx.ancestors(call) if isinstance(a, OWN_SCOPES)), None)
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            own.add(scope.name)
+    return own | set(ctx.syncing_imports)  # and the project's, imported (``evaluate_network`` from train/...)
 
 
 def _callee(node: ast.Call) -> str | None:
