@@ -25,6 +25,8 @@ from typing import Iterator
 
 from .base import RuleContext
 
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
 _DEPTH = 3
 
 
@@ -56,20 +58,34 @@ def _base_name(base: ast.expr) -> str:
 
 def _calls(ctx: RuleContext) -> Iterator[ast.Call]:
     helpers = {name: [f for f in functions if not ctx.is_method(f)] for name, functions in ctx.functions.items()}
-    frontier = [f for cls in _module_classes(ctx) for f in cls.body
-                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "forward"]
+    classes = {cls.name: cls for cls in ctx.nodes_of(ast.ClassDef) if isinstance(cls, ast.ClassDef)}
+    frontier: list[tuple[FunctionNode, ast.ClassDef | None]] = [
+        (f, cls) for cls in _module_classes(ctx) for f in cls.body
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "forward"
+    ]
     seen: set[ast.AST] = set()
     for _ in range(_DEPTH + 1):
-        following: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-        for function in frontier:
+        following: list[tuple[FunctionNode, ast.ClassDef | None]] = []
+        for function, owner in frontier:
             if function in seen:
                 continue
             seen.add(function)
             for call in _own_calls(ctx, function):
                 yield call
-                if isinstance(call.func, ast.Name):
-                    following.extend(helpers.get(call.func.id, ()))
+                func = call.func
+                if isinstance(func, ast.Name):
+                    following.extend((helper, None) for helper in helpers.get(func.id, ()))
+                    built = classes.get(func.id)  # a helper object built every pass: its __init__ runs too
+                    if built is not None:
+                        following.extend((method, built) for method in _methods(built, "__init__"))
+                elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+                        and owner is not None:  # the class's own methods forward calls (``self._dequeue_and_enqueue(k)``)
+                    following.extend((method, owner) for method in _methods(owner, func.attr))
         frontier = following
+
+
+def _methods(cls: ast.ClassDef, name: str) -> list[FunctionNode]:
+    return [f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == name]
 
 
 def _own_calls(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.Call]:

@@ -375,6 +375,30 @@ class HostSyncInStep(Rule):
         ),
         Invalid(
             """
+            # a method forward calls on its own module runs every pass too (a momentum queue's enqueue)
+            import torch
+            from torch import nn
+
+            class Queue(nn.Module):
+                def __init__(self, size):
+                    super().__init__()
+                    self.register_buffer("queue_ptr", torch.zeros(1, dtype=torch.long))
+
+                def forward(self, keys):
+                    self._enqueue(keys)
+                    return keys
+
+                def _enqueue(self, keys):
+                    ptr = int(self.queue_ptr)
+                    self.queue_ptr[0] = ptr + keys.size(0)
+            """,
+            findings=(
+                ("15:15-15:34", "`int(...)` of the buffer `self.queue_ptr` in `_enqueue` (run by `forward`) syncs with the GPU "
+                                "on every forward pass: keep the value on the device, or a Python copy kept beside the buffer"),
+            ),
+        ),
+        Invalid(
+            """
             loss_ema = None
             for x, _ in loader:
                 loss = model(x.cuda(non_blocking=True))
@@ -430,9 +454,11 @@ class HostSyncInStep(Rule):
             subject = call.args[0] if kind in ("float", "int", "bool") else call.func.value  # type: ignore[attr-defined]
             if _self_attribute(subject) in buffers:  # a registered buffer lives where the model does: on the GPU
                 what = f"`{kind}(...)`" if kind in ("float", "int", "bool") else f"`.{kind}()`"
+                function = ctx.enclosing_function(call)
+                where = "`forward`" if function is None or function.name == "forward" else f"`{function.name}` (run by `forward`)"
                 yield Report(
                     call,
-                    f"{what} of the buffer `{ctx.segment(subject)[:40]}` in `forward` syncs with the GPU on every "
+                    f"{what} of the buffer `{ctx.segment(subject)[:40]}` in {where} syncs with the GPU on every "
                     "forward pass: keep the value on the device, or a Python copy kept beside the buffer",
                 )
 

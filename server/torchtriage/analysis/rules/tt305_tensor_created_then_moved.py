@@ -372,6 +372,32 @@ class TensorCreatedThenMoved(Rule):
                                 "pass `device=` to the factory instead"),
             ),
         ),
+        Invalid(
+            """
+            # forward's own methods (``self.loss``) and a helper object it builds (its __init__) run every pass too
+            import torch
+            from torch import nn
+
+            class CausalMask:
+                def __init__(self, n, device):
+                    self.mask = torch.ones(n, n, dtype=torch.bool).to(device).triu(1)
+
+            class Net(nn.Module):
+                def forward(self, x, label):
+                    mask = CausalMask(x.size(1), x.device)
+                    return self.loss(x.cuda(), label), mask
+
+                def loss(self, x, label):
+                    sizes = torch.zeros(10).long().to(x.device)
+                    return x.sum() + sizes.sum()
+            """,
+            findings=(
+                ("7:21-7:66", "`torch.ones(...)` is built on the CPU and copied to the GPU every step: "
+                              "pass `device=` to the factory instead"),
+                ("15:17-15:52", "`torch.zeros(...)` and the math on it run on the CPU and the result is copied to the GPU every step: "
+                                "pass `device=` to the factory instead"),
+            ),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
