@@ -513,9 +513,13 @@ def test_loader_iterated_per_epoch_by_another_files_step_loop_gets_pinning_and_p
     assert set(persistent) == {10}  # once_loader is read once, after the epoch loop
     assert "`args.num_workers` is 2: the `--num_workers` default (main.py:7)" in persistent[10]
     assert "iterated by the step loop at engine.py:4, called once per epoch" in persistent[10]
-    # without the project, main.py alone says nothing about them
+    # without the project, main.py alone cannot tell that the batches are moved (no pinning advice); that the
+    # loaders handed to a function every epoch are iterated every epoch it still sees, without naming the loop
     alone = project({"main.py": LOADER_MAIN})
-    assert found(alone, "main.py", "TT303") == [] and found(alone, "main.py", "TT304") == []
+    assert found(alone, "main.py", "TT303") == []
+    persistent = {f.span.line: f.message for f in found(alone, "main.py", "TT304")}
+    assert set(persistent) == {10}
+    assert "handed to `train_one_epoch` in the epoch loop at line 13, every epoch" in persistent[10]
 
 
 def test_optimizer_of_a_script_whose_training_loop_lives_in_another_file_gets_the_fused_hint():

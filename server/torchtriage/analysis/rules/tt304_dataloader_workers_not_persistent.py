@@ -177,6 +177,19 @@ class DataLoaderWorkersNotPersistent(Rule):
                     loss = model(x).sum(); loss.backward(); optimizer.step()
             """
         ),
+        Valid(
+            """
+            # only the loader's length is read each epoch; the second loader is made anew every epoch anyway
+            import torch
+
+            def main(opt):
+                train_loader = torch.utils.data.DataLoader(dataset, batch_size=32, num_workers=4)
+                for epoch in range(opt.num_epochs):
+                    print(epoch, len(train_loader))
+                    fresh = torch.utils.data.DataLoader(dataset, batch_size=32, num_workers=4)
+                    trainer.train(epoch, fresh)
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -322,11 +335,26 @@ class DataLoaderWorkersNotPersistent(Rule):
             """,
             findings=(("2:15-2:42", "Workers of this DataLoader restart every epoch: set `persistent_workers=True`"),),
         ),
+        Invalid(
+            """
+            # handed every epoch to a trainer the project cannot resolve (picked from a registry): iterated every epoch
+            import torch
+            from trains import train_factory
+
+            def main(opt):
+                trainer = train_factory[opt.task](opt, model, optimizer)
+                train_loader = torch.utils.data.DataLoader(dataset, batch_size=32, shuffle=True, num_workers=4)
+                for epoch in range(opt.num_epochs):
+                    log = trainer.train(epoch, train_loader)
+            """,
+            findings=(("7:20-7:47", "Workers of this DataLoader restart every epoch: set `persistent_workers=True` "
+                                    "(handed to `trainer.train` in the epoch loop at line 8, every epoch)"),),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
         if (not ctx.hot.epoch_loops and not ctx.loader_reads and not batch_generators(ctx) and not ctx.returned_loaders
-                and "_dataloader" not in ctx.source):
+                and "_dataloader" not in ctx.source and "epoch" not in ctx.source):
             return
         if _mutates_dataset_per_epoch(ctx, list(ctx.hot.epoch_loops)):
             return
@@ -343,6 +371,8 @@ class DataLoaderWorkersNotPersistent(Rule):
                 hook = _lightning_hook(ctx, call) if where is None else None
                 generator = repeating_generator(ctx, call, loader_name(ctx, call)) if where is None and hook is None else None
                 returned = returned_and_iterated(ctx, call) if where is None and generator is None else []
+                handed = _handed_on_every_epoch(ctx, call) if where is None and hook is None and generator is None \
+                    and not returned else None
                 if hook is not None:
                     note = f" (Lightning iterates what `{hook}` returns every epoch)"
                 elif where is not None:
@@ -352,6 +382,8 @@ class DataLoaderWorkersNotPersistent(Rule):
                 elif returned:
                     read = returned[0]
                     note = f" (`{read.factory}` returns it to {read.via}; the step loop at {read.where} iterates it every epoch)"
+                elif handed is not None:
+                    note = f" (handed to `{handed[0]}` in the epoch loop at line {handed[1]}, every epoch)"
                 else:
                     continue
             yield Report(
@@ -391,3 +423,37 @@ def _read_every_epoch_elsewhere(ctx: RuleContext, creation: ast.Call) -> str | N
         if outer and not _mutates_dataset_per_epoch(ctx, outer):
             return read.where
     return None
+
+
+_EPOCH_WORDS = ("epoch", "epochs")
+_NOT_ITERATING = frozenset({"len", "print", "isinstance", "getattr", "hasattr", "id", "type", "str", "repr"})
+
+
+def _epoch_loop(loop: ast.AST) -> bool:
+    """``for epoch in range(start_epoch, args.epochs)``: a loop named for epochs, by its target or its range."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    names = [n.id.lower() for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
+    names += [n.id.lower() if isinstance(n, ast.Name) else n.attr.lower()
+              for n in ast.walk(loop.iter) if isinstance(n, (ast.Name, ast.Attribute))]
+    return any(word in name for name in names for word in _EPOCH_WORDS)
+
+
+def _handed_on_every_epoch(ctx: RuleContext, creation: ast.Call) -> tuple[str, int] | None:
+    """(callee, line) where a loader made outside an epoch loop is handed, inside it, to a call the project
+    cannot resolve (``trainer.train(epoch, train_loader)`` on a trainer picked from a registry): a loader
+    passed once per epoch is iterated once per epoch."""
+    name = loader_name(ctx, creation)
+    if name is None or "." in name:
+        return None
+    scope = ctx.enclosing_function(creation) or ctx.tree
+    for loop in ctx.nodes_of((ast.For, ast.AsyncFor)):
+        if (ctx.enclosing_function(loop) or ctx.tree) is not scope or not _epoch_loop(loop) or _inside(ctx, creation, [loop]):
+            continue
+        for node in ast.walk(loop):
+            if not isinstance(node, ast.Call) or _called_name(node) in _NOT_ITERATING:
+                continue
+            if any(isinstance(a, ast.Name) and a.id == name for a in [*node.args, *(k.value for k in node.keywords)]):
+                return ctx.segment(node.func)[:40], loop.lineno  # type: ignore[attr-defined]
+    return None
+
