@@ -360,3 +360,42 @@ def _moves_batch(ctx: "RuleContext", call: ast.Call, region: HotRegion) -> bool:
             if any(is_batch_expression(gen.iter, region) for gen in ancestor.generators):
                 return True
     return False
+
+
+_EPOCH_WORDS = ("epoch", "epochs")
+_NOT_ITERATING = frozenset({"len", "print", "isinstance", "getattr", "hasattr", "id", "type", "str", "repr"})
+
+
+def _epoch_loop(loop: ast.AST) -> bool:
+    """``for epoch in range(start_epoch, args.epochs)``: a loop named for epochs, by its target or its range."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    names = [n.id.lower() for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
+    names += [n.id.lower() if isinstance(n, ast.Name) else n.attr.lower()
+              for n in ast.walk(loop.iter) if isinstance(n, (ast.Name, ast.Attribute))]
+    return any(word in name for name in names for word in _EPOCH_WORDS)
+
+
+def handed_on_every_epoch(ctx: RuleContext, creation: ast.Call) -> tuple[str, int] | None:
+    """(callee, line) where a loader made outside an epoch loop is handed, inside it, to a call the project
+    cannot resolve (``trainer.train(epoch, train_loader)`` on a trainer picked from a registry): a loader
+    passed once per epoch is iterated once per epoch."""
+    name = loader_name(ctx, creation)
+    if name is None or "." in name:
+        return None
+    scope = ctx.enclosing_function(creation) or ctx.tree
+    for loop in ctx.nodes_of((ast.For, ast.AsyncFor)):
+        if (ctx.enclosing_function(loop) or ctx.tree) is not scope or not _epoch_loop(loop) or any(a is loop for a in ctx.ancestors(creation)):
+            continue
+        for node in ast.walk(loop):
+            if not isinstance(node, ast.Call) or _callee_name(node) in _NOT_ITERATING:
+                continue
+            if any(isinstance(a, ast.Name) and a.id == name for a in [*node.args, *(k.value for k in node.keywords)]):
+                return ctx.segment(node.func)[:40], loop.lineno  # type: ignore[attr-defined]
+    return None
+
+
+
+def _callee_name(call: ast.Call) -> str | None:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None

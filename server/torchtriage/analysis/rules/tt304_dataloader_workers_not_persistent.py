@@ -10,8 +10,8 @@ from ..hotloops.finder import HotRegion
 from ._generators import batch_generators, repeating_generator
 from ._bindings import parameter_names
 from ._loaders import (
-    dataloader_calls, is_false, literal, loader_name, loader_reads_elsewhere, loops_reading, resolution_note, set_keyword_fix,
-    setting,
+    dataloader_calls, handed_on_every_epoch, is_false, literal, loader_name, loader_reads_elsewhere, loops_reading,
+    resolution_note, set_keyword_fix, setting,
     returned_and_iterated,
 )
 from ..defaults import CpuCount, cpu_count_expression
@@ -371,7 +371,7 @@ class DataLoaderWorkersNotPersistent(Rule):
                 hook = _lightning_hook(ctx, call) if where is None else None
                 generator = repeating_generator(ctx, call, loader_name(ctx, call)) if where is None and hook is None else None
                 returned = returned_and_iterated(ctx, call) if where is None and generator is None else []
-                handed = _handed_on_every_epoch(ctx, call) if where is None and hook is None and generator is None \
+                handed = handed_on_every_epoch(ctx, call) if where is None and hook is None and generator is None \
                     and not returned else None
                 if hook is not None:
                     note = f" (Lightning iterates what `{hook}` returns every epoch)"
@@ -422,38 +422,5 @@ def _read_every_epoch_elsewhere(ctx: RuleContext, creation: ast.Call) -> str | N
         outer = [loop for loop in loops if not _inside(ctx, creation, [loop])]
         if outer and not _mutates_dataset_per_epoch(ctx, outer):
             return read.where
-    return None
-
-
-_EPOCH_WORDS = ("epoch", "epochs")
-_NOT_ITERATING = frozenset({"len", "print", "isinstance", "getattr", "hasattr", "id", "type", "str", "repr"})
-
-
-def _epoch_loop(loop: ast.AST) -> bool:
-    """``for epoch in range(start_epoch, args.epochs)``: a loop named for epochs, by its target or its range."""
-    if not isinstance(loop, (ast.For, ast.AsyncFor)):
-        return False
-    names = [n.id.lower() for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
-    names += [n.id.lower() if isinstance(n, ast.Name) else n.attr.lower()
-              for n in ast.walk(loop.iter) if isinstance(n, (ast.Name, ast.Attribute))]
-    return any(word in name for name in names for word in _EPOCH_WORDS)
-
-
-def _handed_on_every_epoch(ctx: RuleContext, creation: ast.Call) -> tuple[str, int] | None:
-    """(callee, line) where a loader made outside an epoch loop is handed, inside it, to a call the project
-    cannot resolve (``trainer.train(epoch, train_loader)`` on a trainer picked from a registry): a loader
-    passed once per epoch is iterated once per epoch."""
-    name = loader_name(ctx, creation)
-    if name is None or "." in name:
-        return None
-    scope = ctx.enclosing_function(creation) or ctx.tree
-    for loop in ctx.nodes_of((ast.For, ast.AsyncFor)):
-        if (ctx.enclosing_function(loop) or ctx.tree) is not scope or not _epoch_loop(loop) or _inside(ctx, creation, [loop]):
-            continue
-        for node in ast.walk(loop):
-            if not isinstance(node, ast.Call) or _called_name(node) in _NOT_ITERATING:
-                continue
-            if any(isinstance(a, ast.Name) and a.id == name for a in [*node.args, *(k.value for k in node.keywords)]):
-                return ctx.segment(node.func)[:40], loop.lineno  # type: ignore[attr-defined]
     return None
 
