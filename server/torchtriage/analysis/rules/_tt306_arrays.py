@@ -240,6 +240,9 @@ class Arrays:
                 return SIZE
             if isinstance(func, ast.Attribute) and func.attr in ("dim", "ndimension"):
                 return COUNT
+            if isinstance(func, ast.Name) and func.id == "min" and len(node.args) > 1:
+                bounds = [self.bound(arg, depth) for arg in node.args]  # at most its smallest: a count caps it
+                return COUNT if COUNT in bounds else _combine(bounds)
             if isinstance(func, ast.Name) and func.id in _COMBINE:
                 return _combine([self.bound(arg, depth) for arg in node.args])
             return None

@@ -77,6 +77,22 @@ class PerElementPythonInData(Rule):
     VALID = (
         Valid(
             """
+            # once per annotated object, at most max_objs of them: a count caps min(), whatever the other bound is
+            import numpy as np
+            from torch.utils.data import Dataset
+
+            class Boxes(Dataset):
+                def __getitem__(self, index):
+                    anns = self.coco.loadAnns(ids=self.ids[index])
+                    num_objs = min(len(anns), self.max_objs)
+                    wh = np.zeros((self.max_objs, 2), dtype=np.float32)
+                    for k in range(num_objs):
+                        wh[k] = anns[k]["bbox"][2:]
+                    return wh
+            """
+        ),
+        Valid(
+            """
             # vectorised: whole-tensor arithmetic and casts
             import torch
             from torch.utils.data import Dataset
