@@ -96,6 +96,10 @@ def _own_calls(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDe
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
+        default = _default_branch(node.test, flags) if isinstance(node, ast.If) else None
+        if isinstance(node, ast.If) and default is not None:  # ``if batch_size is None:`` on a parameter left out
+            stack.extend(reversed(node.body if default else node.orelse))
+            continue
         if isinstance(node, ast.If) and _asks_if_built(node.test):
             stack.extend(reversed(node.orelse))
             continue
@@ -125,6 +129,18 @@ def _flag_test(test: ast.expr, flags: set[str]) -> bool | None:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Name) \
             and test.operand.id in flags:
         return False
+    return None
+
+
+def _default_branch(test: ast.expr, flags: set[str]) -> bool | None:
+    """``param is None`` on a parameter that defaults to None -> True (the body runs when a caller leaves it
+    out), ``param is not None`` -> False (the else branch does); else None."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name) \
+            and test.left.id in flags and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+        if isinstance(test.ops[0], ast.Is):
+            return True
+        if isinstance(test.ops[0], ast.IsNot):
+            return False
     return None
 
 

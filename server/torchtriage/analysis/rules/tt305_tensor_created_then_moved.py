@@ -398,6 +398,22 @@ class TensorCreatedThenMoved(Rule):
                                 "pass `device=` to the factory instead"),
             ),
         ),
+        Invalid(
+            """
+            # a parameter that defaults to None and is tested for it: the training call leaves it out, so the body runs
+            import torch
+            from torch import nn
+
+            class Encoder(nn.Module):
+                def forward(self, x, batch_size=None):
+                    if batch_size is None:
+                        h0 = torch.zeros(1, self.batch_size, self.hidden).cuda()
+                    else:
+                        h0 = torch.zeros(1, batch_size, self.hidden, device=x.device)
+                    return self.lstm(x, h0)
+            """,
+            lines=(8,),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
