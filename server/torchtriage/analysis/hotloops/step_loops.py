@@ -45,6 +45,8 @@ class StepLoopJudge:
             return True, True
         if self._serves(loop):
             return False, False  # ``def predict(self, X):`` no code of the file calls: serving a trained model, not training it
+        if self._within_one_step(loop):
+            return False, False  # ``for x, y in minibatches: nll += ...`` then ``loss.backward()``: parts of one step
         step = isinstance(loop, (ast.For, ast.AsyncFor)) and is_loader_like(loop.iter, self.loader_vars)
         if not step and self._calls_model(facts) and self._enclosing_name(loop) not in _NOT_FOLLOWED:
             step = True
@@ -90,7 +92,7 @@ class StepLoopJudge:
             if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
                 facts = loop_facts(node)
                 iterates_loader = isinstance(node, (ast.For, ast.AsyncFor)) and is_loader_like(node.iter, self.loader_vars)
-                if facts.trains or iterates_loader or facts.fetches_batch:
+                if facts.trains or ((iterates_loader or facts.fetches_batch) and not self._within_one_step(node)):
                     return False
         return self.trains_through_calls(func, 2)
 
@@ -114,6 +116,22 @@ class StepLoopJudge:
             name is None or (name not in self.functions and name not in self.ctx.aliases)
             for name in facts.model_callees
         )
+
+    def _within_one_step(self, loop: Loop) -> bool:
+        """A loop over a parameter of a function that is one training step (its own body, after the loop,
+        runs backward or steps the optimizer): ``def update(self, minibatches): for x, y in minibatches: ...``
+        walks the parts of the step's data (domains, views), once per step, not one step per pass."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return False
+        function = self.ctx.enclosing_function(loop)
+        if function is None or not is_step_function(function):
+            return False
+        iterable = loop.iter
+        while isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) \
+                and iterable.func.id in ("enumerate", "zip", "reversed", "list") and iterable.args:
+            iterable = iterable.args[0]
+        params = {a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]}
+        return isinstance(iterable, ast.Name) and iterable.id in params
 
     def _serves(self, loop: Loop) -> bool:
         """The loop is in a function named for inference (``predict``, ``inference``) that nothing else in
