@@ -125,6 +125,25 @@ class OptimizerNotFused(Rule):
     INVALID = (
         Invalid(
             """
+            # an agent that keeps its networks and their optimizer: it trains them, here through a base class's method
+            import torch
+            from torch import optim
+            from agents.base import BaseAgent
+
+            class DQN(BaseAgent):
+                def __init__(self, config):
+                    super().__init__(config)
+                    self.q_network = self.create_network().to("cuda")
+                    self.q_optimizer = optim.Adam(self.q_network.parameters(), lr=config.lr)
+
+                def learn(self, states, targets):
+                    loss = ((self.q_network(states) - targets) ** 2).mean()
+                    self.take_optimisation_step(self.q_optimizer, self.q_network, loss)
+            """,
+            lines=(10,),
+        ),
+        Invalid(
+            """
             import torch
             from torch import optim
             model = Net().to("cuda")
@@ -186,14 +205,14 @@ class OptimizerNotFused(Rule):
         if is_test_file(ctx.path, ctx.source):
             return
         training = trains(ctx) or _lightning(ctx)
-        if not training and not ctx.trainer_calls:
+        if not training and not ctx.trainer_calls and "self." not in ctx.source:
             return
         for node in ctx.nodes_of(ast.Call):
             assert isinstance(node, ast.Call)
             short = _OPTIMIZERS.get(ctx.call_qualname(node) or "")
             if short is None or _chooses_implementation(ctx, node) is not False:
                 continue
-            if not training and (not _in_trainer_call(ctx, node) or _offers_fused(ctx, node)):
+            if not training and (not (_in_trainer_call(ctx, node) or _kept_by_an_agent(ctx, node)) or _offers_fused(ctx, node)):
                 continue  # a file that does not train: only what a training file's call builds (a factory) counts,
                 # and not a factory that offers a fused optimizer by a flag (``--optim fused_adam``)
             yield Report(
@@ -215,6 +234,18 @@ def _in_trainer_call(ctx: RuleContext, node: ast.AST) -> bool:
             return True
         function = ctx.enclosing_function(function)
     return False
+
+
+def _kept_by_an_agent(ctx: RuleContext, node: ast.Call) -> bool:
+    """Built into an attribute of the object that owns the networks (``self.critic_optimizer = Adam(...)`` in an
+    agent's or a trainer's method): the object trains them, wherever its training step is written (often a
+    method of a base class in another file)."""
+    parent = ctx.parents.get(node)
+    if not isinstance(parent, ast.Assign) or parent.value is not node:
+        return False
+    targets = parent.targets
+    return len(targets) == 1 and isinstance(targets[0], ast.Attribute) and isinstance(targets[0].value, ast.Name) \
+        and targets[0].value.id == "self" and ctx.enclosing_class(node) is not None
 
 
 def _offers_fused(ctx: RuleContext, node: ast.AST) -> bool:
