@@ -112,3 +112,26 @@ def gathered_rows(ctx: RuleContext, data: ast.expr) -> bool:
     if isinstance(data, ast.Call) and (ctx.call_qualname(data) or "") in _STACKERS and data.args:
         return isinstance(data.args[0], (ast.ListComp, ast.GeneratorExp))
     return False
+
+
+_STORE_METHODS = frozenset({"add", "push", "store", "append", "insert", "add_experience", "store_transition"})
+
+
+def replay_sample_calls(ctx: RuleContext) -> list[ast.Call]:
+    """The calls of a replay buffer's ``sample`` methods (``sample``, ``sample_batch``...): a class that stores
+    transitions (``add`` / ``push`` / ``store``...) and samples them, once per update of the agent that owns it."""
+    found: list[ast.Call] = []
+    for cls in ctx.nodes_of(ast.ClassDef):
+        assert isinstance(cls, ast.ClassDef)
+        methods = [f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        if not any(f.name in _STORE_METHODS for f in methods):
+            continue
+        by_name = {f.name: f for f in methods}
+        samplers = [f for f in methods if f.name.startswith("sample")]
+        helpers = [by_name[call.func.attr] for f in samplers for call in ast.walk(f)  # ``self.separate_out_data_types(...)``
+                   if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+                   and call.func.value.id == "self" and call.func.attr in by_name]
+        for function in dict.fromkeys([*samplers, *helpers]):
+            found.extend(n for n in ast.walk(function) if isinstance(n, ast.Call))
+    return found
+

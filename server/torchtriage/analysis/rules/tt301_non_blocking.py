@@ -12,7 +12,7 @@ from ..incremental.memo import subtree_memo
 from ..hotloops.step_markers import is_model_call
 from ..syntax import keyword_value
 from ._bindings import name_stores
-from ._legacy_tensors import gathered_rows, wrapped_batch
+from ._legacy_tensors import gathered_rows, replay_sample_calls, wrapped_batch
 from ._helpers import is_batch_expression, is_device_move, method_name, names_in
 from ._other_devices import on_other_accelerator
 from ..parsing import LEGACY_ASYNC
@@ -228,6 +228,30 @@ class NonBlockingTransfer(Rule):
     INVALID = (
         Invalid(
             """
+            # a replay buffer's sample(): rows gathered from the host store and moved, once per update of its agent
+            import numpy as np
+            import torch
+
+            class ReplayBuffer:
+                def __init__(self, size):
+                    self.memory = []
+                    self.device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+
+                def add(self, state, reward):
+                    self.memory.append((state, reward))
+
+                def sample(self, batch_size):
+                    rows = [self.memory[i] for i in np.random.randint(0, len(self.memory), batch_size)]
+                    return self._to_tensors(rows)
+
+                def _to_tensors(self, rows):
+                    states = torch.from_numpy(np.vstack([r[0] for r in rows])).float().to(self.device)
+                    return states, torch.tensor([r[1] for r in rows], device=self.device)
+            """,
+            lines=(18,),
+        ),
+        Invalid(
+            """
             # a replay buffer's rows gathered by index and copied in every update
             import numpy as np
             import torch
@@ -373,7 +397,9 @@ class NonBlockingTransfer(Rule):
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
+        seen: set[ast.Call] = set()
         for call, region in ctx.hot.nodes(ast.Call):
+            seen.add(call)
             if not is_device_move(call, ctx) or keyword_value(call, "non_blocking") is not None \
                     or keyword_value(call, LEGACY_ASYNC) is not None:  # ``async=True``: torch 0.3's non_blocking
                 continue
@@ -398,13 +424,24 @@ class NonBlockingTransfer(Rule):
                 continue  # moved earlier in the step (``y = y.to(d)`` ... ``y[:, -n:].to(d)``: a no-op), or made in it (TT305)
             if on_other_accelerator(ctx, call):
                 continue  # a copy to XPU / MPS / NPU..., or a branch taken only there: not a CUDA copy
-            what = {"cuda": "`.cuda()`", "type": "`.type(...)`"}.get(method_name(call) or "", "`.to(...)`")
             pageable = (" (the tensor is made from a host array every step, so it is not pinned: "
                         "`.pin_memory()` before the copy lets it overlap)") if receiver is wrapped else ""
-            yield Report(
-                call,
-                f"Blocking host-to-device copy of batch data every step: add `non_blocking=True` to {what}{pageable}",
-                fix=lambda call=call: add_keywords_fix(
-                    ctx, call, [("non_blocking", "True")], "Add non_blocking=True", Applicability.SAFE
-                ),
-            )
+            yield self._report(ctx, call, pageable)
+        for call in replay_sample_calls(ctx):  # a replay buffer's sample(): once per update, wherever it is called
+            if call in seen or not is_device_move(call, ctx) or keyword_value(call, "non_blocking") is not None:
+                continue
+            wrapped = wrapped_batch(ctx, call.func.value, call)  # type: ignore[attr-defined]
+            if wrapped is not None and gathered_rows(ctx, wrapped) and not on_other_accelerator(ctx, call):
+                yield self._report(ctx, call, " (the tensor is made from a host array every step, so it is not pinned: "
+                                              "`.pin_memory()` before the copy lets it overlap)")
+
+    @staticmethod
+    def _report(ctx: RuleContext, call: ast.Call, pageable: str) -> Report:
+        what = {"cuda": "`.cuda()`", "type": "`.type(...)`"}.get(method_name(call) or "", "`.to(...)`")
+        return Report(
+            call,
+            f"Blocking host-to-device copy of batch data every step: add `non_blocking=True` to {what}{pageable}",
+            fix=lambda call=call: add_keywords_fix(
+                ctx, call, [("non_blocking", "True")], "Add non_blocking=True", Applicability.SAFE
+            ),
+        )
