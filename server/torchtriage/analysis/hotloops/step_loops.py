@@ -124,14 +124,15 @@ class StepLoopJudge:
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             return False
         function = self.ctx.enclosing_function(loop)
-        if function is None or not is_step_function(function):
+        if function is None:
             return False
         iterable = loop.iter
         while isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) \
                 and iterable.func.id in ("enumerate", "zip", "reversed", "list") and iterable.args:
             iterable = iterable.args[0]
         params = {a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]}
-        return isinstance(iterable, ast.Name) and iterable.id in params
+        # (the parameter test first: it is cheap, and whether the function is one step walks all of it)
+        return isinstance(iterable, ast.Name) and iterable.id in params and is_step_function(function)
 
     def _serves(self, loop: Loop) -> bool:
         """The loop is in a function named for inference (``predict``, ``inference``) that nothing else in
