@@ -134,4 +134,3 @@ def replay_sample_calls(ctx: RuleContext) -> list[ast.Call]:
         for function in dict.fromkeys([*samplers, *helpers]):
             found.extend(n for n in ast.walk(function) if isinstance(n, ast.Call))
     return found
-

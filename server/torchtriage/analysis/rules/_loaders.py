@@ -385,15 +385,16 @@ def handed_on_every_epoch(ctx: RuleContext, creation: ast.Call) -> tuple[str, in
         return None
     scope = ctx.enclosing_function(creation) or ctx.tree
     for loop in ctx.nodes_of((ast.For, ast.AsyncFor)):
-        if (ctx.enclosing_function(loop) or ctx.tree) is not scope or not _epoch_loop(loop) or any(a is loop for a in ctx.ancestors(creation)):
+        if (ctx.enclosing_function(loop) or ctx.tree) is not scope or not _epoch_loop(loop):
             continue
+        if any(a is loop for a in ctx.ancestors(creation)):
+            continue  # a fresh loader every epoch: persistence cannot help
         for node in ast.walk(loop):
             if not isinstance(node, ast.Call) or _callee_name(node) in _NOT_ITERATING:
                 continue
             if any(isinstance(a, ast.Name) and a.id == name for a in [*node.args, *(k.value for k in node.keywords)]):
                 return ctx.segment(node.func)[:40], loop.lineno  # type: ignore[attr-defined]
     return None
-
 
 
 def _callee_name(call: ast.Call) -> str | None:

@@ -423,4 +423,3 @@ def _read_every_epoch_elsewhere(ctx: RuleContext, creation: ast.Call) -> str | N
         if outer and not _mutates_dataset_per_epoch(ctx, outer):
             return read.where
     return None
-
