@@ -9,7 +9,7 @@ from ...findings import Applicability, Severity
 from ..fixes import add_keywords_fix
 from ._bindings import resolve_dict
 from ..file_kinds import is_test_file
-from ._loaders import regions_reached
+from ._loaders import literal, regions_reached
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
 _OPTIMIZERS = {
@@ -76,6 +76,20 @@ class OptimizerNotFused(Rule):
     VALID = (
         Valid(
             """
+            # picked by name, by default an optimizer with no fused kernel
+            import argparse
+            from torch import optim
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--optim", type=str, default="RMSprop")
+            args = parser.parse_args()
+            model = Net().cuda()
+            optimizer = getattr(optim, args.optim)(model.parameters(), lr=1e-3)
+            for x, y in loader:
+                loss = model(x.cuda(non_blocking=True)).sum(); loss.backward(); optimizer.step()
+            """
+        ),
+        Valid(
+            """
             import torch
             model = Net().cuda()
             optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
@@ -123,6 +137,21 @@ class OptimizerNotFused(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # the optimizer picked by name, by default Adam
+            import argparse
+            from torch import optim
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--optim", type=str, default="Adam")
+            args = parser.parse_args()
+            model = Net().cuda()
+            optimizer = getattr(optim, args.optim)(model.parameters(), lr=1e-3)
+            for x, y in loader:
+                loss = model(x.cuda(non_blocking=True)).sum(); loss.backward(); optimizer.step()
+            """,
+            lines=(8,),
+        ),
         Invalid(
             """
             # an agent that keeps its networks and their optimizer: it trains them, here through a base class's method
@@ -209,7 +238,7 @@ class OptimizerNotFused(Rule):
             return
         for node in ctx.nodes_of(ast.Call):
             assert isinstance(node, ast.Call)
-            short = _OPTIMIZERS.get(ctx.call_qualname(node) or "")
+            short = _OPTIMIZERS.get(ctx.call_qualname(node) or "") or _named_optimizer(ctx, node)
             if short is None or _chooses_implementation(ctx, node) is not False:
                 continue
             if not training and (not (_in_trainer_call(ctx, node) or _kept_by_an_agent(ctx, node)) or _offers_fused(ctx, node)):
@@ -223,6 +252,20 @@ class OptimizerNotFused(Rule):
                     ctx, node, [("fused", "True")], "Add fused=True", Applicability.UNSAFE
                 ),
             )
+
+
+def _named_optimizer(ctx: RuleContext, node: ast.Call) -> str | None:
+    """``getattr(optim, args.optim)(model.parameters(), lr=lr)`` with ``--optim`` defaulting to ``"Adam"``: the
+    optimizer the run builds by default."""
+    func = node.func
+    if not (isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "getattr"
+            and func.func.id not in ctx.aliases and len(func.args) == 2):
+        return None
+    module = ctx.qualname(func.args[0]) or ""
+    if module not in ("torch.optim", "torch.optim.optimizer"):
+        return None
+    name = literal(ctx, func.args[1], node)
+    return _OPTIMIZERS.get(f"torch.optim.{name}") if isinstance(name, str) else None
 
 
 def _in_trainer_call(ctx: RuleContext, node: ast.AST) -> bool:
