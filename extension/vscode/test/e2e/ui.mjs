@@ -29,13 +29,23 @@ export async function openFile(page, name) {
 }
 
 export async function command(page, label) {
-  // A palette still closing from the command before stays visible but inert: wait until it is gone.
   const widget = page.locator(".quick-input-widget");
-  await widget.waitFor({ state: "hidden", timeout: 5_000 }).catch(() => undefined);
-  await page.keyboard.press("F1");
   const input = page.locator(".quick-input-widget input");
-  await input.waitFor({ timeout: 10_000 });
-  await input.fill(`>${label}`);
+  for (let attempt = 1; ; attempt++) {
+    // A palette still closing from the command before stays visible but inert: wait until it is gone.
+    await widget.waitFor({ state: "hidden", timeout: 5_000 }).catch(() => undefined);
+    await page.keyboard.press("F1");
+    try {
+      await input.waitFor({ timeout: 10_000 });
+      await input.fill(`>${label}`, { timeout: 10_000 });
+      break;
+    } catch (error) {
+      // One opened while another quick input was closing (a file picker, on a loaded machine) can stay inert
+      // or vanish: close it and open the palette again.
+      if (attempt >= 3) throw error;
+      await page.keyboard.press("Escape");
+    }
+  }
   const row = page.locator(".quick-input-widget .monaco-list-row", { hasText: label }).first();
   await row.waitFor({ timeout: 10_000 });
   await page.keyboard.press("Enter");
