@@ -96,16 +96,13 @@ def _own_calls(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDe
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        default = _default_branch(node.test, flags) if isinstance(node, ast.If) else None
-        if isinstance(node, ast.If) and default is not None:  # ``if batch_size is None:`` on a parameter left out
-            stack.extend(reversed(node.body if default else node.orelse))
+        needs_flag = _flag_test(node.test, flags) if isinstance(node, ast.If) else None
+        if isinstance(node, ast.If) and needs_flag is not None:  # the branch a call with the defaults takes
+            stack.extend(reversed(node.orelse if needs_flag else node.body))
+            stack.append(node.test)
             continue
         if isinstance(node, ast.If) and _asks_if_built(node.test):
             stack.extend(reversed(node.orelse))
-            continue
-        if isinstance(node, ast.If) and _flag_test(node.test, flags) is not None:
-            stack.extend(reversed(node.body if _flag_test(node.test, flags) is False else node.orelse))
-            stack.append(node.test)
             continue
         if isinstance(node, ast.Call):
             yield node
@@ -123,24 +120,17 @@ def _off_flags(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
 
 
 def _flag_test(test: ast.expr, flags: set[str]) -> bool | None:
-    """``if flag:`` -> True (the body needs the flag on), ``if not flag:`` -> False (the else branch does), else None."""
+    """``if flag:`` / ``if param is not None:`` -> True (the body needs the parameter set), ``if not flag:`` /
+    ``if param is None:`` -> False (the body runs when a caller leaves it out), else None."""
     if isinstance(test, ast.Name) and test.id in flags:
         return True
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Name) \
             and test.operand.id in flags:
         return False
-    return None
-
-
-def _default_branch(test: ast.expr, flags: set[str]) -> bool | None:
-    """``param is None`` on a parameter that defaults to None -> True (the body runs when a caller leaves it
-    out), ``param is not None`` -> False (the else branch does); else None."""
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name) \
-            and test.left.id in flags and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
-        if isinstance(test.ops[0], ast.Is):
-            return True
-        if isinstance(test.ops[0], ast.IsNot):
-            return False
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name) and test.left.id in flags \
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None \
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot)):
+        return isinstance(test.ops[0], ast.IsNot)
     return None
 
 

@@ -390,13 +390,14 @@ def handed_on_every_epoch(ctx: RuleContext, creation: ast.Call) -> tuple[str, in
         if any(a is loop for a in ctx.ancestors(creation)):
             continue  # a fresh loader every epoch: persistence cannot help
         for node in ast.walk(loop):
-            if not isinstance(node, ast.Call) or _callee_name(node) in _NOT_ITERATING:
+            if not isinstance(node, ast.Call) or called_name(node) in _NOT_ITERATING:
                 continue
             if any(isinstance(a, ast.Name) and a.id == name for a in [*node.args, *(k.value for k in node.keywords)]):
                 return ctx.segment(node.func)[:40], loop.lineno  # type: ignore[attr-defined]
     return None
 
 
-def _callee_name(call: ast.Call) -> str | None:
+def called_name(call: ast.Call) -> str | None:
+    """``f`` in ``f(...)`` and ``obj.f(...)``."""
     func = call.func
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None

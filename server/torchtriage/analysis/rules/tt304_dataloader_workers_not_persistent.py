@@ -10,7 +10,7 @@ from ..hotloops.finder import HotRegion
 from ._generators import batch_generators, repeating_generator
 from ._bindings import parameter_names
 from ._loaders import (
-    dataloader_calls, handed_on_every_epoch, is_false, literal, loader_name, loader_reads_elsewhere, loops_reading,
+    called_name, dataloader_calls, handed_on_every_epoch, is_false, literal, loader_name, loader_reads_elsewhere, loops_reading,
     resolution_note, set_keyword_fix, setting,
     returned_and_iterated,
 )
@@ -58,7 +58,7 @@ def _read_every_epoch(ctx: RuleContext, region: HotRegion, creation: ast.Call) -
         if name is not None and owner is not scope and name not in parameter_names(owner):
             continue  # another function's loop, where the name is its own local: another loader
         for node in ast.walk(loop):
-            if isinstance(node, ast.Call) and _called_name(node) == function.name and (
+            if isinstance(node, ast.Call) and called_name(node) == function.name and (
                 name is None or _passes(node, name) or (scope is None and name not in parameter_names(function))
             ):
                 return True  # ``for epoch ...: validate(model, val_loader)``, or ``test(epoch)`` reading the global loader
@@ -69,14 +69,6 @@ def _passes(call: ast.Call, name: str) -> bool:
     """The call hands the loader on (``validate(model, val_loader)``), or takes nothing to name it by."""
     arguments = [*call.args, *(k.value for k in call.keywords)]
     return not arguments or any(isinstance(n, ast.Name) and n.id == name for a in arguments for n in ast.walk(a))
-
-
-def _called_name(call: ast.Call) -> str | None:
-    if isinstance(call.func, ast.Name):
-        return call.func.id
-    if isinstance(call.func, ast.Attribute):
-        return call.func.attr
-    return None
 
 
 def _mutates_dataset_per_epoch(ctx: RuleContext, loops: list) -> bool:  # type: ignore[type-arg]

@@ -261,8 +261,7 @@ def _named_optimizer(ctx: RuleContext, node: ast.Call) -> str | None:
     if not (isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "getattr"
             and func.func.id not in ctx.aliases and len(func.args) == 2):
         return None
-    module = ctx.qualname(func.args[0]) or ""
-    if module not in ("torch.optim", "torch.optim.optimizer"):
+    if ctx.qualname(func.args[0]) != "torch.optim":
         return None
     name = literal(ctx, func.args[1], node)
     return _OPTIMIZERS.get(f"torch.optim.{name}") if isinstance(name, str) else None
