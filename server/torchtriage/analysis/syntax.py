@@ -8,6 +8,7 @@ value a name was last assigned in a scope.
 from __future__ import annotations
 
 import ast
+from typing import Iterator
 
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
@@ -44,10 +45,9 @@ def keyword_value(call: ast.Call, name: str, last: bool = False) -> ast.expr | N
     return found
 
 
-def scope_assignments(scope: ast.AST) -> dict[str, ast.expr]:
-    """Plain name -> the value of its last (by line) assignment directly in a scope (not in
-    nested functions, classes or lambdas)."""
-    best: dict[str, tuple[int, ast.expr]] = {}
+def _direct_assignments(scope: ast.AST) -> Iterator[tuple[str, int, ast.expr]]:
+    """(name, line, value) of each plain-name assignment directly in a scope (not in nested
+    functions, classes or lambdas)."""
     stack = list(ast.iter_child_nodes(scope))
     while stack:
         node = stack.pop()
@@ -55,13 +55,31 @@ def scope_assignments(scope: ast.AST) -> dict[str, ast.expr]:
             continue
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                if isinstance(target, ast.Name) and node.lineno > best.get(target.id, (-1, None))[0]:
-                    best[target.id] = (node.lineno, node.value)
+                if isinstance(target, ast.Name):
+                    yield target.id, node.lineno, node.value
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-            if node.lineno > best.get(node.target.id, (-1, None))[0]:
-                best[node.target.id] = (node.lineno, node.value)
+            yield node.target.id, node.lineno, node.value
         stack.extend(ast.iter_child_nodes(node))
+
+
+def scope_assignments(scope: ast.AST) -> dict[str, ast.expr]:
+    """Plain name -> the value of its last (by line) assignment directly in a scope (not in
+    nested functions, classes or lambdas)."""
+    best: dict[str, tuple[int, ast.expr]] = {}
+    for name, line, value in _direct_assignments(scope):
+        if line > best.get(name, (-1, None))[0]:
+            best[name] = (line, value)
     return {name: value for name, (_, value) in best.items()}
+
+
+def assignment_history(scope: ast.AST) -> dict[str, list[tuple[int, ast.expr]]]:
+    """Plain name -> (line, value) of every assignment directly in a scope, by line."""
+    found: dict[str, list[tuple[int, ast.expr]]] = {}
+    for name, line, value in _direct_assignments(scope):
+        found.setdefault(name, []).append((line, value))
+    for values in found.values():
+        values.sort(key=lambda item: item[0])
+    return found
 
 
 def assigned_value(

@@ -468,3 +468,45 @@ def test_a_data_module_whose_generator_re_iterates_its_loader():
         }
     )
     assert lines(proj, "data.py", "TT304") == {4}  # load_eval goes over its loader once
+
+
+def test_a_model_reassigned_from_itself_keeps_the_class_built_into_it_earlier_in_the_scope():
+    """``classifier = classifier.train()`` in each of two scripts that build different models into the
+    name: each step loop runs its own model's ``forward`` (the project-wide name alone is ambiguous)."""
+    proj = project(
+        {
+            "model.py": """
+                import torch
+                import torch.nn as nn
+
+                class Cls(nn.Module):
+                    def forward(self, x):
+                        scale = x.sum().item()
+                        return x * scale
+
+                class Seg(nn.Module):
+                    def forward(self, x):
+                        return x
+
+                class Unused(nn.Module):
+                    def forward(self, x):
+                        return x * x.max().item()
+            """,
+            "train_cls.py": """
+                from model import Cls, Unused
+                classifier = Unused()
+                classifier = Cls()
+                for x in loader:
+                    classifier = classifier.train()
+                    classifier(x.cuda()).sum().backward()
+            """,
+            "train_seg.py": """
+                from model import Seg
+                classifier = Seg()
+                for x in loader:
+                    classifier = classifier.train()
+                    classifier(x.cuda()).sum().backward()
+            """,
+        }
+    )
+    assert lines(proj, "model.py", "TT101") == {6}  # Cls.forward; not Unused's, replaced before the loop

@@ -19,7 +19,7 @@ from ..context import ModuleContext
 from ..hotloops.step_markers import SCOPE_NODES
 from ..incremental.walks import scope_walk
 from .modules import FunctionNode, ModuleTable, ProjectModule
-from ..syntax import assigned_value
+from ..syntax import assigned_value, assignment_history
 
 ClassRef = tuple[ProjectModule, ast.ClassDef]
 FunctionRef = tuple[ProjectModule, FunctionNode]
@@ -37,6 +37,7 @@ class CallGraph:
         self._factories: dict[ast.AST, ClassRef | None] = {}
         self._assignments: dict[ast.AST, dict[str, ast.expr]] = {}  # scope -> name -> last value
         self._methods: dict[str, list[FunctionRef]] | None = None  # method name -> project methods
+        self._history: dict[ast.AST, dict[str, list[tuple[int, ast.expr]]]] = {}  # scope -> name -> its assignments
         self._typed: dict[ast.AST, tuple[dict[str, list[ast.Assign]], dict[str, list[ast.expr]]]] = {}  # see _scope_typing
 
     def assigned(self, module: ProjectModule, name: str, at: ast.AST) -> ast.expr | None:
@@ -114,10 +115,27 @@ class CallGraph:
             value = assigned_value(module.ctx.tree, name, self._assignments)
         if value is not None:
             found = self.class_of_value(module, value)
-            if found is not None or not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
+            if found is not None or not _mentions(value, name):
                 return found
             # ``model = model.cuda()``, ``model = DDP(model, ...)``: still the instance built before
+            earlier = self._built_before(module, name, at)
+            if earlier is not None:
+                return earlier
         return self.by_name(name) if by_name else None
+
+    def _built_before(self, module: ProjectModule, name: str, at: ast.AST) -> ClassRef | None:
+        """The class built into ``name`` by the latest assignment in its scope, up to ``at``, that does not
+        re-wrap the name itself (``model = Net()`` ... ``model = model.train()``)."""
+        assert module.ctx is not None
+        scope = module.ctx.enclosing_function(at) or module.ctx.tree
+        history = self._history.get(scope)
+        if history is None:
+            history = self._history[scope] = assignment_history(scope)
+        line = getattr(at, "lineno", None)
+        for assigned_at, value in reversed(history.get(name, ())):
+            if (line is None or assigned_at <= line) and not _mentions(value, name):
+                return self.class_of_value(module, value)
+        return None
 
     def _scope_typing(self, module: ProjectModule, scope: ast.AST) -> tuple[dict[str, list[ast.Assign]], dict[str, list[ast.expr]]]:
         """One walk per scope: name -> its assignments in an ``if``'s branches, and name -> its annotations
@@ -323,3 +341,8 @@ def owner_class(ctx: ModuleContext, node: ast.AST) -> ast.ClassDef | None:
         if isinstance(ancestor, ast.ClassDef):
             return ancestor
     return None
+
+
+def _mentions(value: ast.AST, name: str) -> bool:
+    """Whether the plain name ``name`` occurs in ``value``."""
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value))
