@@ -49,17 +49,28 @@ class StepClock:
         self.ends = [s.end_ns for s in steps]
         self.first = self.starts[0] if steps else 0
         self.last = self.ends[-1] if steps else 0
+        # The step last found, [lo, hi) at position pos: a sweep asks about the same step many times
+        # running, so callers on a hot path test ``lo <= t < hi`` themselves before calling.
+        self.lo, self.hi, self.pos = 1, 0, -1
 
     def step_of(self, t: int) -> int:
+        if self.lo <= t < self.hi:
+            return self.pos
         i = bisect.bisect_right(self.starts, t) - 1
         if i < 0 or t >= self.ends[i]:
             return -1
+        self.lo, self.hi, self.pos = self.starts[i], self.ends[i], i
         return i
 
     def within(self, start: int, end: int) -> int:
         """The position of the one step that holds all of [start, end) (non-empty), else -1 (``split`` it)."""
+        if self.lo <= start and end <= self.hi and start < end:
+            return self.pos
         i = bisect.bisect_right(self.starts, start) - 1
-        return i if i >= 0 and start < end <= self.ends[i] else -1
+        if i >= 0 and start < end <= self.ends[i]:
+            self.lo, self.hi, self.pos = self.starts[i], self.ends[i], i
+            return i
+        return -1
 
     def split(self, start: int, end: int) -> list[tuple[int, int]]:
         """[start, end) as (step position, ns) pieces inside steps."""

@@ -229,7 +229,8 @@ class Sweep:
             for position, ns in self.collectives.waited(self.clock, start, end):
                 entry.waited[position] = entry.waited.get(position, 0) + ns
                 acc[position] = acc.get(position, 0) - ns
-        position = self.clock.within(start, end)
+        clock = self.clock
+        position = clock.pos if clock.lo <= start and end <= clock.hi else clock.within(start, end)
         if position >= 0:  # inside one step: most events
             acc[position] = acc.get(position, 0) + end - start
             return
