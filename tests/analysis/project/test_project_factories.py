@@ -150,3 +150,57 @@ def test_a_project_subclass_of_dataloader_is_a_dataloader_through_a_re_export() 
     assert {(4, "TT303"), (4, "TT304")} <= found
     assert not {key for key in found if key[0] == 5}
     assert proj.view("train.py").loader_classes == frozenset({"DataLoaderX"})
+
+
+def test_a_method_that_unpacks_a_factorys_result_and_returns_the_loader_hands_it_on() -> None:
+    """``data_set, data_loader = data_provider(args, flag)`` / ``return data_set, data_loader`` in a method
+    the experiment calls as ``self._get_data(...)``: the loader the step loop iterates every epoch is the
+    factory's; a wrapper that returns only the dataset hands no loader on."""
+    files = {
+        "data_factory.py": textwrap.dedent("""
+            from torch.utils.data import DataLoader
+
+
+            def data_provider(args, flag):
+                data_set = make_set(args, flag)
+                data_loader = DataLoader(data_set, batch_size=args.batch_size, num_workers=8, shuffle=flag == "train")
+                return data_set, data_loader
+
+
+            def probe_provider(args):
+                probe_loader = DataLoader(make_set(args, "probe"), batch_size=4, num_workers=8)
+                return probe_loader
+        """).lstrip("\n"),
+        "exp.py": textwrap.dedent("""
+            import torch
+            from data_factory import data_provider, probe_provider
+
+
+            class Experiment:
+                def __init__(self, args):
+                    self.args = args
+                    self.device = torch.device("cuda")
+
+                def _get_data(self, flag):
+                    data_set, data_loader = data_provider(self.args, flag)
+                    return data_set, data_loader
+
+                def _probe_set(self):
+                    loader = probe_provider(self.args)
+                    return loader.dataset
+
+                def train(self):
+                    train_data, train_loader = self._get_data(flag="train")
+                    probe = self._probe_set()
+                    for epoch in range(self.args.epochs):
+                        for batch_x, batch_y in train_loader:
+                            loss = self.model(batch_x.float().to(self.device)).sum()
+                            loss.backward()
+                            self.optimizer.step()
+        """).lstrip("\n"),
+    }
+    proj = Project((path, path, text) for path, text in files.items())
+    found = {(f.span.line, f.code): f.message for f in proj.analyze("data_factory.py")}
+    assert "the step loop at exp.py:22 iterates it every epoch" in found[(6, "TT304")]
+    assert "step loop at exp.py:22" in found[(6, "TT303")]
+    assert not [key for key in found if key[0] == 11]  # the probe loader: its wrapper returns only the dataset

@@ -51,7 +51,7 @@ def returned_loaders(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoop
             func = assign.value.func
             if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)) not in names:
                 continue
-            target = graph.table.resolve_function(module, assign.value.func)
+            target = _resolve(graph, module, assign.value.func)
             if target is None or target not in factories:
                 continue
             for origin, factory, variable, position in factories[target]:
@@ -110,21 +110,77 @@ def _factories(graph: CallGraph) -> Factory:
             for position in _returned_at(func, variable):
                 out.setdefault((module, func), []).append((module, func, variable, position))
     wrappers = _returned_calls(graph) if out else {}
+    unpacking = _unpacking_wrappers(graph) if out else {}
     for _ in range(WRAPPERS if out else 0):
         added = False
         for (module, func), calls in wrappers.items():
             for value in calls:
-                inner = graph.table.resolve_function(module, value.func)
+                inner = _resolve(graph, module, value.func)
                 if inner is None or inner not in out or inner == (module, func):
                     continue
-                known = out.setdefault((module, func), [])
-                for origin in out[inner]:
-                    if origin not in known:
-                        known.append(origin)
-                        added = True
+                added |= _add_origins(out, (module, func), out[inner])
+        for (module, func), assigns in unpacking.items():
+            for assign in assigns:
+                inner = _resolve(graph, module, assign.value.func)  # type: ignore[attr-defined]
+                if inner is None or inner not in out or inner == (module, func):
+                    continue
+                handed_on = [(origin, factory, variable, position) for origin, factory, variable, inner_position in out[inner]
+                             for name in [_unpacked(assign.targets[0], inner_position)] if name
+                             for position in _returned_at(func, name)]
+                added |= _add_origins(out, (module, func), handed_on)
         if not added:
             break
     return out
+
+
+def _add_origins(out: Factory, wrapper: tuple[ProjectModule, FunctionNode], origins: list[Origin]) -> bool:
+    """Note that ``wrapper`` returns these loaders too; whether any was new."""
+    known = out.setdefault(wrapper, [])
+    new = [origin for origin in origins if origin not in known]
+    known.extend(new)
+    return bool(new)
+
+
+def _unpacking_wrappers(graph: CallGraph) -> dict[tuple[ProjectModule, FunctionNode], list[ast.Assign]]:
+    """Per function of the project: the calls whose results it names and returns as its own
+    (``data_set, data_loader = data_provider(args, flag)`` ... ``return data_set, data_loader``)."""
+    out: dict[tuple[ProjectModule, FunctionNode], list[ast.Assign]] = {}
+    for (module, func), _ in _returned_names(graph).items():
+        assert module.ctx is not None
+        for node in ast.walk(func):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and len(node.targets) == 1 \
+                    and module.ctx.enclosing_function(node) is func:
+                out.setdefault((module, func), []).append(node)
+    return out
+
+
+def _returned_names(graph: CallGraph) -> dict[tuple[ProjectModule, FunctionNode], None]:
+    """The project's functions that return a name or a tuple of names."""
+    out: dict[tuple[ProjectModule, FunctionNode], None] = {}
+    for module in graph.table.by_path.values():
+        ctx = module.ctx
+        if ctx is None or module.is_test:
+            continue
+        for ret in ctx.nodes_of(ast.Return):
+            value = getattr(ret, "value", None)
+            if isinstance(value, ast.Name) or (isinstance(value, ast.Tuple) and any(isinstance(e, ast.Name) for e in value.elts)):
+                func = ctx.enclosing_function(ret)
+                if func is not None:
+                    out[(module, func)] = None
+    return out
+
+
+def _resolve(graph: CallGraph, module: ProjectModule, func: ast.expr) -> tuple[ProjectModule, FunctionNode] | None:
+    """The project function a call names: by import or module path, or ``self.method`` of the caller's class."""
+    found = graph.table.resolve_function(module, func)
+    if found is not None or not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+        return found
+    assert module.ctx is not None
+    cls = module.ctx.enclosing_class(func)
+    for node in cls.body if cls is not None else ():
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func.attr:
+            return module, node
+    return None
 
 
 def _returned_calls(graph: CallGraph) -> dict[tuple[ProjectModule, FunctionNode], list[ast.Call]]:
