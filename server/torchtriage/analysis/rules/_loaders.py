@@ -345,7 +345,30 @@ def moves_data_to_device(ctx: "RuleContext", regions: list[HotRegion] | None, ho
             continue
         if is_device_move(call, ctx) and _moves_batch(ctx, call, region):
             return True
+        if _hands_batch_to_device(ctx, call, region):
+            return True
     return False
+
+
+def _hands_batch_to_device(ctx: "RuleContext", call: ast.Call, region: HotRegion) -> bool:
+    """``to_device(batch, device)``, ``prepare(batch, device=args.device)``: the step's data handed to a
+    helper together with a device, which is what such a helper is for."""
+    values = [*call.args, *(k.value for k in call.keywords)]
+    if len(values) < 2 or not any(is_batch_expression(v, region) for v in values):
+        return False
+    if (ctx.call_qualname(call) or "").startswith("torch."):
+        return False  # ``torch.randint(..., device=x.device)``: a tensor made on the device, not data moved
+    return any(k.arg == "device" for k in call.keywords) or any(_names_a_device(ctx, v) for v in values)
+
+
+def _names_a_device(ctx: "RuleContext", node: ast.expr) -> bool:
+    """``device``, ``args.device``, ``x.device``, ``"cuda:0"``, ``torch.device(...)`` (not a GPU count or a rank)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and node.value.split(":")[0] == "cuda"
+    if isinstance(node, ast.Call):
+        return ctx.call_qualname(node) == "torch.device"
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return "device" in name.lower() or name == "dev"
 
 
 def _moves_batch(ctx: "RuleContext", call: ast.Call, region: HotRegion) -> bool:

@@ -42,6 +42,18 @@ class DataLoaderNoPinMemory(Rule):
     VALID = (
         Valid(
             """
+            # the loop's data meets the device only in a tensor made there, and a GPU count
+            import torch
+            from torch.utils.data import DataLoader
+            x = graph_features.cuda()
+            for perm in DataLoader(range(edges.size(0)), batch_size, shuffle=True):
+                negatives = torch.randint(0, x.size(0), perm.size(), device=x.device)
+                loss = model(x, edges[perm], negatives).sum(); loss.backward(); optimizer.step()
+                reduced = reduce_tensor(loss.detach(), n_gpus)
+            """
+        ),
+        Valid(
+            """
             import torch
             loader = torch.utils.data.DataLoader(ds, batch_size=64, num_workers=8, pin_memory=True)
             for x, y in loader:
@@ -117,6 +129,20 @@ class DataLoaderNoPinMemory(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # the batch is handed to a helper together with the device: that is what the helper is for
+            import torch
+            from torch.utils.data import DataLoader
+            from utils import to_device
+            device = torch.device("cuda")
+            loader = DataLoader(ds, batch_size=16, num_workers=4)
+            for batch in loader:
+                batch = to_device(batch, device)
+                loss = model(*batch[2:]).sum(); loss.backward(); optimizer.step()
+            """,
+            lines=(6,),
+        ),
         Invalid(
             """
             import torch
