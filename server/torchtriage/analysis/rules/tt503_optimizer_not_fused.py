@@ -24,7 +24,9 @@ _IMPLEMENTATION_KEYWORDS = ("fused", "foreach", "differentiable")
 
 
 def _chooses_implementation(ctx: RuleContext, call: ast.Call) -> bool | None:
-    """True when the call picks fused/foreach itself; None when a ``**dict`` may."""
+    """True when the call picks fused/foreach itself; None when a ``**dict`` of this code may.  Options
+    passed through from elsewhere (``**p["optimizer_kwargs"]`` from a config, a factory's own ``**kwargs``)
+    are the settings people write for an optimizer (lr, betas, weight decay): they pick no implementation."""
     if any(isinstance(arg, ast.Starred) for arg in call.args):
         return None
     for keyword in call.keywords:
@@ -32,11 +34,23 @@ def _chooses_implementation(ctx: RuleContext, call: ast.Call) -> bool | None:
             return True
         if keyword.arg is None:
             model = resolve_dict(ctx, keyword.value, call)
+            if model is None and _passed_through(ctx, keyword.value, call):
+                continue
             if model is None:
                 return None
             if any(model.get(name)[0] for name in _IMPLEMENTATION_KEYWORDS):
                 return True
     return False
+
+
+def _passed_through(ctx: RuleContext, value: ast.expr, call: ast.Call) -> bool:
+    """A ``**`` value read from a config (``p["optimizer_kwargs"]``, ``cfg.optim.kwargs``) or the enclosing
+    function's own ``**kwargs``: not a dict this code builds."""
+    if isinstance(value, (ast.Subscript, ast.Attribute)):
+        return True
+    function = ctx.enclosing_function(call)
+    return (isinstance(value, ast.Name) and function is not None and function.args.kwarg is not None
+            and function.args.kwarg.arg == value.id)
 
 
 def trains(ctx: RuleContext) -> bool:
@@ -74,6 +88,17 @@ class OptimizerNotFused(Rule):
         optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, fused=True)
     """
     VALID = (
+        Valid(
+            """
+            # a dict this code builds and fills from the command line may carry fused=...
+            import torch
+            opt_kwargs = dict(lr=args.lr, betas=(args.beta1, args.beta2))
+            opt_kwargs.update(args.opt_kwargs or {})
+            optimizer = torch.optim.AdamW(model.parameters(), **opt_kwargs)
+            for x, y in loader:
+                loss = model(x.cuda(non_blocking=True)).sum(); loss.backward(); optimizer.step()
+            """
+        ),
         Valid(
             """
             # picked by name, by default an optimizer with no fused kernel
@@ -137,6 +162,21 @@ class OptimizerNotFused(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # options passed through from a config and from the factory's own **kwargs pick no implementation
+            import torch
+            def build_optimizer(p, params, **kwargs):
+                if p["optimizer"] == "sgd":
+                    return torch.optim.SGD(params, **p["optimizer_kwargs"])
+                return torch.optim.Adam(params, lr=p["lr"], **kwargs)
+            model = Net().cuda()
+            optimizer = build_optimizer(config, model.parameters())
+            for x, y in loader:
+                loss = model(x.cuda(non_blocking=True)).sum(); loss.backward(); optimizer.step()
+            """,
+            lines=(5, 6),
+        ),
         Invalid(
             """
             # the optimizer picked by name, by default Adam
