@@ -510,3 +510,50 @@ def test_a_model_reassigned_from_itself_keeps_the_class_built_into_it_earlier_in
         }
     )
     assert lines(proj, "model.py", "TT101") == {6}  # Cls.forward; not Unused's, replaced before the loop
+
+
+def test_a_device_variable_of_a_cuda_config_imported_by_name_or_through_star_imports_makes_its_users_cuda_code():
+    """``device = torch.device("cuda:0" if ...)`` in conf.py; train.py gets it by ``from data import *``
+    (data.py: ``from conf import *``), tools.py by name; a file that imports the module but never reads its
+    device, and one that imports a non-device name, stay off CUDA."""
+    proj = project(
+        {
+            "conf.py": """
+                import torch
+                device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+                batch_size = 128
+            """,
+            "data.py": """
+                from conf import *
+                loader = make_loader(batch_size)
+            """,
+            "train.py": """
+                from torch.optim import Adam
+                from data import *
+                model = Net().to(device)
+                optimizer = Adam(model.parameters(), lr=1e-4)
+                for x, y in loader:
+                    loss = model(x.to(device)).sum(); loss.backward(); optimizer.step()
+            """,
+            "tools.py": """
+                from torch.optim import Adam
+                from conf import device
+                model = Net().to(device)
+                optimizer = Adam(model.parameters(), lr=1e-4)
+                for x, y in loader:
+                    loss = model(x.to(device)).sum(); loss.backward(); optimizer.step()
+            """,
+            "sizes.py": """
+                from torch.optim import Adam
+                from conf import batch_size
+                model = Net()
+                optimizer = Adam(model.parameters(), lr=1e-4)
+                for x, y in loader:
+                    loss = model(x).sum(); loss.backward(); optimizer.step()
+            """,
+        }
+    )
+    assert lines(proj, "train.py", "TT503") == {4}
+    assert lines(proj, "tools.py", "TT503") == {4}
+    assert lines(proj, "sizes.py", "TT503") == set()
+    assert proj.view("train.py").device_call == "conf.py:2"

@@ -78,6 +78,52 @@ def device_functions(module: ProjectModule) -> dict[str, FunctionNode]:
     return found
 
 
+def device_variables(module: ProjectModule) -> dict[str, int]:
+    """Top-level names a CUDA file sets to the device (``device = torch.device("cuda:0" if
+    torch.cuda.is_available() else "cpu")``), with their lines."""
+    assert module.ctx is not None
+    found = {}
+    for node in module.ctx.tree.body:
+        if isinstance(node, ast.Assign) and "cuda" in module.ctx.segment(node.value):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and "dev" in target.id.lower():
+                    found[target.id] = node.lineno
+    return found
+
+
+_STAR_DEPTH = 3  # ``from data import *`` where data.py has ``from conf import *``: followed this deep
+
+
+def _imported_device(table: ModuleTable, module: ProjectModule) -> str | None:
+    """A file that imports a CUDA file's device variable (by name, or with ``from conf import *``) and uses
+    it (``.to(device)``): it runs on that device.  Its place (``"conf.py:9"``), or None."""
+    assert module.ctx is not None
+    offered: dict[str, str] = {}
+    for local, (source, attr) in module.imports.items():
+        owner = table.find_module(source, module) if attr is not None else None
+        if owner is not None and owner.ctx is not None and owner.ctx.mentions_cuda and attr in device_variables(owner):
+            offered[local] = f"{owner.label}:{device_variables(owner)[attr]}"  # type: ignore[index]
+    sources, seen = list(module.star_imports), {module}
+    for _ in range(_STAR_DEPTH):
+        following: list[str] = []
+        for source in sources:
+            owner = table.find_module(source, module)
+            if owner is None or owner in seen or owner.ctx is None:
+                continue
+            seen.add(owner)
+            if owner.ctx.mentions_cuda:
+                for name, line in device_variables(owner).items():
+                    offered.setdefault(name, f"{owner.label}:{line}")
+            following.extend(owner.star_imports)
+        sources = following
+    if not offered:
+        return None
+    for node in module.ctx.nodes_of(ast.Name):
+        if node.id in offered and isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+            return offered[node.id]  # type: ignore[attr-defined]
+    return None
+
+
 def _cuda_base_class(table: ModuleTable, module: ProjectModule) -> str | None:
     """``class Exp_Main(Exp_Basic)`` where the project's ``Exp_Basic`` lives in a file that uses CUDA
     (``self.device = torch.device("cuda:0")`` in its ``__init__``): the subclass runs on its device.
@@ -112,7 +158,7 @@ def cuda_reach(table: ModuleTable) -> tuple[dict[ProjectModule, str], dict[Proje
                 device_calls[module] = f"{target[0].label}:{target[1].lineno}"
                 break
         else:
-            base = _cuda_base_class(table, module)
+            base = _cuda_base_class(table, module) or _imported_device(table, module)
             if base is not None:
                 device_calls[module] = base
 
