@@ -18,19 +18,22 @@ from typing import Collection, Optional
 
 from ..incremental.walks import subtree
 from ._bindings import last_assignment
+from ._helpers import is_device_move
 from .base import RuleContext
 
 # torch functions that only compute elementwise (or reduce) on their tensor arguments
 _TORCH_MATH = frozenset({
     "exp", "log", "sin", "cos", "tan", "sqrt", "rsqrt", "pow", "sigmoid", "tanh", "abs", "neg", "clamp",
-    "floor", "ceil", "round", "outer", "cat", "stack", "meshgrid", "flip", "cumsum", "reciprocal",
+    "floor", "ceil", "round", "outer", "cat", "stack", "meshgrid", "flip", "cumsum", "reciprocal", "tril", "triu",
 })
 # torch's factories (one list for both of TT305's shapes): the random ones draw values, the others do not
 FACTORIES = frozenset({"zeros", "ones", "empty", "full", "eye", "arange", "linspace", "logspace", "tensor", "as_tensor"})
 RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm"})
 _TORCH_FACTORIES = FACTORIES | RANDOM_FACTORIES
-_TENSOR_METHODS = frozenset({"float", "double", "half", "long", "int", "unsqueeze", "view", "reshape", "repeat", "expand",
-                             "exp", "sin", "cos", "pow", "sqrt", "t", "transpose", "permute", "flatten"})
+_TENSOR_METHODS = frozenset({"float", "double", "half", "long", "int", "bool", "byte", "short", "unsqueeze", "squeeze", "view",
+                             "reshape", "repeat", "expand", "exp", "sin", "cos", "pow", "sqrt", "t", "transpose", "permute",
+                             "flatten", "contiguous", "clone", "type", "type_as"})
+_CASTS = frozenset({"type", "type_as"})  # methods whose argument is a model of the result's type, not data
 _NUMPY_MAKERS = frozenset({"arange", "zeros", "ones", "full", "empty", "eye", "linspace", "tile", "repeat", "ones_like",
                            "zeros_like", "full_like", "meshgrid", "stack", "concatenate"})
 
@@ -45,10 +48,15 @@ def host_math_factory(ctx: RuleContext, expr: ast.AST, batch_names: Collection[s
     travel anyway), else None."""
     if not isinstance(expr, (ast.BinOp, ast.UnaryOp, ast.Call)):
         return None
-    if any(isinstance(node, ast.Name) and node.id in batch_names for node in subtree(expr)):
-        return None
     factory = None
-    for node in subtree(expr):
+    # Nodes that say how, not what: a factory's sizes (``torch.zeros(n.item() + 1)``) and a cast's model
+    # (``.type_as(attn)``, ``.to(x.dtype)``); the step's data read there does not travel.
+    how: set[int] = set()
+    for node in subtree(expr):  # (parents before their children)
+        if id(node) in how:
+            continue
+        if isinstance(node, ast.Name) and node.id in batch_names:
+            return None
         if not isinstance(node, ast.Call):
             continue
         qual = _qualname(ctx, node)
@@ -57,16 +65,25 @@ def host_math_factory(ctx: RuleContext, expr: ast.AST, batch_names: Collection[s
             if any(k.arg == "device" for k in node.keywords):
                 return None  # made on a device already
             factory = factory or short
+            if short not in ("tensor", "as_tensor"):
+                how.update(id(n) for argument in _arguments(node) for n in ast.walk(argument))
         elif head == "math" or (head == "torch" and short in _TORCH_MATH):
             continue
         elif isinstance(node.func, ast.Attribute) and node.func.attr in _TENSOR_METHODS and not qual.startswith("torch."):
-            continue
+            if node.func.attr in _CASTS:
+                how.update(id(n) for argument in _arguments(node) for n in ast.walk(argument))
+        elif isinstance(node.func, ast.Attribute) and node.func.attr == "to" and not is_device_move(node, ctx):
+            how.update(id(n) for argument in _arguments(node) for n in ast.walk(argument))  # ``.to(x.dtype)``: a cast
         else:
             return None  # a call that could hand over data, or run anywhere
     if factory is None or (isinstance(expr, ast.Call) and _qualname(ctx, expr).rpartition(".")[2] in _TORCH_FACTORIES
                            and _qualname(ctx, expr).startswith("torch.")):
         return None
     return factory
+
+
+def _arguments(call: ast.Call) -> list[ast.expr]:
+    return [*call.args, *(k.value for k in call.keywords)]
 
 
 def numpy_made(ctx: RuleContext, expr: ast.AST, move: ast.Call) -> Optional[str]:

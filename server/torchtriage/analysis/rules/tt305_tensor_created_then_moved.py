@@ -166,6 +166,17 @@ class TensorCreatedThenMoved(Rule):
     VALID = (
         Valid(
             """
+            # the step's own data cast and moved, and a tensor already made on the device
+            import torch
+            for x, lengths in loader:
+                x = x.cuda(non_blocking=True)
+                order = lengths.long().to(x.device)
+                ramp = torch.arange(x.size(1), device=x.device).float().to(x.device)
+                loss = model(x, order, ramp).sum(); loss.backward(); optimizer.step()
+            """
+        ),
+        Valid(
+            """
             import torch
             device = torch.device("cuda")
             for x, y in loader:
@@ -248,6 +259,23 @@ class TensorCreatedThenMoved(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # casts and reshapes on the host before the move; a size read from a tensor is not data
+            import torch
+            from torch import nn
+
+            class Attention(nn.Module):
+                def forward(self, attn, batch, edge_index):
+                    uniform = (torch.ones([4, 8, 16, 16]) / 16).type_as(attn).to(attn.device)
+                    mask = ~torch.eye(attn.size(0)).bool().to(attn.device)
+                    virtual = torch.zeros(batch[-1].item() + 1).to(edge_index.dtype).to(edge_index.device)
+                    return attn * uniform * mask, virtual
+
+            model = Attention().cuda()
+            """,
+            lines=(7, 8, 9),
+        ),
         Invalid(
             """
             # legacy typed constructors take no device=: sizes and written-out numbers, made on the CPU
