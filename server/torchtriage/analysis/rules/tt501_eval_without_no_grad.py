@@ -132,6 +132,31 @@ class EvalWithoutNoGrad(Rule):
     VALID = (
         Valid(
             """
+            # autograd is off around the validation loop, so in the helper it calls too (the helper also trains)
+            import torch
+
+            class Experiment:
+                def _predict(self, x):
+                    return self.model(x)
+
+                def vali(self, loader):
+                    self.model.eval()
+                    with torch.no_grad():
+                        for x, y in loader:
+                            out = self._predict(x.cuda(non_blocking=True))
+                            self.metric.update(out, y)
+
+                def train(self, loader, val_loader):
+                    for epoch in range(10):
+                        for x, y in loader:
+                            loss = self._predict(x.cuda(non_blocking=True)).sum()
+                            loss.backward()
+                            self.optimizer.step()
+                        self.vali(val_loader)
+            """
+        ),
+        Valid(
+            """
             # torch 0.3's no-grad: a volatile Variable
             from torch.autograd import Variable
             model.eval()
@@ -351,8 +376,8 @@ class EvalWithoutNoGrad(Rule):
             if frozen:
                 return
             regions = regions_reached(ctx, [region], hot)
-            if _needs_gradients(ctx, regions) or disables_grad_inside(ctx, loop):
-                continue
+            if _needs_gradients(ctx, regions) or disables_grad_inside(ctx, loop) or grad_disabled(ctx, loop):
+                continue  # (autograd off around the loop is off in what it calls too: ``self._predict(x)``)
             if not _grad_tracked_model_calls(ctx, regions, hot):
                 continue
             yield Report(
