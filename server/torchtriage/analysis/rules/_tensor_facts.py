@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 from .base import RuleContext
 from ..hotloops.finder import HotRegion
@@ -127,6 +128,16 @@ TENSOR_RESULTS = frozenset({
 })
 # methods of training wrappers that return such a tensor: ``accelerator.clip_grad_norm_(...)``, FSDP's ``model.clip_grad_norm_(...)``
 TENSOR_RESULT_METHODS = frozenset({"clip_grad_norm_"})
+
+
+def _tensor_api() -> frozenset[str]:
+    """torch.Tensor's public attribute names, from ``tensor_api.txt`` (kept as data: the linter never imports torch)."""
+    text = (Path(__file__).with_name("tensor_api.txt")).read_text(encoding="utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+
+
+# What a tensor can be asked: a method outside it (``f.is_file()``) has a receiver that is no tensor.
+TENSOR_API = _tensor_api()
 
 
 # torch factories that build on the host unless given a device (``torch.ones(1, 3)``, the legacy

@@ -29,6 +29,7 @@ from ._tensor_facts import (
     NON_TENSOR_METHODS,
     NON_TENSOR_MODULES,
     ORDERING,
+    TENSOR_API,
     TENSOR_ATTRS,
     TENSOR_NAME,
     TENSOR_RESULT_METHODS,
@@ -202,8 +203,8 @@ class TensorOracle:
             return True  # ``torch.Tensor([w, h]).to(device)``: a host tensor moved to the device
         if func.attr not in ("cuda", "to") and self._host_made(func.value, 0):
             return False  # ``x.cpu().sum()``: computed on the host copy, which the ``.cpu()`` waited for
-        if self._eval(func.value, region, depth) is True:
-            return True
+        if func.attr in TENSOR_API and self._eval(func.value, region, depth) is True:
+            return True  # (a method no tensor has, ``f.is_file()``, says the receiver was no tensor after all)
         if MODEL_CALLEE.match(func.attr) and (node.args or node.keywords):
             return True  # self.model(x), self.criterion(out, y)
         if isinstance(func.value, ast.Name) and func.value.id == "self" and func.attr == "forward":

@@ -73,6 +73,24 @@ class TensorBranchInStep(Rule):
     VALID = (
         Valid(
             """
+            # a helper handed the step's data: what it asks of a value no tensor has (``is_file``) is no tensor
+            import torch
+            from pathlib import Path
+
+            def fetch(dest, url):
+                f = dest / Path(url).name
+                ok = f.is_file()
+                if not ok:
+                    download(url, f)
+                return f
+
+            for x, folder in loader:
+                fetch(folder, "weights.zip")
+                loss = model(x.cuda()).sum(); loss.backward(); optimizer.step()
+            """
+        ),
+        Valid(
+            """
             for x, y in loader:
                 if x.shape[0] != batch_size:      # host metadata, no sync
                     continue
