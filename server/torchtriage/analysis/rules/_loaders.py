@@ -395,8 +395,18 @@ def _epoch_loop(loop: ast.AST) -> bool:
         return False
     names = [n.id.lower() for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
     names += [n.id.lower() if isinstance(n, ast.Name) else n.attr.lower()
-              for n in ast.walk(loop.iter) if isinstance(n, (ast.Name, ast.Attribute))]
+              for n in _walk_positional(loop.iter) if isinstance(n, (ast.Name, ast.Attribute))]
     return any(word in name for name in names for word in _EPOCH_WORDS)
+
+
+def _walk_positional(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk`` without keyword arguments: ``tqdm(loader, desc=f"Epoch {epoch}")`` iterates the loader,
+    whatever its progress bar says."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(child for child in ast.iter_child_nodes(current) if not isinstance(child, ast.keyword))
 
 
 def handed_on_every_epoch(ctx: RuleContext, creation: ast.Call) -> tuple[str, int] | None:
@@ -412,7 +422,7 @@ def handed_on_every_epoch(ctx: RuleContext, creation: ast.Call) -> tuple[str, in
             continue
         if any(a is loop for a in ctx.ancestors(creation)):
             continue  # a fresh loader every epoch: persistence cannot help
-        for node in ast.walk(loop):
+        for node in (n for statement in [*loop.body, *loop.orelse] for n in ast.walk(statement)):
             if not isinstance(node, ast.Call) or called_name(node) in _NOT_ITERATING:
                 continue
             if any(isinstance(a, ast.Name) and a.id == name for a in [*node.args, *(k.value for k in node.keywords)]):

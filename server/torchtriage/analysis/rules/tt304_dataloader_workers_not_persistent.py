@@ -133,6 +133,18 @@ class DataLoaderWorkersNotPersistent(Rule):
     VALID = (
         Valid(
             """
+            # a fresh loader on each call of fit(); the progress bar's "Epoch" label makes no epoch loop
+            from torch.utils.data import DataLoader
+            from tqdm import tqdm
+
+            def fit(model, dataset, optimizer, epoch):
+                dl = DataLoader(dataset, batch_size=256, shuffle=True, num_workers=5)
+                for batch in tqdm(dl, leave=False, desc="Epoch {:<3}".format(epoch)):
+                    loss = model(batch).sum(); loss.backward(); optimizer.step()
+            """
+        ),
+        Valid(
+            """
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, batch_size=64, num_workers=8, persistent_workers=True)
             for epoch in range(10):
