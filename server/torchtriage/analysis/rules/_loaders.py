@@ -29,6 +29,7 @@ DATALOADER_QUALNAMES = frozenset(
         "torch.utils.data.DataLoader",
         "torch.utils.data.dataloader.DataLoader",
         "torch_geometric.loader.DataLoader",
+        "torch_geometric.data.DataLoader",  # PyG before 2.0
     }
 )
 # Position of each keyword in DataLoader's signature (dataset is 0).

@@ -223,6 +223,17 @@ class DataLoaderWorkersNotPersistent(Rule):
     INVALID = (
         Invalid(
             """
+            # PyG before 2.0 named its loader torch_geometric.data.DataLoader: a torch DataLoader all the same
+            from torch_geometric.data import DataLoader
+            train_loader = DataLoader(train_dataset, batch_size=32, shuffle=True, num_workers=4)
+            for epoch in range(100):
+                for batch in train_loader:
+                    loss = model(batch).sum(); loss.backward(); optimizer.step()
+            """,
+            lines=(3,),
+        ),
+        Invalid(
+            """
             # a worker count from a config file this code cannot read: a knob that names workers asks for some
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, batch_size=64, num_workers=cfg["training"]["n_workers"])
