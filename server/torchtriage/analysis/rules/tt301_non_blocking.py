@@ -123,6 +123,21 @@ def _comprehension_batch_names(ctx: RuleContext, call: ast.AST, region) -> set[s
     return found
 
 
+def _on_device_mismatch(ctx: RuleContext, call: ast.Call) -> bool:
+    """Under an ``if`` that compares devices (``a.device != b.device``) in the same function: a copy made
+    the first time only, after which both sides agree."""
+    child: ast.AST = call
+    for ancestor in ctx.ancestors(call):
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        if isinstance(ancestor, ast.If) and child is not ancestor.test and any(child is s for s in ancestor.body):
+            if any(isinstance(n, ast.Compare) and any(isinstance(a, ast.Attribute) and a.attr == "device" for a in ast.walk(n))
+                   for n in ast.walk(ancestor.test)):
+                return True
+        child = ancestor
+    return False
+
+
 class NonBlockingTransfer(Rule):
     code = "TT301"
     name = "blocking-host-to-device-copy"
@@ -150,6 +165,26 @@ class NonBlockingTransfer(Rule):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
     """
     VALID = (
+        Valid(
+            """
+            # a metric's running totals follow the batch's device once: later calls find them there
+            import torch
+
+            class Metric:
+                def __init__(self, n):
+                    self.total_inter = torch.zeros(n)
+
+                def update(self, inter):
+                    if self.total_inter.device != inter.device:
+                        self.total_inter = self.total_inter.to(inter.device)
+                    self.total_inter += inter
+
+            metric = Metric(21)
+            for x, y in loader:
+                out = model(x.cuda(non_blocking=True))
+                metric.update(intersection(out, y.cuda(non_blocking=True)))
+            """
+        ),
         Valid(
             """
             import torch
@@ -424,6 +459,8 @@ class NonBlockingTransfer(Rule):
                 continue  # moved earlier in the step (``y = y.to(d)`` ... ``y[:, -n:].to(d)``: a no-op), or made in it (TT305)
             if on_other_accelerator(ctx, call):
                 continue  # a copy to XPU / MPS / NPU..., or a branch taken only there: not a CUDA copy
+            if _on_device_mismatch(ctx, call):
+                continue  # ``if self.total.device != x.device: self.total = self.total.to(x.device)``: once
             pageable = (" (the tensor is made from a host array every step, so it is not pinned: "
                         "`.pin_memory()` before the copy lets it overlap)") if receiver is wrapped else ""
             yield self._report(ctx, call, pageable)
