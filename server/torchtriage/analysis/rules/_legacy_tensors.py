@@ -20,6 +20,7 @@ LEGACY_CONSTRUCTORS = frozenset({
     "IntTensor", "LongTensor", "BoolTensor",
 })
 _CONVERSIONS = frozenset({"float", "double", "half", "long", "int", "bool", "byte", "contiguous"})
+_RESHAPES = frozenset({"unsqueeze", "squeeze", "view", "reshape", "expand", "expand_as", "repeat", "t"})
 _IN_PLACE_INIT = frozenset({"fill_", "zero_", "uniform_", "normal_", "random_", "bernoulli_", "exponential_"})
 
 
@@ -55,7 +56,7 @@ def wrapped_host_data(ctx: RuleContext, expr: ast.AST) -> Optional[ast.expr]:
 def legacy_created(ctx: RuleContext, expr: ast.AST) -> Optional[str]:
     """``torch.FloatTensor`` & co. when EXPR makes a new tensor with one: from sizes (two or more, or one
     followed by ``.fill_(...)`` / ``.zero_()``), or from numbers written in the call (``FloatTensor([0.5])``)."""
-    initialised = _peel(expr, _CONVERSIONS)
+    initialised = _peel(expr, _CONVERSIONS | _RESHAPES)
     filled = False
     if (isinstance(initialised, ast.Call) and isinstance(initialised.func, ast.Attribute)
             and initialised.func.attr in _IN_PLACE_INIT):
@@ -69,9 +70,15 @@ def legacy_created(ctx: RuleContext, expr: ast.AST) -> Optional[str]:
         return None
     if len(args) >= 2 or filled:
         return f"torch.{short}"
-    if _numbers(args[0]):
+    if _numbers(args[0]) or _range(ctx, args[0]):
         return f"torch.{short}"
     return None
+
+
+def _range(ctx: RuleContext, node: ast.AST) -> bool:
+    """``range(n)``: numbers the code counts out itself, not data."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
+            and node.func.id not in ctx.aliases)
 
 
 def _numbers(node: ast.AST) -> bool:

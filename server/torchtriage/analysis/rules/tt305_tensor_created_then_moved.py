@@ -261,6 +261,19 @@ class TensorCreatedThenMoved(Rule):
     INVALID = (
         Invalid(
             """
+            # a legacy constructor over range(): numbers counted out on the host, reshaped, then moved
+            import torch
+            device = torch.device("cuda")
+            for images, boxes in loader:
+                n = boxes.size(1)
+                index = torch.LongTensor(range(n)).to(device)
+                ranks = torch.LongTensor(range(n)).unsqueeze(0).expand_as(boxes[..., 0]).to(device)
+                loss = model(images.to(device, non_blocking=True), index, ranks).sum(); loss.backward()
+            """,
+            lines=(6, 7),
+        ),
+        Invalid(
+            """
             # casts and reshapes on the host before the move; a size read from a tensor is not data
             import torch
             from torch import nn
