@@ -204,3 +204,38 @@ def test_a_method_that_unpacks_a_factorys_result_and_returns_the_loader_hands_it
     assert "the step loop at exp.py:22 iterates it every epoch" in found[(6, "TT304")]
     assert "step loop at exp.py:22" in found[(6, "TT303")]
     assert not [key for key in found if key[0] == 11]  # the probe loader: its wrapper returns only the dataset
+
+
+def test_a_factory_that_returns_the_dataloader_call_itself_is_followed() -> None:
+    """``return DataLoader(...)`` names no variable: the loader is still the one the caller's epoch loop
+    iterates; a factory that returns a loader iterated once stays quiet."""
+    files = {
+        "data.py": textwrap.dedent("""
+            import torch
+
+
+            def get_train_dataloader(p, dataset):
+                return torch.utils.data.DataLoader(dataset, num_workers=8, batch_size=p["batch_size"], shuffle=True)
+
+
+            def get_probe_dataloader(dataset):
+                return torch.utils.data.DataLoader(dataset, num_workers=8, batch_size=4)
+        """).lstrip("\n"),
+        "train.py": textwrap.dedent("""
+            import torch
+            from data import get_train_dataloader, get_probe_dataloader
+
+            model = torch.nn.Linear(8, 2).cuda()
+            loader = get_train_dataloader(p, train_set)
+            probe = get_probe_dataloader(val_set)
+            shapes = [x.shape for x, _ in probe]
+            for epoch in range(100):
+                for x, y in loader:
+                    loss = model(x.cuda(non_blocking=True)).sum()
+                    loss.backward()
+        """).lstrip("\n"),
+    }
+    proj = Project((path, path, text) for path, text in files.items())
+    found = {(f.span.line, f.code): f.message for f in proj.analyze("data.py")}
+    assert "`get_train_dataloader` returns it to train.py:5" in found[(5, "TT304")]
+    assert (9, "TT304") not in found

@@ -93,7 +93,7 @@ def imported_loader_classes(table: ModuleTable) -> dict[ProjectModule, frozenset
 def _factories(graph: CallGraph) -> Factory:
     """Functions that return the variable a DataLoader call was assigned to, and those that return
     such a function's result as it is."""
-    from ..rules._loaders import is_dataloader, loader_name
+    from ..rules._loaders import RETURNED, is_dataloader, loader_name
 
     out: Factory = {}
     for module in graph.table.by_path.values():
@@ -105,7 +105,12 @@ def _factories(graph: CallGraph) -> Factory:
                 continue
             variable = loader_name(ctx, call)  # type: ignore[arg-type]
             func = ctx.enclosing_function(call)
-            if variable is None or func is None:
+            if func is None:
+                continue
+            if variable is None and isinstance(ctx.parents.get(call), ast.Return):  # ``return DataLoader(...)``
+                out.setdefault((module, func), []).append((module, func, RETURNED, None))
+                continue
+            if variable is None:
                 continue
             for position in _returned_at(func, variable):
                 out.setdefault((module, func), []).append((module, func, variable, position))

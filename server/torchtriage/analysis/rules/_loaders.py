@@ -308,11 +308,14 @@ def loader_reads_elsewhere(ctx: "RuleContext", call: ast.Call) -> list:
     return [read for read in ctx.loader_reads if read.name == name] if name else []
 
 
+RETURNED = "<returned>"  # the loader name of ``return DataLoader(...)``, which names none (:mod:`..project.returned_loaders`)
+
+
 def returned_and_iterated(ctx: "RuleContext", call: ast.Call) -> list:
     """This loader returned by its factory and iterated every epoch by a caller's step loop (:mod:`..project`)."""
     if not ctx.returned_loaders:
         return []
-    name = loader_name(ctx, call)
+    name = loader_name(ctx, call) or (RETURNED if isinstance(ctx.parents.get(call), ast.Return) else None)
     function = ctx.enclosing_function(call)
     return [read for read in ctx.returned_loaders
             if name and read.name == name and function is not None and read.factory == function.name]
