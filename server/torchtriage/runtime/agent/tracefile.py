@@ -61,17 +61,21 @@ def relabel_dataloader(data: bytearray) -> int:
     return count
 
 
-def cut_events(data: bytes, end_ns: int) -> Optional[List[bytes]]:
+def cut_events(data: bytes | bytearray, end_ns: int) -> Optional[List[bytes | memoryview]]:
     """Kineto's text without the events that start at or after ``end_ns`` (metadata kept), as
-    pieces to write; None when the text is not laid out as kineto writes it."""
+    pieces to write; None when the text is not laid out as kineto writes it.  The pieces are views
+    into ``data`` (runs of consecutive kept events, with kineto's separators between them), not
+    copies: a cut trace costs no second copy of the export in memory."""
     start = data.find(EVENTS_START)
     base = _BASE.search(data, 0, start if start >= 0 else 0)
     close = data.rfind(EVENTS_END)
     if start < 0 or close < start:
         return None
     cut_us = (end_ns - (int(base.group(1)) if base else 0)) / 1000.0
-    pieces = [data[:start + len(EVENTS_START)], b"\n"]
-    kept = 0
+    view = memoryview(data)
+    pieces: List[bytes | memoryview] = [view[:start + len(EVENTS_START)], b"\n"]
+    run_start = run_end = -1  # the run of kept events being gathered ([run_start, run_end) of ``data``)
+    kept = False
     pos = data.find(b"{", start)
     while 0 <= pos < close:
         end = data.find(EVENT_END, pos, close)
@@ -81,10 +85,18 @@ def cut_events(data: bytes, end_ns: int) -> Optional[List[bytes]]:
         ts = _TS.search(data, pos, end)
         ph = _PH.search(data, pos, end)
         if (ph is not None and ph.group(1) == b"M") or ts is None or float(ts.group(1)) < cut_us:
-            pieces += [b",\n" if kept else b"", data[pos:end]]
-            kept += 1
+            if run_start < 0:
+                if kept:
+                    pieces.append(b",\n")
+                run_start = pos
+            run_end, kept = end, True
+        elif run_start >= 0:
+            pieces.append(view[run_start:run_end])
+            run_start = -1
         pos = data.find(b"{", end, close)
-    pieces.append(data[close:])
+    if run_start >= 0:
+        pieces.append(view[run_start:run_end])
+    pieces.append(view[close:])
     return pieces
 
 
@@ -135,9 +147,9 @@ class TraceWriter:
         with open(self.raw, "rb") as handle:
             data = bytearray(handle.read())
         self.relabelled = relabel_dataloader(data)
-        pieces: Optional[List[bytes]] = None
+        pieces: Optional[List[bytes | memoryview]] = None
         if cut_ns is not None:
-            pieces = cut_events(bytes(data), cut_ns)
+            pieces = cut_events(data, cut_ns)
         tmp = self.path + ".tmp"
         with open(tmp, "wb") as raw_out, gzip.GzipFile(filename="trace.json", mode="wb", compresslevel=LEVEL, fileobj=raw_out, mtime=0) as out:
             for chunk in _chunks(pieces if pieces is not None else [data]):
@@ -162,7 +174,7 @@ class TraceWriter:
         shutil.copyfile(self.path, self.tb_path)
 
 
-def _chunks(pieces: List[bytes]) -> Iterator[memoryview]:
+def _chunks(pieces: List[bytes | memoryview] | List[bytearray]) -> Iterator[memoryview]:
     for piece in pieces:
         view = memoryview(piece)
         for at in range(0, len(view), CHUNK):
