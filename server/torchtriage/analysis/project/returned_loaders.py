@@ -161,18 +161,8 @@ def _unpacking_wrappers(graph: CallGraph) -> dict[tuple[ProjectModule, FunctionN
 
 def _returned_names(graph: CallGraph) -> dict[tuple[ProjectModule, FunctionNode], None]:
     """The project's functions that return a name or a tuple of names."""
-    out: dict[tuple[ProjectModule, FunctionNode], None] = {}
-    for module in graph.table.by_path.values():
-        ctx = module.ctx
-        if ctx is None or module.is_test:
-            continue
-        for ret in ctx.nodes_of(ast.Return):
-            value = getattr(ret, "value", None)
-            if isinstance(value, ast.Name) or (isinstance(value, ast.Tuple) and any(isinstance(e, ast.Name) for e in value.elts)):
-                func = ctx.enclosing_function(ret)
-                if func is not None:
-                    out[(module, func)] = None
-    return out
+    return {key: None for key, _ in _returns(graph, lambda value: isinstance(value, ast.Name) or (
+        isinstance(value, ast.Tuple) and any(isinstance(e, ast.Name) for e in value.elts)))}
 
 
 def _resolve(graph: CallGraph, module: ProjectModule, func: ast.expr) -> tuple[ProjectModule, FunctionNode] | None:
@@ -189,19 +179,25 @@ def _resolve(graph: CallGraph, module: ProjectModule, func: ast.expr) -> tuple[P
 
 
 def _returned_calls(graph: CallGraph) -> dict[tuple[ProjectModule, FunctionNode], list[ast.Call]]:
-    """Per function of the project: the calls it returns as they are (``return _build_loader(config)``),
-    from each file's index of ``return`` statements (no walk of every body)."""
+    """Per function of the project: the calls it returns as they are (``return _build_loader(config)``)."""
     out: dict[tuple[ProjectModule, FunctionNode], list[ast.Call]] = {}
+    for key, value in _returns(graph, lambda value: isinstance(value, ast.Call)):
+        out.setdefault(key, []).append(value)  # type: ignore[arg-type]
+    return out
+
+
+def _returns(graph: CallGraph, wanted: Callable[[ast.expr], bool]) -> Iterator[tuple[tuple[ProjectModule, FunctionNode], ast.expr]]:
+    """((file, function), value) of each ``return value`` in the project's functions that ``wanted``
+    accepts, from each file's index of ``return`` statements (no walk of every body)."""
     for module in graph.table.by_path.values():
         ctx = module.ctx
         if ctx is None or module.is_test:
             continue
         for ret in ctx.nodes_of(ast.Return):
             value = getattr(ret, "value", None)
-            func = ctx.enclosing_function(ret) if isinstance(value, ast.Call) else None
+            func = ctx.enclosing_function(ret) if value is not None and wanted(value) else None
             if func is not None:
-                out.setdefault((module, func), []).append(value)  # type: ignore[arg-type]
-    return out
+                yield (module, func), value
 
 
 def _returned_at(func: FunctionNode, variable: str) -> Iterator[int | None]:
