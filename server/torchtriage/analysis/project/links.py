@@ -101,8 +101,10 @@ def _imported_device(table: ModuleTable, module: ProjectModule) -> str | None:
     offered: dict[str, str] = {}
     for local, (source, attr) in module.imports.items():
         owner = table.find_module(source, module) if attr is not None else None
-        if owner is not None and owner.ctx is not None and owner.ctx.mentions_cuda and attr in device_variables(owner):
-            offered[local] = f"{owner.label}:{device_variables(owner)[attr]}"  # type: ignore[index]
+        cuda = owner is not None and owner.ctx is not None and owner.ctx.mentions_cuda
+        line = device_variables(owner).get(attr) if cuda else None  # type: ignore[arg-type]
+        if line is not None:
+            offered[local] = f"{owner.label}:{line}"  # type: ignore[union-attr]
     sources, seen = list(module.star_imports), {module}
     for _ in range(_STAR_DEPTH):
         following: list[str] = []
