@@ -28,7 +28,7 @@ import os
 import re
 import socket
 import threading
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Sequence
 
 TRACE_NAME = "trace.json.gz"
 RAW_NAME = ".trace.raw.json"  # kineto's export, removed once compressed
@@ -174,7 +174,7 @@ class TraceWriter:
         shutil.copyfile(self.path, self.tb_path)
 
 
-def _chunks(pieces: List[bytes | memoryview] | List[bytearray]) -> Iterator[memoryview]:
+def _chunks(pieces: Sequence[bytes | bytearray | memoryview]) -> Iterator[memoryview]:
     for piece in pieces:
         view = memoryview(piece)
         for at in range(0, len(view), CHUNK):
