@@ -149,13 +149,15 @@ def _add_origins(out: Factory, wrapper: tuple[ProjectModule, FunctionNode], orig
 def _unpacking_wrappers(graph: CallGraph) -> dict[tuple[ProjectModule, FunctionNode], list[ast.Assign]]:
     """Per function of the project: the calls whose results it names and returns as its own
     (``data_set, data_loader = data_provider(args, flag)`` ... ``return data_set, data_loader``)."""
+    returning = _returned_names(graph)
     out: dict[tuple[ProjectModule, FunctionNode], list[ast.Assign]] = {}
-    for (module, func), _ in _returned_names(graph).items():
+    for module in dict.fromkeys(module for module, _ in returning):  # each file's assignments index, not a walk per function
         assert module.ctx is not None
-        for node in ast.walk(func):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and len(node.targets) == 1 \
-                    and module.ctx.enclosing_function(node) is func:
-                out.setdefault((module, func), []).append(node)
+        for node in module.ctx.nodes_of(ast.Assign):
+            if isinstance(node.value, ast.Call) and len(node.targets) == 1:  # type: ignore[attr-defined]
+                key = (module, module.ctx.enclosing_function(node))
+                if key in returning:
+                    out.setdefault(key, []).append(node)  # type: ignore[arg-type]
     return out
 
 
