@@ -19,6 +19,7 @@ from ..context import ModuleContext
 from ..hotloops.step_markers import SCOPE_NODES
 from ..incremental.walks import scope_walk
 from .modules import FunctionNode, ModuleTable, ProjectModule
+from .registries import RegistryIndex
 from ..syntax import assigned_value, assignment_history
 
 ClassRef = tuple[ProjectModule, ast.ClassDef]
@@ -33,6 +34,8 @@ class CallGraph:
 
     def __init__(self, table: ModuleTable) -> None:
         self.table = table
+        self.registries = RegistryIndex(table)
+        self._built: dict[ast.AST, list[ClassRef]] = {}  # factory -> the classes its registry lookups may build
         self._constructed: dict[str, set[ClassRef]] | None = None
         self._factories: dict[ast.AST, ClassRef | None] = {}
         self._assignments: dict[ast.AST, dict[str, ast.expr]] = {}  # scope -> name -> last value
@@ -49,11 +52,7 @@ class CallGraph:
     def class_of_value(self, module: ProjectModule, value: ast.AST, depth: int = 0) -> ClassRef | None:
         """The project class an expression constructs: ``Cls(...)``, or a project factory whose
         ``return`` constructs one (``build_matcher(args)``)."""
-        while (
-            isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-            and value.func.attr in _SELF_RETURNING and isinstance(value.func.value, ast.Call)
-        ):
-            value = value.func.value  # ``Net(...).cuda()``, ``Net(...).to(device).train()``
+        value = _peeled(value)
         if not isinstance(value, ast.Call) or depth > 2:
             return None
         target = self.table.resolve_dotted(module, value.func)
@@ -67,18 +66,70 @@ class CallGraph:
                 return self._factories[node]
             self._factories[node] = None  # (recursion guard)
             found: set[ClassRef] = set()
-            for ret in ast.walk(node):
-                if isinstance(ret, ast.Return) and ret.value is not None:
-                    expr = ret.value
-                    if isinstance(expr, ast.Name):
-                        expr = assigned_value(node, expr.id, self._assignments) or expr
-                    cls = self.class_of_value(owner, expr, depth + 1)
-                    if cls is not None:
-                        found.add(cls)
+            for expr in self._returned_values(node):
+                cls = self.class_of_value(owner, expr, depth + 1)
+                if cls is not None:
+                    found.add(cls)
             result = next(iter(found)) if len(found) == 1 else None
             self._factories[node] = result
             return result
         return None
+
+    def _returned_values(self, func: FunctionNode) -> list[ast.expr]:
+        """What a function returns, a returned name read as the value last assigned to it (also under
+        calls that return the module itself: ``return net.cuda()``)."""
+        values = []
+        for ret in ast.walk(func):
+            if isinstance(ret, ast.Return) and ret.value is not None:
+                expr = ret.value
+                while (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _SELF_RETURNING
+                       and isinstance(expr.func.value, (ast.Name, ast.Call))):
+                    expr = expr.func.value
+                if isinstance(expr, ast.Name):
+                    expr = assigned_value(func, expr.id, self._assignments) or expr
+                values.append(expr)
+        return values
+
+    def built_classes(self, module: ProjectModule, value: ast.AST, depth: int = 0) -> list[ClassRef]:
+        """The project classes an expression may construct: the one :meth:`class_of_value` finds, else each
+        class a registry lookup may build (:mod:`.registries`: ``ARCH_REGISTRY.get(name)(**opt)``), also
+        through project factories that return one (``build_network(opt)``)."""
+        single = self.class_of_value(module, value)
+        if single is not None:
+            return [single]
+        value = _peeled(value)
+        if not isinstance(value, ast.Call) or depth > 2:
+            return []
+        registry = self.registries.lookup(value)
+        if registry is not None:
+            return self._registered_classes(registry)
+        target = self.table.resolve_dotted(module, value.func)
+        if not (isinstance(target, tuple) and isinstance(target[1], (ast.FunctionDef, ast.AsyncFunctionDef))):
+            return []
+        owner, factory = target
+        if owner.ctx is None:
+            return []
+        known = self._built.get(factory)
+        if known is None:
+            self._built[factory] = []  # (recursion guard)
+            found: list[ClassRef] = []
+            for expr in self._returned_values(factory):
+                found.extend(cls for cls in self.built_classes(owner, expr, depth + 1) if cls not in found)
+            known = self._built[factory] = found[:_REGISTRY_CLASSES]
+        return known
+
+    def _registered_classes(self, registry: str) -> list[ClassRef]:
+        """The classes registered with ``registry``, and those its registered factories construct."""
+        found: list[ClassRef] = []
+        for owner, node in self.registries.registered(registry):
+            if isinstance(node, ast.ClassDef):
+                cls: ClassRef | None = (owner, node)
+            else:
+                built = {self.class_of_value(owner, expr, 1) for expr in self._returned_values(node)} - {None}
+                cls = next(iter(built)) if len(built) == 1 else None  # type: ignore[assignment]
+            if cls is not None and cls not in found:
+                found.append(cls)
+        return found[:_REGISTRY_CLASSES]
 
     @property
     def constructed(self) -> dict[str, set[ClassRef]]:
@@ -193,7 +244,11 @@ class CallGraph:
         single = self.instance_class(module, name, at, by_name)
         if single is not None:
             return [single]
-        return self._registry_classes(module, self.assigned(module, name, at), at)
+        value = self.assigned(module, name, at)
+        if value is None and scope is not module.ctx.tree:
+            value = assigned_value(module.ctx.tree, name, self._assignments)
+        built = self.built_classes(module, value) if value is not None else []
+        return built or self._registry_classes(module, self.assigned(module, name, at), at)
 
     def _registry_classes(self, module: ProjectModule, value: ast.expr | None, at: ast.AST) -> list[ClassRef]:
         """``algorithm = algorithm_class(...)`` where ``algorithm_class = algorithms.get_algorithm_class(name)``
@@ -231,6 +286,22 @@ class CallGraph:
                         return self.by_name(node.value.id) or self.by_name(attr)
         return None
 
+    def self_attribute_classes(self, module: ProjectModule, cls: ast.ClassDef, attr: str) -> list[ClassRef]:
+        """The classes ``self.attr`` may hold: :meth:`self_attribute_class`'s one, else those a registry
+        lookup built into it (``self.net_g = build_network(opt["network_g"])``)."""
+        held = self.self_attribute_class(module, cls, attr)
+        if held is not None:
+            return [held]
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(
+                isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and t.value.id == "self"
+                for t in node.targets
+            ):
+                built = self.built_classes(module, node.value)
+                if built:
+                    return built
+        return []
+
     def callees(self, module: ProjectModule, call: ast.Call) -> list[FunctionRef]:
         """The functions of *other* project files a call runs."""
         assert module.ctx is not None
@@ -258,9 +329,7 @@ class CallGraph:
         if isinstance(receiver, ast.Name) and receiver.id == "self":
             owner = owner_class(module.ctx, call)
             if owner is not None and module.method(owner, func.attr) is None:
-                held = self.self_attribute_class(module, owner, func.attr)
-                if held is not None:
-                    return callable_methods(*held)
+                return [m for held in self.self_attribute_classes(module, owner, func.attr) for m in callable_methods(*held)]
             return []
         if isinstance(receiver, ast.Name):
             methods = [(c[0], m) for c in self.instance_classes(module, receiver.id, call) if (m := c[0].method(c[1], func.attr))]
@@ -269,7 +338,11 @@ class CallGraph:
         elif isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == "self":
             owner = owner_class(module.ctx, call)
             if owner is not None:
-                cls = self.self_attribute_class(module, owner, receiver.attr)
+                held = self.self_attribute_classes(module, owner, receiver.attr)
+                methods = [(c[0], m) for c in held if (m := c[0].method(c[1], func.attr))]
+                if len(held) > 1 and methods:  # built by a registry lookup or a factory's branches: each that has it
+                    return methods
+                cls = held[0] if len(held) == 1 else None
         if cls is not None:
             method = cls[0].method(cls[1], func.attr)
             if method is not None:
@@ -341,6 +414,16 @@ def owner_class(ctx: ModuleContext, node: ast.AST) -> ast.ClassDef | None:
         if isinstance(ancestor, ast.ClassDef):
             return ancestor
     return None
+
+
+def _peeled(value: ast.AST) -> ast.AST:
+    """``Net(...)`` for ``Net(...).cuda()`` or ``Net(...).to(device).train()``: calls that return the module itself."""
+    while (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+        and value.func.attr in _SELF_RETURNING and isinstance(value.func.value, ast.Call)
+    ):
+        value = value.func.value
+    return value
 
 
 def _mentions(value: ast.AST, name: str) -> bool:

@@ -106,6 +106,53 @@ class EmptyCacheInStep(Rule):
                     batch_size //= 2
             """
         ),
+        Valid(
+            """
+            # a fallback for very long clips only: the flag is a size threshold the step computes
+            import torch
+
+            def run_clip(model, frames):
+                feats = []
+                offload = frames.size(1) > 100
+                for i in range(frames.size(1)):
+                    feats.append(model(frames[:, i]))
+                    if offload:
+                        feats[-1] = feats[-1].cpu()
+                        torch.cuda.empty_cache()
+                return torch.stack(feats, 1)
+
+            model = Net().cuda()
+            for frames in loader:
+                loss = run_clip(model, frames.cuda()).mean()
+                loss.backward()
+                optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # the same, with the flag on the object: one method sets it, another reads it
+            import torch
+
+            class ClipTrainer:
+                def step(self, frames):
+                    self.offload = True if frames.size(1) > self.offload_after else False
+                    loss = self.encode(frames).mean()
+                    loss.backward()
+                    self.optimizer.step()
+
+                def encode(self, frames):
+                    feats = []
+                    for i in range(frames.size(1)):
+                        feats.append(self.model(frames[:, i]))
+                        if self.offload:
+                            torch.cuda.empty_cache()
+                    return torch.stack(feats, 1)
+
+            trainer = ClipTrainer()
+            for frames in loader:
+                trainer.step(frames.cuda())
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -163,6 +210,26 @@ class EmptyCacheInStep(Rule):
         Invalid(
             """
             import torch
+
+            def run_clip(model, frames, low_memory):
+                feats = []
+                for i in range(frames.size(1)):
+                    feats.append(model(frames[:, i]))
+                    if low_memory:
+                        torch.cuda.empty_cache()
+                return torch.stack(feats, 1)
+
+            model = Net().cuda()
+            for frames in loader:
+                loss = run_clip(model, frames.cuda(), args.low_memory).mean()
+                loss.backward()
+                optimizer.step()
+            """,
+            lines=(8,),
+        ),
+        Invalid(
+            """
+            import torch
             class LitModel(LightningModule):
                 def training_step(self, batch, batch_idx):
                     loss = self.compute_loss(batch)
@@ -176,7 +243,7 @@ class EmptyCacheInStep(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
         for call, _region in ctx.hot.nodes(ast.Call):
-            if ctx.call_qualname(call) not in _EMPTY_CACHE:
+            if ctx.call_qualname(call) not in _EMPTY_CACHE or _under_a_flag(ctx, call):
                 continue
             statement = ctx.parents.get(call)
             fix = None
@@ -190,3 +257,46 @@ class EmptyCacheInStep(Rule):
                 "on the next step: remove it, or call it once between phases",
                 fix=fix,
             )
+
+
+def _under_a_flag(ctx: RuleContext, call: ast.Call) -> bool:
+    """The call runs only on a fallback path for large inputs: under an ``if`` on a flag set from a
+    comparison by its function (``offload = frames.size(1) > 100``) or, for ``self.cpu_cache``, by a
+    method of its class (``self.cpu_cache = len(lqs) > self.cpu_cache_length`` in ``forward``), not
+    on every step."""
+    function = ctx.enclosing_function(call)
+    if function is None:
+        return False
+    owner = ctx.enclosing_class(function)
+    for ancestor in ctx.ancestors(call):
+        if ancestor is function:
+            return False
+        if isinstance(ancestor, ast.If):
+            test = ancestor.test.operand if isinstance(ancestor.test, ast.UnaryOp) and isinstance(ancestor.test.op, ast.Not) \
+                else ancestor.test
+            on_self = isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self"
+            if _set_by_comparison(test, owner if on_self and owner is not None else function):
+                return True
+    return False
+
+
+def _set_by_comparison(test: ast.expr, scope: ast.AST) -> bool:
+    """``test`` is a name or attribute that ``scope`` assigns from a comparison (or ``True if ... else False``)."""
+    key = ast.dump(test) if isinstance(test, (ast.Name, ast.Attribute)) else None
+    if key is None:
+        return False
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign) and any(ast.dump(_loaded(t)) == key for t in node.targets):
+            value = node.value.test if isinstance(node.value, ast.IfExp) else node.value
+            if isinstance(value, ast.Compare):
+                return True
+    return False
+
+
+def _loaded(target: ast.expr) -> ast.expr:
+    """An assignment target as the expression that reads it (``Store`` context made ``Load``)."""
+    if isinstance(target, ast.Name):
+        return ast.Name(id=target.id, ctx=ast.Load())
+    if isinstance(target, ast.Attribute):
+        return ast.Attribute(value=_loaded(target.value), attr=target.attr, ctx=ast.Load())
+    return target
