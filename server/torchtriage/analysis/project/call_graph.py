@@ -6,6 +6,8 @@
   ``self.x = Cls(...)``, a factory returning ``Cls(...)``, or, failing that, the one
   project class ever constructed under that name): its ``forward`` (or ``__call__``);
 * ``obj.method(...)`` on such an instance: that method;
+* ``self.attn(x)`` where the instance's class is in the caller's own file: its ``forward``;
+* an instance built by name from a registry (:mod:`.registries`): each registered class;
 * a project function passed as an argument of the call (``optimizer.step(closure)``).
 
 Test files are never callees.  Nothing is imported or executed.
@@ -303,7 +305,9 @@ class CallGraph:
         return []
 
     def callees(self, module: ProjectModule, call: ast.Call) -> list[FunctionRef]:
-        """The functions of *other* project files a call runs."""
+        """The functions of *other* project files a call runs, and the ``forward`` (``__call__``) of a class of
+        this file that it calls through an instance (``self.attn(x)``: the model's submodules are per-step
+        code too; the single-file finder does not follow ``forward``)."""
         assert module.ctx is not None
         found: list[FunctionRef] = []
         func = call.func
@@ -319,7 +323,7 @@ class CallGraph:
             passed = self.table.resolve_function(module, arg)
             if passed is not None:
                 found.append(passed)
-        return [(m, f) for m, f in found if m is not module and m.ctx is not None and not m.is_test]
+        return [(m, f) for m, f in found if (m is not module or f.name in _CALLABLE_METHODS) and m.ctx is not None and not m.is_test]
 
     def _method_callees(self, module: ProjectModule, call: ast.Call, func: ast.Attribute) -> list[FunctionRef]:
         """``self.matcher(...)``, ``criterion.loss_labels(...)``, ``self.mp_trainer.optimize(...)``."""
