@@ -48,7 +48,7 @@ NON_TENSOR_METHODS = frozenset(
      "parameters", "named_parameters", "named_children", "named_modules", "children", "modules",
      "append", "extend", "format", "join", "split", "startswith", "endswith", "update", "add_scalar",
      "log", "write", "get", "pop", "copy", "count", "index", "decode", "batch_decode", "lower", "upper",
-     "strip"}
+     "strip", "astype"}
 )
 # Iterating these gives (name, module) pairs or modules, never batch data.
 STRUCTURE_ITERATORS = frozenset(

@@ -59,6 +59,21 @@ class HostSyncInStep(Rule):
     VALID = (
         Valid(
             """
+            # a numpy scalar's .item(): ``astype`` is numpy's, no tensor has it
+            import numpy as np
+
+            def sparse_attention(q, k, factor):
+                top = factor * np.ceil(np.log(k.size(1))).astype("int").item()
+                return q @ k[:, :top].transpose(1, 2)
+
+            for x, y in loader:
+                loss = criterion(sparse_attention(model(x.cuda()), y.cuda(), 5), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """
+        ),
+        Valid(
+            """
             for step, (x, y) in enumerate(loader):
                 loss = criterion(model(x), y)
                 loss.backward()

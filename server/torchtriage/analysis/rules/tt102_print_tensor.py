@@ -46,6 +46,25 @@ class PrintTensorInStep(Rule):
     VALID = (
         Valid(
             """
+            # a warning branch: the text is built only when the check fails (the check itself syncs: TT103)
+            import logging
+            import torch
+
+            def align(feat, offset):
+                drift = torch.mean(torch.abs(offset))
+                if drift > 50:
+                    log = logging.getLogger("align")
+                    log.warning(f"offset drift {drift} is larger than 50")
+                return feat + offset
+
+            for x, off in loader:
+                loss = model(align(x.cuda(), off.cuda())).mean()
+                loss.backward()
+                optimizer.step()
+            """
+        ),
+        Valid(
+            """
             for step, (x, y) in enumerate(loader):
                 loss = criterion(model(x), y)
                 loss.backward(); optimizer.step()
@@ -122,6 +141,20 @@ class PrintTensorInStep(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            import torch
+            best = float("inf")
+            for x, y in loader:
+                loss = criterion(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                if loss < best:
+                    best = loss
+                    print(f"new best {loss}")
+            """,
+            lines=(9,),
+        ),
         Invalid(
             """
             for step, (x, y) in enumerate(loader):
@@ -270,7 +303,7 @@ class PrintTensorInStep(Rule):
             if not is_log_call(ctx, call):
                 continue
             shown = next((v for v in formatted_values(call) if _reads_device_value(tensors, v, region)), None)
-            if shown is None:
+            if shown is None or _in_a_warning_branch(ctx, tensors, call, region):
                 continue
             what = ctx.dotted(call.func) or "log call"
             # A call over several lines is reported where the tensor is read, not at `print(`.
@@ -288,6 +321,24 @@ class PrintTensorInStep(Rule):
                 + ("log it every N steps (`if step % 100 == 0:`)" if what.startswith("`") and "format" not in what
                    and "%" not in what else "build the text every N steps (`if step % 100 == 0:`)"),
             )
+
+
+def _in_a_warning_branch(ctx: RuleContext, tensors: TensorOracle, call: ast.Call, region: HotRegion) -> bool:
+    """The log call is the whole work of a branch taken when a tensor check fails (``if drift > 50:
+    logger.warning(f"... {drift}")``): a warning path, not every step's work; the check's own read is
+    TT103's."""
+    statement = ctx.parents.get(call)
+    branch = ctx.parents.get(statement) if statement is not None else None
+    if not (isinstance(statement, ast.Expr) and isinstance(branch, ast.If) and statement in branch.body):
+        return False
+    if not any(_reads_device_value(tensors, node, region) for node in ast.walk(branch.test) if isinstance(node, ast.expr)):
+        return False
+    return all(
+        isinstance(s, (ast.Raise, ast.Pass))
+        or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and is_log_call(ctx, s.value))
+        or (isinstance(s, ast.Assign) and isinstance(s.value, ast.Call))  # ``logger = get_root_logger()``
+        for s in branch.body
+    )
 
 
 def _reads_device_value(tensors: TensorOracle, value: ast.AST, region: HotRegion) -> bool:
