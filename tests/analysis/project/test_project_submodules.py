@@ -1,6 +1,7 @@
 """Issue 25: the model's own code is per-step code, down through the submodules it builds in its own
-file (``self.attn = Attention(dim)`` ... ``self.attn(x)`` runs ``Attention.forward``).  An invented
-project, no code of any labelled repository; a look-alike class that is never built stays quiet."""
+file (``self.attn = Attention(dim)`` ... ``self.attn(x)`` runs ``Attention.forward``) and those it keeps
+in containers (``for blk in self.blocks: x = blk(x, size)``, a ``Sequential``).  An invented project, no
+code of any labelled repository; a look-alike class that is never built stays quiet."""
 
 from __future__ import annotations
 
@@ -69,3 +70,49 @@ def test_the_entries_name_the_path_through_the_model() -> None:
     entries = {entry.func.name + "@" + str(entry.func.lineno): entry.hot_path for entry in proj.by_path["model.py"].ctx.hot_entries}
     assert entries["forward@24"] == ("train.py:9",)
     assert entries["forward@6"] == ("train.py:9", "model.py:25")
+
+
+BLOCKS = """
+    import torch
+    from torch import nn
+
+
+    class Block(nn.Module):
+        def forward(self, x, size):
+            h, w = size
+            if self.resolution == size:
+                return x.view(-1, h, w)
+            return x.view(-1, h, w) + x.mean().item()
+
+
+    class Stem(nn.Module):
+        def forward(self, x):
+            return x * torch.tensor([0.5]).cuda()
+
+
+    class Backbone(nn.Module):
+        def __init__(self, depth):
+            super().__init__()
+            layers = [Stem()]
+            self.stem = nn.Sequential(*layers)
+            self.blocks = nn.ModuleList([Block() for _ in range(depth)])
+
+        def forward(self, x):
+            x = self.stem(x)
+            size = (x.shape[2], x.shape[3])
+            for blk in self.blocks:
+                x = blk(x, size)
+            return x
+"""
+
+
+def test_blocks_kept_in_containers_run_every_step() -> None:
+    """``for blk in self.blocks`` and a ``Sequential`` built from a list reach the blocks' ``forward``;
+    the size tuple handed down is no tensor."""
+    train = TRAIN.replace("from model import Net", "from blocks import Backbone").replace("Net(16)", "Backbone(2)")
+    files = {"blocks.py": BLOCKS, "train.py": train}
+    proj = Project((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in files.items())
+    found = {(f.span.line, f.code) for f in proj.analyze("blocks.py")}
+    assert (10, "TT101") in found  # Block.forward, through the loop over the ModuleList
+    assert (15, "TT305") in found  # Stem.forward, through the Sequential
+    assert not [key for key in found if key[0] == 8]  # ``self.resolution == size``: a tuple of sizes, no tensor

@@ -262,8 +262,15 @@ def bound_names(target: ast.AST) -> set[str]:
     return names_in(target)
 
 
-def is_shape_read(value: ast.AST | None) -> bool:
-    """``x.shape``, ``x.shape[-1]``, ``x.size()``, ``x.size(0)``, ``x.dim()``, ``x.ndim``, ``len(x)``."""
+def is_shape_read(value: ast.AST | None, depth: int = 0) -> bool:
+    """``x.shape``, ``x.shape[-1]``, ``x.size()``, ``x.size(0)``, ``x.dim()``, ``x.ndim``, ``len(x)``; a tuple of
+    them (``(x.shape[2], x.shape[3])``) and arithmetic of them with numbers (``x.shape[-1] // 2``)."""
+    if isinstance(value, (ast.Tuple, ast.List, ast.BinOp)):
+        parts = value.elts if not isinstance(value, ast.BinOp) else [value.left, value.right]
+        if not parts or depth > 4:
+            return False
+        shapes = [is_shape_read(e, depth + 1) for e in parts]
+        return any(shapes) and all(shape or isinstance(e, ast.Constant) for shape, e in zip(shapes, parts))
     if isinstance(value, ast.Subscript):
         value = value.value
     if isinstance(value, ast.Attribute):

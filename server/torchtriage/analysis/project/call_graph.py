@@ -7,6 +7,8 @@
   project class ever constructed under that name): its ``forward`` (or ``__call__``);
 * ``obj.method(...)`` on such an instance: that method;
 * ``self.attn(x)`` where the instance's class is in the caller's own file: its ``forward``;
+* ``for blk in self.blocks: x = blk(x)`` and ``self.stem(x)`` (a ``Sequential``): the ``forward`` of the
+  classes the container holds (:mod:`.containers`);
 * an instance built by name from a registry (:mod:`.registries`): each registered class;
 * a project function passed as an argument of the call (``optimizer.step(closure)``).
 
@@ -20,6 +22,7 @@ import ast
 from ..context import ModuleContext
 from ..hotloops.step_markers import SCOPE_NODES
 from ..incremental.walks import scope_walk
+from .containers import element_values, iterated_attribute
 from .modules import FunctionNode, ModuleTable, ProjectModule
 from .registries import RegistryIndex
 from ..syntax import assigned_value, assignment_history
@@ -38,6 +41,7 @@ class CallGraph:
         self.table = table
         self.registries = RegistryIndex(table)
         self._built: dict[ast.AST, list[ClassRef]] = {}  # factory -> the classes its registry lookups may build
+        self._elements: dict[tuple[ast.ClassDef, str], list[ClassRef]] = {}  # (class, container attribute) -> element classes
         self._constructed: dict[str, set[ClassRef]] | None = None
         self._factories: dict[ast.AST, ClassRef | None] = {}
         self._assignments: dict[ast.AST, dict[str, ast.expr]] = {}  # scope -> name -> last value
@@ -250,7 +254,33 @@ class CallGraph:
         if value is None and scope is not module.ctx.tree:
             value = assigned_value(module.ctx.tree, name, self._assignments)
         built = self.built_classes(module, value) if value is not None else []
-        return built or self._registry_classes(module, self.assigned(module, name, at), at)
+        return built or self._registry_classes(module, self.assigned(module, name, at), at) or self._loop_element_classes(module, name, at)
+
+    def container_classes(self, module: ProjectModule, cls: ast.ClassDef, attr: str) -> list[ClassRef]:
+        """The classes of the submodules a container ``self.attr`` of ``cls`` holds (:mod:`.containers`)."""
+        key = (cls, attr)
+        found = self._elements.get(key)
+        if found is None:
+            found = []
+            for value in element_values(cls, attr):
+                built = self.class_of_value(module, value)
+                if built is not None and built not in found:
+                    found.append(built)
+            found = self._elements[key] = found[:_REGISTRY_CLASSES]
+        return found
+
+    def _loop_element_classes(self, module: ProjectModule, name: str, at: ast.AST) -> list[ClassRef]:
+        """``for blk in self.blocks: x = blk(x)``: the classes of the container's elements."""
+        assert module.ctx is not None
+        for ancestor in module.ctx.ancestors(at):
+            if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                return []
+            if isinstance(ancestor, (ast.For, ast.AsyncFor)):
+                attr = iterated_attribute(ancestor, name)
+                owner = owner_class(module.ctx, ancestor) if attr is not None else None
+                if attr is not None and owner is not None:
+                    return self.container_classes(module, owner, attr)
+        return []
 
     def _registry_classes(self, module: ProjectModule, value: ast.expr | None, at: ast.AST) -> list[ClassRef]:
         """``algorithm = algorithm_class(...)`` where ``algorithm_class = algorithms.get_algorithm_class(name)``
@@ -333,7 +363,8 @@ class CallGraph:
         if isinstance(receiver, ast.Name) and receiver.id == "self":
             owner = owner_class(module.ctx, call)
             if owner is not None and module.method(owner, func.attr) is None:
-                return [m for held in self.self_attribute_classes(module, owner, func.attr) for m in callable_methods(*held)]
+                held = self.self_attribute_classes(module, owner, func.attr) or self.container_classes(module, owner, func.attr)
+                return [m for cls in held for m in callable_methods(*cls)]  # ``self.stem(x)``: a Sequential runs each
             return []
         if isinstance(receiver, ast.Name):
             methods = [(c[0], m) for c in self.instance_classes(module, receiver.id, call) if (m := c[0].method(c[1], func.attr))]
