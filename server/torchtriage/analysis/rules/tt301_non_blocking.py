@@ -9,7 +9,7 @@ from ...findings import Applicability, Severity
 from ..fixes import add_keywords_fix
 from ..hotloops.finder import HotRegion
 from ..incremental.memo import subtree_memo
-from ..hotloops.step_markers import is_model_call
+from ..hotloops.step_markers import is_batch_fetch, is_model_call
 from ..syntax import keyword_value
 from ._bindings import name_stores
 from ._legacy_tensors import gathered_rows, replay_sample_calls, wrapped_batch
@@ -105,7 +105,8 @@ def _counter_slice(receiver: ast.AST, region) -> bool:  # type: ignore[no-untype
 
 def _comprehension_batch_names(ctx: RuleContext, call: ast.AST, region) -> set[str]:  # type: ignore[no-untyped-def]
     """Names a comprehension around ``call`` binds from the batch, outermost first:
-    ``[{k: v.to(d) for k, v in t.items()} for t in targets]`` binds ``t`` then ``k, v``."""
+    ``[{k: v.to(d) for k, v in t.items()} for t in targets]`` binds ``t`` then ``k, v``; a batch fetched
+    by the comprehension itself too (``[x.to(d) for x, y in next(iterator)]``)."""
     comps = []
     for ancestor in ctx.ancestors(call):
         if isinstance(ancestor, ast.stmt):
@@ -116,7 +117,7 @@ def _comprehension_batch_names(ctx: RuleContext, call: ast.AST, region) -> set[s
     found: set[str] = set()
     for comp in reversed(comps):
         for generator in comp.generators:
-            if names_in(generator.iter) & batch:
+            if names_in(generator.iter) & batch or is_batch_fetch(generator.iter):
                 bound = {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
                 batch |= bound
                 found |= bound
@@ -261,6 +262,19 @@ class NonBlockingTransfer(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # the step's batches fetched and moved in one comprehension
+            import torch
+            iterator = iter(loader)
+            for step in range(n_steps):
+                minibatches = [(x.to("cuda"), y.to("cuda")) for x, y in next(iterator)]
+                loss = model(minibatches).mean()
+                loss.backward()
+                optimizer.step()
+            """,
+            lines=(5, 5),
+        ),
         Invalid(
             """
             # a replay buffer's sample(): rows gathered from the host store and moved, once per update of its agent
