@@ -78,6 +78,9 @@ class ModuleContext(ModuleIndex):
     # Names this file imports of other project files' functions whose own body waits for the device
     # (``evaluate_network`` returning ``loss.item()`` sums): a call of one synchronises (TT402).
     syncing_imports: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    # Lines of this file's loops that run one training step per pass through another file's function
+    # though nothing in this file says so (``step_vals = algorithm.update(minibatches)``): step loops.
+    step_loops: frozenset[int] = field(default=frozenset(), repr=False, compare=False)
     # The hot loops for ``hot_entries`` when whoever builds the context has them already (the
     # project model computes them while solving); else :attr:`hot` finds them on first use.
     hot_loops: InitVar[HotLoops | None] = None
@@ -153,7 +156,8 @@ class ModuleContext(ModuleIndex):
     @cached_property
     def hot(self) -> HotLoops:
         """The step loops and per-step functions of this module."""
-        return find_hot_loops(self, self.hot_entries, own_loops=self.auxiliary is None, main_block=not self.imported)
+        return find_hot_loops(self, self.hot_entries, own_loops=self.auxiliary is None, main_block=not self.imported,
+                              step_loops=self.step_loops)
 
     @cached_property
     def own_hot(self) -> HotLoops:
@@ -161,4 +165,4 @@ class ModuleContext(ModuleIndex):
         unless the module is a script beside the training code (``auxiliary``)."""
         if self.auxiliary is None:
             return self.hot
-        return find_hot_loops(self, self.hot_entries, own_loops=True, main_block=not self.imported)
+        return find_hot_loops(self, self.hot_entries, own_loops=True, main_block=not self.imported, step_loops=self.step_loops)

@@ -365,3 +365,49 @@ def test_a_lightning_module_s_optimizer_factory_in_another_file_builds_the_train
     """
     proj = project({"utils.py": utils, "train.py": train})
     assert [(f.span.line, f.code) for f in proj.analyze("utils.py") if f.code == "TT503"] == [(5, "TT503")]
+
+
+ALGORITHMS = """
+    import torch
+
+
+    class ERM:
+        def __init__(self, model):
+            self.model = model.cuda()
+            self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)
+
+        def update(self, minibatches):
+            x = torch.cat([x for x, _ in minibatches])
+            y = torch.cat([y for _, y in minibatches])
+            loss = torch.nn.functional.cross_entropy(self.model(x), y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            return {"loss": loss.item()}
+"""
+SWEEP = """
+    import torch
+    import algorithms
+
+    algorithm = algorithms.ERM(torch.nn.Linear(8, 2))
+    iterator = iter(loader)
+    for step in range(5000):
+        minibatches = [(x.to("cuda"), y.to("cuda")) for x, y in next(iterator)]
+        step_vals = algorithm.update(minibatches)
+        if step % 300 == 0:
+            print(step_vals)
+"""
+
+
+def test_a_loop_whose_pass_is_another_files_training_step_is_a_step_loop() -> None:
+    """Nothing in the script's own loop trains, but each pass runs ``ERM.update``: the loop is a step
+    loop, so its own per-step code (the batches' copies) is reported, and the language server's view
+    says the same."""
+    proj = project({"algorithms.py": ALGORITHMS, "sweep.py": SWEEP})
+    sweep = {(f.span.line, f.code) for f in proj.analyze("sweep.py")}
+    assert (7, "TT301") in sweep  # the copies in the comprehension, every step
+    assert proj.view("sweep.py").step_loops == frozenset({6})
+    algorithms = {(f.span.line, f.code) for f in proj.analyze("algorithms.py")}
+    assert (16, "TT101") in algorithms  # update() runs every step
+    got = IncrementalAnalyzer("sweep.py").analyze(textwrap.dedent(SWEEP).lstrip("\n"), project=proj.view("sweep.py"))
+    assert [(f.code, f.span) for f in got] == [(f.code, f.span) for f in proj.analyze("sweep.py")]

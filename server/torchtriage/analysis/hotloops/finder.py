@@ -97,9 +97,10 @@ __all__ = [
 
 class _Finder:
     def __init__(self, ctx: ModuleIndex, entries: tuple[HotEntry, ...] = (), own_loops: bool = True,
-                 main_block: bool = True) -> None:
+                 main_block: bool = True, step_loops: frozenset[int] = frozenset()) -> None:
         self.ctx = ctx
         self.entries = entries
+        self.step_loops = step_loops
         self.own_loops = own_loops
         self.main_block = main_block
         self.result = HotLoops()
@@ -156,7 +157,7 @@ class _Finder:
     def run(self) -> HotLoops:
         loops: list[tuple[Loop, bool, int]] = []
         for node in self.loops if self.own_loops else ():
-            is_step, trains = self.judge.markers(node)
+            is_step, trains = (True, True) if node.lineno in self.step_loops else self.judge.markers(node)
             if is_step and not self.main_block and not trains and in_main_block(self.ctx, node):
                 continue  # a library file's self-test or demo: not a training step
             if is_step:
@@ -183,6 +184,7 @@ class _Finder:
             getattr(self.ctx, "path_label", None),
             tuple(sorted(self.ctx.aliases.items())),
             self.entries,
+            self.step_loops,
             tuple(loops),
             tuple(hooks),
             tuple((name, tuple(nodes)) for name, nodes in self.functions.items()),
@@ -418,7 +420,7 @@ class _Finder:
 
 
 def find_hot_loops(ctx: ModuleIndex, entries: tuple[HotEntry, ...] = (), own_loops: bool = True,
-                   main_block: bool = True) -> HotLoops:
+                   main_block: bool = True, step_loops: frozenset[int] = frozenset()) -> HotLoops:
     """Compute the per-step code of a module (none in test modules: their loops check
     behaviour, not speed, and an ``assert`` on a tensor is what a test is for).
 
@@ -427,10 +429,12 @@ def find_hot_loops(ctx: ModuleIndex, entries: tuple[HotEntry, ...] = (), own_loo
     ``own_loops`` False: the module's own loops and Lightning hooks are not step code (a script
     beside a project's training code, :mod:`.project.roles`); only ``entries`` are.
     ``main_block`` False: the loops of its ``if __name__ == "__main__":`` block that do not train
-    are not step code either (a file other project files import: the block is a self-test or demo)."""
+    are not step code either (a file other project files import: the block is a self-test or demo).
+    ``step_loops``: lines of loops the project knows run one training step per pass through another
+    file's function (``algorithm.update(minibatches)``, :func:`.project.links.loops_training_elsewhere`)."""
     if is_test_file(ctx.path, ctx.source):
         return HotLoops()
-    return _Finder(ctx, entries, own_loops, main_block).run()
+    return _Finder(ctx, entries, own_loops, main_block, step_loops).run()
 
 
 def in_main_block(ctx: ModuleIndex, node: ast.AST) -> bool:

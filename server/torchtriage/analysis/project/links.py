@@ -232,15 +232,34 @@ def _calls_training(graph: CallGraph, module: ProjectModule, loop: ast.AST, step
     return None
 
 
+def loops_training_elsewhere(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops]) -> dict[ProjectModule, frozenset[int]]:
+    """Per file: the lines of its loops that its own code does not make step loops but whose body calls
+    another file's function that is one training step (``for step in range(n_steps): ... step_vals =
+    algorithm.update(minibatches)``): each pass is a training step, so the loop is a step loop."""
+    steps = _training_step_names(graph)
+    found: dict[ProjectModule, frozenset[int]] = {}
+    for module in graph.table.by_path.values() if steps else ():
+        if module.ctx is None or module.is_test:
+            continue
+        hot = hot_of(module)
+        lines = {loop.lineno for loop in module.ctx.nodes_of(_LOOPS)
+                 if not any(r.node is loop for r in hot.step_loops) and _calls_training(graph, module, loop, steps) is not None}
+        if lines:
+            found[module] = frozenset(lines)
+    return found
+
+
 def training_links(
-    graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], trains_via: dict[ProjectModule, str | None]
+    graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], trains_via: dict[ProjectModule, str | None],
+    elsewhere: dict[ProjectModule, frozenset[int]] | None = None,
 ) -> dict[ProjectModule, tuple[frozenset[int], frozenset[str], str | None]]:
     """Per file: the lines of its step loops that train only through another file's function
     (``policy.train(replay_buffer)``, ``agent.update(rollouts)``: backward and the optimizer's step
     are there), and the names of its functions that a training file calls (``get_optimizer(cfg,
     model)``: what they build serves training).  ``hot_of``: a file's solved hot loops;
     ``trains_via``: per file, the other file's training loop it calls (:func:`link_loaders`).
-    The third item: a file that uses CUDA whose training step such a loop runs (the loop trains on CUDA)."""
+    The third item: a file that uses CUDA whose training step such a loop runs (the loop trains on CUDA).
+    ``elsewhere``: per file, the lines of the loops :func:`loops_training_elsewhere` made step loops."""
     loops: dict[ProjectModule, frozenset[int]] = {}
     steps_in: dict[ProjectModule, ProjectModule] = {}
     trainers: list[ProjectModule] = []
@@ -251,7 +270,8 @@ def training_links(
         hot = hot_of(module)
         lines = {region.node.lineno for region in hot.step_loops if not region.trains and trains(graph, module, region, hot)}
         for loop in module.ctx.nodes_of(_LOOPS) if steps else ():  # one its file does not see train: ``policy.train(buffer)``
-            if loop.lineno in lines or any(r.node is loop for r in hot.step_loops):
+            forced = elsewhere is not None and loop.lineno in elsewhere.get(module, frozenset())
+            if loop.lineno in lines or (not forced and any(r.node is loop for r in hot.step_loops)):
                 continue
             owner = _calls_training(graph, module, loop, steps)
             if owner is not None:

@@ -29,7 +29,7 @@ from ..defaults import Default, unique
 from ..engine import analyze_context, enabled_rules, has_file_noqa
 from ..hotloops.finder import HotEntry, HotLoops, find_hot_loops
 from ..incremental.reparse import ParsedModule, parse_module
-from .links import cuda_reach, link_loaders, step_data_params, syncing_imports, training_links
+from .links import cuda_reach, link_loaders, loops_training_elsewhere, step_data_params, syncing_imports, training_links
 from .returned_loaders import imported_loader_classes, returned_loaders
 from .roles import auxiliary_modules, imported_modules
 from .modules import FunctionNode, ModuleTable, ProjectModule, module_name
@@ -42,6 +42,7 @@ from ..syntax import bound_name
 __all__ = ["Project", "ProjectModule", "module_name"]
 
 _MAX_ROUNDS = 10_000  # hot-entry additions per project: a guard, never reached on real code
+_STEP_LOOP_ROUNDS = 3  # rounds of loops found to train through another file (each may reach more)
 
 
 class Project:
@@ -90,6 +91,7 @@ class Project:
         self._auxiliary: dict[ProjectModule, str] = {}  # scripts beside the training code (:mod:`.roles`)
         self._imported: set[ProjectModule] = set()  # files other project files import (:mod:`.roles`)
         self._solved = False
+        self._step_loops: dict[ProjectModule, frozenset[int]] = {}  # loops that train through another file (see solve)
 
     @property
     def modules(self) -> dict[str, ProjectModule]:
@@ -130,7 +132,8 @@ class Project:
         """The module's hot loops with its current entries (kept for the rules when final)."""
         assert module.ctx is not None
         entries = tuple(self._entries.get(module, {}).values())
-        hot = find_hot_loops(module.ctx, entries, own_loops=module not in self._auxiliary, main_block=module not in self._imported)
+        hot = find_hot_loops(module.ctx, entries, own_loops=module not in self._auxiliary, main_block=module not in self._imported,
+                             step_loops=self._step_loops.get(module, frozenset()))
         self._last_hot[module] = (entries, hot)
         return hot
 
@@ -141,7 +144,8 @@ class Project:
             assert module.ctx is not None
             hot = self._solved_hot[module] = find_hot_loops(module.ctx, tuple(self._entries.get(module, {}).values()),
                                                             own_loops=module not in self._auxiliary,
-                                                            main_block=module not in self._imported)
+                                                            main_block=module not in self._imported,
+                                                            step_loops=self._step_loops.get(module, frozenset()))
         return hot
 
     def _seed_single_steps(self) -> None:
@@ -173,15 +177,8 @@ class Project:
                     if func not in self._entries.get(owner, {}) and judge.is_single_step(func):
                         self._entries.setdefault(owner, {})[func] = HotEntry(func, frozenset(), (f"{module.label}:{call.lineno}",))
 
-    def solve(self) -> None:
-        """Propagate per-step calls across files until nothing new is reached, then CUDA reach."""
-        if self._solved:
-            return
-        self._solved = True
-        self._auxiliary = auxiliary_modules(self.table)
-        self._imported = imported_modules(self.table)
-        self._seed_single_steps()
-        pending = [m for m in self.by_path.values() if m.ctx is not None]
+    def _propagate(self, pending: list[ProjectModule]) -> None:
+        """Follow per-step calls across files from the modules in ``pending`` until nothing new is reached."""
         rounds = 0
         while pending and rounds < _MAX_ROUNDS:
             module = pending.pop(0)
@@ -204,6 +201,29 @@ class Project:
                         known[func] = HotEntry(func, entry.batch | batch, entry.hot_path)
                     if target_module not in pending:
                         pending.append(target_module)
+
+    def _current_hot(self, module: ProjectModule) -> HotLoops:
+        """The module's hot loops as the propagation last computed them."""
+        last = self._last_hot.get(module)
+        return last[1] if last is not None else self._hot(module)
+
+    def solve(self) -> None:
+        """Propagate per-step calls across files until nothing new is reached, then CUDA reach."""
+        if self._solved:
+            return
+        self._solved = True
+        self._auxiliary = auxiliary_modules(self.table)
+        self._imported = imported_modules(self.table)
+        self._seed_single_steps()
+        self._propagate([m for m in self.by_path.values() if m.ctx is not None])
+        for _ in range(_STEP_LOOP_ROUNDS):  # loops found to train through another file become step loops: propagate from them
+            found = loops_training_elsewhere(self.graph, self._current_hot)
+            new = [m for m, lines in found.items() if not lines <= self._step_loops.get(m, frozenset())]
+            if not new:
+                break
+            for module in new:
+                self._step_loops[module] = self._step_loops.get(module, frozenset()) | found[module]
+            self._propagate(new)
         for module, (entries_used, hot) in self._last_hot.items():
             if entries_used == tuple(self._entries.get(module, {}).values()):  # computed with the final entries: reuse
                 self._solved_hot[module] = hot
@@ -213,7 +233,7 @@ class Project:
         if self.settings.device not in ("cuda", "cpu"):
             device_calls, cuda_from = cuda_reach(self.table)
         loaders = link_loaders(self.graph, self._solved_hot_of)
-        training = training_links(self.graph, self._solved_hot_of, {m: via for m, (_, via) in loaders.items()})
+        training = training_links(self.graph, self._solved_hot_of, {m: via for m, (_, via) in loaders.items()}, self._step_loops)
         syncing = syncing_imports(self.table)
         returned = returned_loaders(self.graph, self._solved_hot_of)
         loader_classes = imported_loader_classes(self.table)
@@ -246,6 +266,7 @@ class Project:
                 trainer_calls=training[module][1],
                 steps_on_cuda_in=training[module][2],
                 syncing_imports=syncing.get(module, frozenset()),
+                step_loops=self._step_loops.get(module, frozenset()),
             )
         self._solved_hot.clear()
 
@@ -269,7 +290,7 @@ class Project:
         if not (view.entries or view.cuda_from or view.imported_constants or view.defaults is not None or view.loader_reads
                 or view.trains_via or view.device_call or view.auxiliary or view.imported or view.returned_loaders
                 or view.loader_classes or view.training_loops or view.trainer_calls or view.steps_on_cuda_in
-                or view.syncing_imports):
+                or view.syncing_imports or view.step_loops):
             return None  # the file analysed alone gives the same findings
         return view
 
