@@ -75,6 +75,9 @@ class ModuleContext(ModuleIndex):
     trainer_calls: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     # A file using CUDA whose training step a loop of this file runs (``policy.train(buffer)``): it trains on CUDA.
     steps_on_cuda_in: str | None = field(default=None, repr=False, compare=False)
+    # A file using CUDA whose step loop calls this file's code every step, though it does not import it
+    # (a model module picked by ``importlib.import_module(args.model)``): this file runs on CUDA too.
+    cuda_caller: str | None = field(default=None, repr=False, compare=False)
     # Names this file imports of other project files' functions whose own body waits for the device
     # (``evaluate_network`` returning ``loss.item()`` sums): a call of one synchronises (TT402).
     syncing_imports: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
@@ -151,7 +154,7 @@ class ModuleContext(ModuleIndex):
             return True
         if self.settings.device == "cpu":
             return False
-        return self.mentions_cuda or self.cuda_from is not None or self.steps_on_cuda_in is not None
+        return self.mentions_cuda or self.cuda_from is not None or self.steps_on_cuda_in is not None or self.cuda_caller is not None
 
     @cached_property
     def hot(self) -> HotLoops:

@@ -109,6 +109,9 @@ class CallGraph:
         registry = self.registries.lookup(value)
         if registry is not None:
             return self._registered_classes(registry)
+        imported = self._imported_by_name(module, value)
+        if imported is not None:
+            return imported
         target = self.table.resolve_dotted(module, value.func)
         if not (isinstance(target, tuple) and isinstance(target[1], (ast.FunctionDef, ast.AsyncFunctionDef))):
             return []
@@ -123,6 +126,27 @@ class CallGraph:
                 found.extend(cls for cls in self.built_classes(owner, expr, depth + 1) if cls not in found)
             known = self._built[factory] = found[:_REGISTRY_CLASSES]
         return known
+
+    def _imported_by_name(self, module: ProjectModule, value: ast.Call) -> list[ClassRef] | None:
+        """``model = importlib.import_module(args.model)`` ... ``model.get_model(n)``: a project module chosen
+        by name, so any project class of that name (or built by a function of that name); None: not this shape."""
+        func = value.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+            return None
+        holder = self.assigned(module, func.value.id, value)
+        if not (isinstance(holder, ast.Call) and (module.ctx.qualname(holder.func) if module.ctx else None)  # type: ignore[union-attr]
+                in ("importlib.import_module", "__import__", "builtins.__import__")):
+            return None
+        found: list[ClassRef] = []
+        for owner in self.table.by_path.values():
+            if owner.ctx is None or owner.is_test or _in_run_output(owner.path):
+                continue
+            if func.attr in owner.classes:
+                found.append((owner, owner.classes[func.attr]))
+            elif func.attr in owner.functions:
+                built = {self.class_of_value(owner, expr, 1) for expr in self._returned_values(owner.functions[func.attr])} - {None}
+                found.extend(cls for cls in built if cls is not None and cls not in found)
+        return found[:_REGISTRY_CLASSES]
 
     def _registered_classes(self, registry: str) -> list[ClassRef]:
         """The classes registered with ``registry``, and those its registered factories construct."""
@@ -183,6 +207,11 @@ class CallGraph:
     def _built_before(self, module: ProjectModule, name: str, at: ast.AST) -> ClassRef | None:
         """The class built into ``name`` by the latest assignment in its scope, up to ``at``, that does not
         re-wrap the name itself (``model = Net()`` ... ``model = model.train()``)."""
+        value = self._origin_value(module, name, at)
+        return self.class_of_value(module, value) if value is not None else None
+
+    def _origin_value(self, module: ProjectModule, name: str, at: ast.AST) -> ast.expr | None:
+        """The latest value assigned to ``name`` in its scope, up to ``at``, that does not re-wrap the name."""
         assert module.ctx is not None
         scope = module.ctx.enclosing_function(at) or module.ctx.tree
         history = self._history.get(scope)
@@ -191,7 +220,7 @@ class CallGraph:
         line = getattr(at, "lineno", None)
         for assigned_at, value in reversed(history.get(name, ())):
             if (line is None or assigned_at <= line) and not _mentions(value, name):
-                return self.class_of_value(module, value)
+                return value
         return None
 
     def _scope_typing(self, module: ProjectModule, scope: ast.AST) -> tuple[dict[str, list[ast.Assign]], dict[str, list[ast.expr]]]:
@@ -253,6 +282,8 @@ class CallGraph:
         value = self.assigned(module, name, at)
         if value is None and scope is not module.ctx.tree:
             value = assigned_value(module.ctx.tree, name, self._assignments)
+        if value is not None and _mentions(value, name):  # ``model = model.cuda()``: what was built before
+            value = self._origin_value(module, name, at)
         built = self.built_classes(module, value) if value is not None else []
         return built or self._registry_classes(module, self.assigned(module, name, at), at) or self._loop_element_classes(module, name, at)
 
@@ -449,6 +480,15 @@ def owner_class(ctx: ModuleContext, node: ast.AST) -> ast.ClassDef | None:
         if isinstance(ancestor, ast.ClassDef):
             return ancestor
     return None
+
+
+_RUN_OUTPUT_FOLDERS = frozenset({"log", "logs", "runs", "outputs", "checkpoints", "wandb"})
+
+
+def _in_run_output(path: str) -> bool:
+    """A file under a run's output folder (``log/classification/<run>/pointnet2_utils.py``): a copy of the
+    code saved with a checkpoint, which no import by name picks."""
+    return any(part in _RUN_OUTPUT_FOLDERS for part in path.replace("\\", "/").split("/")[:-1])
 
 
 def _peeled(value: ast.AST) -> ast.AST:

@@ -16,7 +16,7 @@ import ast
 from typing import Callable
 
 from .call_graph import CallGraph, FunctionRef, owner_class
-from ..hotloops.finder import HotLoops, HotRegion
+from ..hotloops.finder import HotEntry, HotLoops, HotRegion
 from ..hotloops.loop_kinds import loop_facts
 from .modules import FunctionNode, ModuleTable, ProjectModule
 from ..project_view import LoaderRead
@@ -177,6 +177,33 @@ def cuda_reach(table: ModuleTable) -> tuple[dict[ProjectModule, str], dict[Proje
                 queue.append(target)
     reach = {module: source for module, source in origin.items() if module.ctx is not None and not uses_cuda(module)}
     return device_calls, reach
+
+
+def cuda_by_calls(table: ModuleTable, entries: dict[ProjectModule, dict[FunctionNode, HotEntry]], device_calls: dict[ProjectModule, str],
+                  reach: dict[ProjectModule, str]) -> dict[ProjectModule, str]:
+    """Files that no CUDA file imports but whose functions a CUDA file's step loop calls every step (a model
+    module chosen by name, ``importlib.import_module(args.model)``, and the helpers it calls): they run on
+    CUDA too.  Each with the CUDA file the call path starts in."""
+    by_label = {m.label: m for m in table.by_path.values()}
+
+    def on_cuda(module: ProjectModule) -> str | None:
+        if module.ctx is None:
+            return None
+        if module.ctx.mentions_cuda or module in device_calls:
+            return module.path
+        return reach.get(module)
+
+    found: dict[ProjectModule, str] = {}
+    for module, known in entries.items():
+        if module.ctx is None or on_cuda(module) is not None:
+            continue
+        for entry in known.values():
+            origin = by_label.get(entry.hot_path[0].rsplit(":", 1)[0]) if entry.hot_path else None
+            source = on_cuda(origin) if origin is not None else None
+            if source is not None:
+                found[module] = source
+                break
+    return found
 
 
 def trains(graph: CallGraph, module: ProjectModule, region: HotRegion, hot: HotLoops) -> bool:

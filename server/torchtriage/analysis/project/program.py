@@ -29,7 +29,7 @@ from ..defaults import Default, unique
 from ..engine import analyze_context, enabled_rules, has_file_noqa
 from ..hotloops.finder import HotEntry, HotLoops, find_hot_loops
 from ..incremental.reparse import ParsedModule, parse_module
-from .links import cuda_reach, link_loaders, loops_training_elsewhere, step_data_params, syncing_imports, training_links
+from .links import cuda_by_calls, cuda_reach, link_loaders, loops_training_elsewhere, step_data_params, syncing_imports, training_links
 from .returned_loaders import imported_loader_classes, returned_loaders
 from .roles import auxiliary_modules, imported_modules
 from .modules import FunctionNode, ModuleTable, ProjectModule, module_name
@@ -230,8 +230,10 @@ class Project:
         self._last_hot.clear()
         device_calls: dict[ProjectModule, str] = {}
         cuda_from: dict[ProjectModule, str] = {}
+        cuda_callers: dict[ProjectModule, str] = {}
         if self.settings.device not in ("cuda", "cpu"):
             device_calls, cuda_from = cuda_reach(self.table)
+            cuda_callers = cuda_by_calls(self.table, self._entries, device_calls, cuda_from)
         loaders = link_loaders(self.graph, self._solved_hot_of)
         training = training_links(self.graph, self._solved_hot_of, {m: via for m, (_, via) in loaders.items()}, self._step_loops)
         syncing = syncing_imports(self.table)
@@ -267,6 +269,7 @@ class Project:
                 steps_on_cuda_in=training[module][2],
                 syncing_imports=syncing.get(module, frozenset()),
                 step_loops=self._step_loops.get(module, frozenset()),
+                cuda_caller=cuda_callers.get(module),
             )
         self._solved_hot.clear()
 
@@ -290,7 +293,7 @@ class Project:
         if not (view.entries or view.cuda_from or view.imported_constants or view.defaults is not None or view.loader_reads
                 or view.trains_via or view.device_call or view.auxiliary or view.imported or view.returned_loaders
                 or view.loader_classes or view.training_loops or view.trainer_calls or view.steps_on_cuda_in
-                or view.syncing_imports or view.step_loops):
+                or view.syncing_imports or view.step_loops or view.cuda_caller):
             return None  # the file analysed alone gives the same findings
         return view
 
