@@ -62,10 +62,11 @@ def _is_none_test(test: ast.expr) -> str | None:
 def is_lazy_init(stmt: ast.If) -> bool:
     """``if bank is None: bank = torch.zeros(...).cuda()``: one-time initialisation, true once.
 
-    Also ``if not hasattr(self, "bank"): self.bank = ...``.  Only the body is one-time: an ``else``
+    Also ``if not hasattr(self, "bank"): self.bank = ...``, and a sentinel that marks a value not yet set
+    (``if z < 0: z = ...``, ``if count == -1: count = ...``).  Only the body is one-time: an ``else``
     branch (``else: loss_ema = 0.9 * loss_ema + 0.1 * loss.item()``) runs on every later step."""
     test = stmt.test
-    target: str | None = _is_none_test(test)
+    target: str | None = _is_none_test(test) or _sentinel_test(test)
     if target is None and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         # ``if rank == 0 and bank is None:`` still initialises once
         target = next((t for t in map(_is_none_test, test.values) if t is not None), None)
@@ -83,6 +84,23 @@ def is_lazy_init(stmt: ast.If) -> bool:
             if any(ast.unparse(t) == target for t in targets):
                 return True
     return False
+
+
+def _sentinel_test(test: ast.expr) -> str | None:
+    """``z < 0``, ``z <= 0``, ``z == -1``: the name or attribute compared with a sentinel (a number not above zero)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Lt, ast.LtE, ast.Eq))):
+        return None
+    left, right = test.left, test.comparators[0]
+    if isinstance(right, ast.UnaryOp) and isinstance(right.op, ast.USub) and isinstance(right.operand, ast.Constant):
+        value = right.operand.value
+        value = -value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    else:
+        value = right.value if isinstance(right, ast.Constant) else None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value > 0 or not isinstance(left, (ast.Name, ast.Attribute)):
+        return None
+    if isinstance(test.ops[0], ast.Lt) and value != 0:
+        return None
+    return ast.unparse(left)
 
 
 def modulo_helpers(ctx: ModuleIndex) -> frozenset[str]:

@@ -124,6 +124,15 @@ def _comprehension_batch_names(ctx: RuleContext, call: ast.AST, region) -> set[s
     return found
 
 
+def _tokenized(receiver: ast.AST) -> bool:
+    """``self.tokenizer(text, return_tensors="pt").to(device)``: a tokenizer's output, made on the host from the
+    step's text by necessity (a few token ids, not the batch's tensors)."""
+    if not isinstance(receiver, ast.Call):
+        return False
+    name = receiver.func.attr if isinstance(receiver.func, ast.Attribute) else receiver.func.id if isinstance(receiver.func, ast.Name) else ""
+    return "tokenizer" in name.lower() or name in ("tokenize", "encode_plus", "batch_encode_plus")
+
+
 def _on_device_mismatch(ctx: RuleContext, call: ast.Call) -> bool:
     """Under an ``if`` that compares devices (``a.device != b.device``) in the same function: a copy made
     the first time only, after which both sides agree."""
@@ -166,6 +175,18 @@ class NonBlockingTransfer(Rule):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
     """
     VALID = (
+        Valid(
+            """
+            # the step's captions tokenized on the host: a few token ids the model needs on the device
+            import torch
+            for images, captions in loader:
+                images = images.cuda(non_blocking=True)
+                text = tokenizer(captions, padding="longest", return_tensors="pt").to("cuda")
+                loss = model(images, text.input_ids)
+                loss.backward()
+                optimizer.step()
+            """
+        ),
         Valid(
             """
             # a metric's running totals follow the batch's device once: later calls find them there
@@ -463,7 +484,7 @@ class NonBlockingTransfer(Rule):
                 or bool(names_in(receiver) & _comprehension_batch_names(ctx, call, region))
                 or _counter_slice(receiver, region)
             )
-            if not batch_receiver or _model_output_at(ctx, region, receiver, call):
+            if not batch_receiver or _model_output_at(ctx, region, receiver, call) or _tokenized(receiver):
                 continue
             if receiver is not wrapped and any(isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith("torch.")
                                                for n in ast.walk(receiver)):
