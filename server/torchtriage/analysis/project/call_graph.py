@@ -262,7 +262,9 @@ class CallGraph:
         """The project classes the instance a name holds at ``at`` may be: each class the name is
         built from in the branches of an ``if`` (``if args.policy == "TD3": policy = TD3(...)``
         ``elif ...: policy = DDPG(...)``, options the run chooses among; in the module's branches for a name
-        a function reads but never assigns), else :meth:`instance_class`."""
+        a function reads but never assigns), else :meth:`instance_class`, else the classes its value may build
+        by name (:meth:`built_classes`: a registry, a module imported by name, a factory's branches), else
+        those of a container a loop over ``self.blocks`` binds it to."""
         assert module.ctx is not None
         scope = module.ctx.enclosing_function(at) or module.ctx.tree
         scopes = [scope]
@@ -350,8 +352,8 @@ class CallGraph:
         return None
 
     def self_attribute_classes(self, module: ProjectModule, cls: ast.ClassDef, attr: str) -> list[ClassRef]:
-        """The classes ``self.attr`` may hold: :meth:`self_attribute_class`'s one, else those a registry
-        lookup built into it (``self.net_g = build_network(opt["network_g"])``)."""
+        """The classes ``self.attr`` may hold: :meth:`self_attribute_class`'s one, else those built into it by
+        name (:meth:`built_classes`: ``self.net_g = build_network(opt["network_g"])``, a registry lookup)."""
         held = self.self_attribute_class(module, cls, attr)
         if held is not None:
             return [held]

@@ -79,10 +79,7 @@ def _elements(value: ast.expr, function: ast.AST) -> list[ast.expr]:
         value = value.value
     if _is_container(value):
         assert isinstance(value, ast.Call)
-        found = [e for arg in value.args for e in _elements(arg, function)]
-        if value.args and isinstance(value.args[0], ast.Dict):
-            found = [e for v in value.args[0].values for e in _elements(v, function)]
-        return found
+        return [e for arg in value.args for e in _elements(arg, function)]  # (a ModuleDict's dict: its values)
     if isinstance(value, (ast.List, ast.Tuple)):
         return [e for elt in value.elts for e in (_elements(elt, function) if isinstance(elt, ast.Starred) else [elt])]
     if isinstance(value, (ast.ListComp, ast.GeneratorExp)):
