@@ -249,7 +249,9 @@ class Arrays:
         if isinstance(node, ast.Attribute):
             if node.attr == "shape" or (node.attr in _SIZE_ATTRS and self.kind(node.value) == ARRAY):
                 return SIZE
-            return COUNT if node.attr == "ndim" else None
+            if node.attr == "ndim" or _is_self(node.value):
+                return COUNT  # ``range(self.num_joints)``: a count the dataset was configured with, not a sample's size
+            return None
         if isinstance(node, ast.Subscript):
             return self.bound(node.value, depth)
         if isinstance(node, ast.BinOp):

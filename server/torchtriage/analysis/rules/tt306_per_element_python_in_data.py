@@ -77,6 +77,22 @@ class PerElementPythonInData(Rule):
     VALID = (
         Valid(
             """
+            # once per joint: a count the dataset is configured with (17), not the size of a sample
+            import numpy as np
+            from torch.utils.data import Dataset
+
+            class Keypoints(Dataset):
+                def __getitem__(self, index):
+                    joints = self.joints[index]
+                    target = np.zeros((self.num_joints, 64, 48), dtype=np.float32)
+                    for joint_id in range(self.num_joints):
+                        x, y = joints[joint_id]
+                        target[joint_id, int(y), int(x)] = 1
+                    return target
+            """
+        ),
+        Valid(
+            """
             # once per annotated object, at most max_objs of them: a count caps min(), whatever the other bound is
             import numpy as np
             from torch.utils.data import Dataset
