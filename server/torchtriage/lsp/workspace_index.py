@@ -175,7 +175,20 @@ class WorkspaceIndex:
         """Stop the worker process, even in the middle of a build (the server is shutting down)."""
         builder, self._builder = self._builder, None
         if builder is not None:
-            processes = list(getattr(builder, "_processes", {}).values())  # (no public way to stop a busy worker)
-            builder.shutdown(wait=False, cancel_futures=True)
-            for process in processes:
-                process.terminate()
+            stop_worker(builder)
+
+
+def stop_worker(builder: ProcessPoolExecutor) -> None:
+    """Stop a build worker now, busy or not, so that this process can exit.
+
+    The executor hands each build its project's texts through a queue whose feeder thread writes them to
+    a pipe; a worker stopped mid-build can leave that thread blocked on a full pipe, and multiprocessing's
+    exit handler joins it: once in CI the server never ended after a test's shutdown (its main thread in
+    ``Queue._finalize_join``, the feeder in ``send_bytes``).  The queue is told not to be waited for."""
+    call_queue = getattr(builder, "_call_queue", None)  # (no public way to stop a busy worker or its queue)
+    if call_queue is not None:
+        call_queue.cancel_join_thread()
+    processes = list(getattr(builder, "_processes", {}).values())
+    builder.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
