@@ -22,7 +22,7 @@ import ast
 from ..context import ModuleContext
 from ..hotloops.step_markers import SCOPE_NODES
 from ..incremental.walks import scope_walk
-from .containers import element_values, iterated_attribute
+from .containers import element_values, iterated_attribute, self_attribute
 from .modules import FunctionNode, ModuleTable, ProjectModule
 from .registries import RegistryIndex
 from ..syntax import assigned_value, assignment_history
@@ -87,10 +87,7 @@ class CallGraph:
         values = []
         for ret in ast.walk(func):
             if isinstance(ret, ast.Return) and ret.value is not None:
-                expr = ret.value
-                while (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _SELF_RETURNING
-                       and isinstance(expr.func.value, (ast.Name, ast.Call))):
-                    expr = expr.func.value
+                expr = _peeled(ret.value, through_names=True)
                 if isinstance(expr, ast.Name):
                     expr = assigned_value(func, expr.id, self._assignments) or expr
                 values.append(expr)
@@ -144,9 +141,12 @@ class CallGraph:
             if func.attr in owner.classes:
                 found.append((owner, owner.classes[func.attr]))
             elif func.attr in owner.functions:
-                built = {self.class_of_value(owner, expr, 1) for expr in self._returned_values(owner.functions[func.attr])} - {None}
-                found.extend(cls for cls in built if cls is not None and cls not in found)
+                found.extend(cls for cls in self._returned_classes(owner, owner.functions[func.attr]) if cls not in found)
         return found[:_REGISTRY_CLASSES]
+
+    def _returned_classes(self, owner: ProjectModule, func: FunctionNode) -> set[ClassRef]:
+        """The project classes a factory's ``return`` statements construct (one level: no registries)."""
+        return {cls for expr in self._returned_values(func) if (cls := self.class_of_value(owner, expr, 1)) is not None}
 
     def _registered_classes(self, registry: str) -> list[ClassRef]:
         """The classes registered with ``registry``, and those its registered factories construct."""
@@ -155,8 +155,8 @@ class CallGraph:
             if isinstance(node, ast.ClassDef):
                 cls: ClassRef | None = (owner, node)
             else:
-                built = {self.class_of_value(owner, expr, 1) for expr in self._returned_values(node)} - {None}
-                cls = next(iter(built)) if len(built) == 1 else None  # type: ignore[assignment]
+                built = self._returned_classes(owner, node)
+                cls = next(iter(built)) if len(built) == 1 else None
             if cls is not None and cls not in found:
                 found.append(cls)
         return found[:_REGISTRY_CLASSES]
@@ -358,10 +358,7 @@ class CallGraph:
         if held is not None:
             return [held]
         for node in ast.walk(cls):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(
-                isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and t.value.id == "self"
-                for t in node.targets
-            ):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(self_attribute(t, attr) for t in node.targets):
                 built = self.built_classes(module, node.value)
                 if built:
                     return built
@@ -493,11 +490,13 @@ def _in_run_output(path: str) -> bool:
     return any(part in _RUN_OUTPUT_FOLDERS for part in path.replace("\\", "/").split("/")[:-1])
 
 
-def _peeled(value: ast.AST) -> ast.AST:
-    """``Net(...)`` for ``Net(...).cuda()`` or ``Net(...).to(device).train()``: calls that return the module itself."""
+def _peeled(value: ast.AST, through_names: bool = False) -> ast.AST:
+    """``Net(...)`` for ``Net(...).cuda()`` or ``Net(...).to(device).train()``: calls that return the module itself
+    (``through_names``: also ``net`` for ``net.cuda()``)."""
+    receivers = (ast.Call, ast.Name) if through_names else (ast.Call,)
     while (
         isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-        and value.func.attr in _SELF_RETURNING and isinstance(value.func.value, ast.Call)
+        and value.func.attr in _SELF_RETURNING and isinstance(value.func.value, receivers)
     ):
         value = value.func.value
     return value

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 
+from ..syntax import bound_name
+
 CONTAINER_TYPES = frozenset({"ModuleList", "Sequential", "ModuleDict"})
 _ADDERS = frozenset({"append", "extend", "insert", "add_module"})
 
@@ -68,9 +70,7 @@ def _container_of(source: ast.expr) -> str | None:
 def _is_container(value: ast.expr) -> bool:
     if not isinstance(value, ast.Call):
         return False
-    func = value.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-    return name in CONTAINER_TYPES
+    return bound_name(value.func) in CONTAINER_TYPES
 
 
 def _elements(value: ast.expr, function: ast.AST) -> list[ast.expr]:

@@ -21,6 +21,7 @@ import ast
 from typing import Union
 
 from .modules import FunctionNode, ModuleTable, ProjectModule
+from ..syntax import bound_name
 
 Registered = tuple[ProjectModule, Union[ast.ClassDef, FunctionNode]]
 REGISTER_METHODS = frozenset({"register", "register_module"})
@@ -28,20 +29,11 @@ LOOKUP_METHODS = frozenset({"get"})  # ``REG.get(name)`` gives the class; callin
 BUILD_METHODS = frozenset({"build"})  # ``REG.build(cfg)`` builds the instance itself
 
 
-def _registry_name(expr: ast.expr) -> str | None:
-    """``ARCH_REGISTRY`` for ``ARCH_REGISTRY`` or ``registry.ARCH_REGISTRY``."""
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, ast.Attribute):
-        return expr.attr
-    return None
-
-
 def _registers_with(decorator: ast.expr) -> str | None:
     """The registry a decorator registers with: ``@REG.register()``, ``@REG.register``, ``@REG.register_module(...)``."""
     func = decorator.func if isinstance(decorator, ast.Call) else decorator
     if isinstance(func, ast.Attribute) and func.attr in REGISTER_METHODS:
-        return _registry_name(func.value)
+        return bound_name(func.value)
     return None
 
 
@@ -73,11 +65,11 @@ class RegistryIndex:
             return None
         func = value.func
         if isinstance(func, ast.Call) and isinstance(func.func, ast.Attribute) and func.func.attr in LOOKUP_METHODS:
-            name = _registry_name(func.func.value)
+            name = bound_name(func.func.value)
         elif isinstance(func, ast.Subscript):
-            name = _registry_name(func.value)
+            name = bound_name(func.value)
         elif isinstance(func, ast.Attribute) and func.attr in BUILD_METHODS:
-            name = _registry_name(func.value)
+            name = bound_name(func.value)
         else:
             return None
         return name if name is not None and self.registered(name) else None

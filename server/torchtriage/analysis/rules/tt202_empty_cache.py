@@ -282,21 +282,12 @@ def _under_a_flag(ctx: RuleContext, call: ast.Call) -> bool:
 
 def _set_by_comparison(test: ast.expr, scope: ast.AST) -> bool:
     """``test`` is a name or attribute that ``scope`` assigns from a comparison (or ``True if ... else False``)."""
-    key = ast.dump(test) if isinstance(test, (ast.Name, ast.Attribute)) else None
-    if key is None:
+    if not isinstance(test, (ast.Name, ast.Attribute)):
         return False
+    flag = ast.unparse(test)
     for node in ast.walk(scope):
-        if isinstance(node, ast.Assign) and any(ast.dump(_loaded(t)) == key for t in node.targets):
+        if isinstance(node, ast.Assign) and any(ast.unparse(t) == flag for t in node.targets):
             value = node.value.test if isinstance(node.value, ast.IfExp) else node.value
             if isinstance(value, ast.Compare):
                 return True
     return False
-
-
-def _loaded(target: ast.expr) -> ast.expr:
-    """An assignment target as the expression that reads it (``Store`` context made ``Load``)."""
-    if isinstance(target, ast.Name):
-        return ast.Name(id=target.id, ctx=ast.Load())
-    if isinstance(target, ast.Attribute):
-        return ast.Attribute(value=_loaded(target.value), attr=target.attr, ctx=ast.Load())
-    return target

@@ -10,7 +10,7 @@ from ..fixes import add_keywords_fix
 from ..hotloops.finder import HotRegion
 from ..incremental.memo import subtree_memo
 from ..hotloops.step_markers import is_batch_fetch, is_model_call
-from ..syntax import keyword_value
+from ..syntax import bound_name, keyword_value
 from ._bindings import name_stores
 from ._legacy_tensors import gathered_rows, replay_sample_calls, wrapped_batch
 from ._helpers import is_batch_expression, is_device_move, method_name, names_in
@@ -129,7 +129,7 @@ def _tokenized(receiver: ast.AST) -> bool:
     step's text by necessity (a few token ids, not the batch's tensors)."""
     if not isinstance(receiver, ast.Call):
         return False
-    name = receiver.func.attr if isinstance(receiver.func, ast.Attribute) else receiver.func.id if isinstance(receiver.func, ast.Name) else ""
+    name = bound_name(receiver.func) or ""
     return "tokenizer" in name.lower() or name in ("tokenize", "encode_plus", "batch_encode_plus")
 
 
