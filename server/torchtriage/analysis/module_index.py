@@ -139,6 +139,15 @@ class ModuleIndex:
     def call_qualname(self, node: ast.AST) -> str | None:
         return self.qualname(node.func) if isinstance(node, ast.Call) else None
 
+    def names_ending_in(self, lasts: frozenset[str]) -> frozenset[str]:
+        """The bare names whose qualname ends in one of ``lasts``: each of them unless an import
+        rebinds it, and the import aliases that stand for one (``T`` after ``from m import Compose
+        as T``).  A call whose function is a bare name outside this set has no such qualname, so
+        scans over every call of a module test this first and resolve only the few that pass."""
+        aliases = self.aliases
+        own = {name for name in lasts if aliases.get(name, name).rsplit(".", 1)[-1] == name}
+        return frozenset(own | {alias for alias, target in aliases.items() if target.rsplit(".", 1)[-1] in lasts})
+
     # --- tree navigation -----------------------------------------------------
 
     def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
@@ -196,21 +205,27 @@ class ModuleIndex:
         return line_offsets(self.source)
 
     @cached_property
-    def _byte_lines(self) -> list[bytes]:
-        return [line.encode("utf-8") for line in split_lines(self.source, keepends=True)]
+    def _lines_with_ends(self) -> list[str]:
+        """The source's lines with their line ends: the parse's own where it has them."""
+        parsed = self.parsed
+        if parsed is not None and parsed.source is self.source:
+            return parsed.lines
+        return split_lines(self.source, keepends=True)
 
     def segment(self, node: ast.AST) -> str:
         """The source text of a node, like ``ast.get_source_segment`` but without re-splitting
-        the whole file on every call (that made rules quadratic on long files)."""
+        the whole file on every call (that made rules quadratic on long files); only the node's
+        own lines are encoded (its columns count UTF-8 bytes)."""
         try:
             first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
             start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
         except AttributeError:
             return ""
-        if last is None or end is None or not 0 <= first <= last < len(self._byte_lines):
+        lines = self._lines_with_ends
+        if last is None or end is None or not 0 <= first <= last < len(lines):
             return ""
-        lines = self._byte_lines
         if first == last:
-            return lines[first][start:end].decode("utf-8", errors="replace")
-        parts = [lines[first][start:], *lines[first + 1 : last], lines[last][:end]]
+            return lines[first].encode("utf-8")[start:end].decode("utf-8", errors="replace")
+        parts = [lines[first].encode("utf-8")[start:], *(line.encode("utf-8") for line in lines[first + 1 : last]),
+                 lines[last].encode("utf-8")[:end]]
         return b"".join(parts).decode("utf-8", errors="replace")

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .base import RuleContext
     from ..defaults import Default
 
+_DATALOADER = frozenset({"DataLoader"})  # the last part of each of these
 DATALOADER_QUALNAMES = frozenset(
     {
         "torch.utils.data.DataLoader",
@@ -73,6 +74,14 @@ def is_dataloader(ctx: "RuleContext", node: ast.AST) -> bool:
     return name is not None and (name in ctx.loader_classes or name in own_loader_classes(ctx))
 
 
+def _may_be_dataloader(call: ast.Call, names: frozenset[str]) -> bool:
+    """Whether :func:`is_dataloader` can hold for a call (every DataLoader qualname ends in
+    ``.DataLoader``): a cheap test on the call's own name first, over every call of a module."""
+    func = call.func
+    kind = type(func)
+    return (kind is ast.Attribute and func.attr in _DATALOADER) or (kind is ast.Name and func.id in names)  # type: ignore[attr-defined]
+
+
 def own_loader_classes(ctx: "RuleContext") -> frozenset[str]:
     """The classes of this file whose bases include torch's DataLoader (one level)."""
     key = ("own_loader_classes",)
@@ -94,8 +103,10 @@ def dataloader_calls(ctx: "RuleContext") -> Iterator[ast.Call]:
     key = ("dataloader_calls",)
     calls = ctx.memo.get(key)
     if calls is None:
+        names = ctx.names_ending_in(_DATALOADER) | ctx.loader_classes | own_loader_classes(ctx)
         calls = ctx.memo[key] = [node for node in ctx.nodes_of(ast.Call)
-                                 if is_dataloader(ctx, node) and not (ctx.imported and in_main_block(ctx, node))]
+                                 if _may_be_dataloader(node, names) and is_dataloader(ctx, node)
+                                 and not (ctx.imported and in_main_block(ctx, node))]
     yield from calls  # type: ignore[misc]
 
 

@@ -141,13 +141,17 @@ class _Finder:
                 for function in functions:
                     where = f"collate function `{name}`"
                     self.add(DataFunction(function, "collate", where, batch=_first_param(function)))
+        named = self.ctx.names_ending_in(_NAMED_CALLS)
         for call in self.ctx.nodes_of(ast.Call):
             assert isinstance(call, ast.Call)
             func = call.func
-            if type(func) is ast.Attribute and func.attr not in _NAMED_CALLS:
-                short = ""  # (a method's qualname ends in its own name: no need to resolve it)
-            else:
+            kind = type(func)
+            # (a qualname ends in the method's own name, or in what an imported name stands for:
+            # only those that can end in a named call are resolved)
+            if (kind is ast.Attribute and func.attr in _NAMED_CALLS) or (kind is ast.Name and func.id in named):
                 short = (self.ctx.qualname(func) or "").rsplit(".", 1)[-1]
+            else:
+                short = ""
             if short in _LISTS_OF_TRANSFORMS and call.args and isinstance(call.args[0], (ast.List, ast.Tuple)):
                 for element in call.args[0].elts:
                     self._target(element, "transform", call, 0)
