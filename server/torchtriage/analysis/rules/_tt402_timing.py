@@ -29,6 +29,7 @@ CLOCKS = frozenset(
         "time.monotonic_ns", "timeit.default_timer",
     }
 )
+_CLOCK_LASTS = frozenset(name.rsplit(".", 1)[-1] for name in CLOCKS)
 _SYNC_METHODS = frozenset({"synchronize", "item", "tolist", "cpu", "numpy"})
 _MODEL = re.compile(
     r"^(self|model|net|network|module|ddp_model|raw_model|\w+_model|model_\w+|classifier|generator|discriminator|"
@@ -80,7 +81,13 @@ def is_cuda_work(node: ast.AST) -> bool:
 def _is_sync(ctx: RuleContext, node: ast.AST) -> bool:
     if method_name(node) in _SYNC_METHODS:
         return True
-    # torch.cuda.synchronize(), torch.accelerator.synchronize(), a local ``synchronize_fn()``
+    # torch.cuda.synchronize(), torch.accelerator.synchronize(), a local ``synchronize_fn()``: the
+    # qualname's last part is the method's own name, or what an imported name stands for
+    func = getattr(node, "func", None)
+    if isinstance(func, ast.Attribute) and "synchronize" not in func.attr:
+        return False
+    if isinstance(func, ast.Name) and "synchronize" not in ctx.aliases.get(func.id, func.id).rsplit(".", 1)[-1]:
+        return False
     return "synchronize" in (ctx.call_qualname(node) or "").rsplit(".", 1)[-1]
 
 
@@ -284,8 +291,11 @@ def unsynced_timings(ctx: RuleContext) -> Iterator[UnsyncedTiming]:
     if "time" not in ctx.source:
         return
     scopes: dict[int, ast.AST] = {}
+    clock_names = ctx.names_ending_in(_CLOCK_LASTS)
     for node in ctx.nodes_of(ast.Call):  # only scopes that read a clock are worth a closer look
-        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+        func = node.func  # type: ignore[attr-defined]
+        kind = type(func)
+        if (kind is ast.Attribute and func.attr in _CLOCK_LASTS) or (kind is ast.Name and func.id in clock_names):
             if (ctx.call_qualname(node) or "") in CLOCKS:
                 scope = ctx.enclosing_function(node) or ctx.tree
                 scopes.setdefault(id(scope), scope)

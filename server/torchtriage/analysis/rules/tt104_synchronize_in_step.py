@@ -7,6 +7,7 @@ from typing import Iterator
 
 from ...findings import Applicability, Severity
 from ..fixes import remove_statement_fix
+from ..incremental.memo import keyed_memo
 from ._steplog import CLOCK_CALLS
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
@@ -49,6 +50,12 @@ def _block_times_something(ctx: RuleContext, statement: ast.stmt) -> bool:
 
 
 def _reads_clock(ctx: RuleContext, statement: ast.AST) -> bool:
+    """Whether the statement reads a clock or records CUDA events (kept on it while the imports
+    stay the same: every statement of a long loop body is asked after each edit)."""
+    return keyed_memo(statement, "tt104-reads-clock", ctx.aliases_key, lambda: _reads_clock_below(ctx, statement))
+
+
+def _reads_clock_below(ctx: RuleContext, statement: ast.AST) -> bool:
     for node in ast.walk(statement):
         if isinstance(node, ast.Call):
             if (ctx.qualname(node.func) or "") in CLOCK_CALLS:

@@ -77,6 +77,8 @@ def _grad_tracked_model_calls(ctx: RuleContext, regions: list[HotRegion], hot: H
 
 def _frozen_model(ctx: RuleContext) -> bool:
     """``model.requires_grad_(False)`` / ``p.requires_grad = False``: nothing to record."""
+    if "requires_grad" not in ctx.source:
+        return False  # (both spell it out)
     for node in ctx.nodes_of((ast.Call, ast.Assign)):
         if isinstance(node, ast.Call) and _name(node.func) == "requires_grad_":
             if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
