@@ -20,6 +20,7 @@ from .text import line_offsets, split_lines
 if TYPE_CHECKING:
     from .incremental.reparse import ParsedModule
 
+
 def _import_aliases(nodes: tuple[ast.AST, ...]) -> dict[str, str]:
     """Local name -> dotted qualified name, for every import anywhere in the module."""
     aliases: dict[str, str] = {}

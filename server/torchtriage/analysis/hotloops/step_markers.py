@@ -88,7 +88,16 @@ def last_name(node: ast.AST) -> str:
 
 
 def names_in(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    """The names under ``node``, and ``self.x`` for each attribute of ``self`` there: data kept on the
+    instance (``self.gt = data["gt"].cuda()``) makes ``self.gt`` batch data, not everything on ``self``
+    (``self.opt["scale"]`` stays a setting)."""
+    found: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            found.add(n.id)
+        elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
+            found.add(f"self.{n.attr}")
+    return found
 
 
 def own_nodes(body: Iterable[ast.AST]) -> Iterator[ast.AST]:
@@ -251,10 +260,17 @@ def propagate_batch_names(body: list[ast.stmt], names: set[str], own: Iterable[a
 
 
 def bound_names(target: ast.AST) -> set[str]:
-    """The names an assignment target binds: ``x``, ``x, y``, ``*rest``, ``self.x`` (``x``), and the
-    container of ``out[key]`` (``out``), not the names in ``key`` (``losses[f"{prefix}_loss"] = loss``)."""
+    """The names an assignment target binds: ``x``, ``x, y``, ``*rest``, ``self.x`` and ``self.x.y``
+    (``self.x``, see :func:`names_in`), and the container of ``out[key]`` (``out``), not the names in
+    ``key`` (``losses[f"{prefix}_loss"] = loss``)."""
     if isinstance(target, ast.Subscript):
         return bound_names(target.value)
+    if isinstance(target, ast.Attribute):
+        root = target
+        while isinstance(root.value, ast.Attribute):
+            root = root.value
+        if isinstance(root.value, ast.Name) and root.value.id == "self":
+            return {f"self.{root.attr}"}
     if isinstance(target, (ast.Tuple, ast.List)):
         return set().union(*(bound_names(element) for element in target.elts)) if target.elts else set()
     if isinstance(target, ast.Starred):

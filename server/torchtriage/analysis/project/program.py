@@ -31,7 +31,7 @@ from ..hotloops.finder import HotEntry, HotLoops, find_hot_loops
 from ..incremental.reparse import ParsedModule, parse_module
 from .links import cuda_by_calls, cuda_reach, link_loaders, loops_training_elsewhere, step_data_params, syncing_imports, training_links
 from .returned_loaders import imported_loader_classes, returned_loaders
-from .roles import auxiliary_modules, imported_modules
+from .roles import AUXILIARY, auxiliary_modules, imported_modules
 from .modules import FunctionNode, ModuleTable, ProjectModule, module_name
 from ..project_view import ProjectView, view_of
 from ..hotloops.loop_kinds import loop_facts
@@ -89,6 +89,7 @@ class Project:
         self._last_hot: dict[ProjectModule, tuple[tuple[HotEntry, ...], HotLoops]] = {}
         self._solved_hot: dict[ProjectModule, HotLoops] = {}  # computed with the final entries
         self._auxiliary: dict[ProjectModule, str] = {}  # scripts beside the training code (:mod:`.roles`)
+        self._train_elsewhere: frozenset[ProjectModule] = frozenset()  # files that train through another's step
         self._imported: set[ProjectModule] = set()  # files other project files import (:mod:`.roles`)
         self._solved = False
         self._step_loops: dict[ProjectModule, frozenset[int]] = {}  # loops that train through another file (see solve)
@@ -202,6 +203,18 @@ class Project:
                     if target_module not in pending:
                         pending.append(target_module)
 
+    def _drivers_found(self, training: list[ProjectModule]) -> list[ProjectModule]:
+        """Files that train through another file's step (``training``) and were taken for scripts beside the
+        training code (no import reaches a file that trains: the model is built by a registry): the roles
+        again, with them as training files; what is no longer auxiliary, to propagate from."""
+        late = [m for m in training if self._auxiliary.get(m) == AUXILIARY]
+        if not late:
+            return []
+        self._train_elsewhere |= frozenset(late)
+        before = self._auxiliary
+        self._auxiliary = auxiliary_modules(self.table, self._train_elsewhere)
+        return [m for m in before if m not in self._auxiliary and m not in training]
+
     def _current_hot(self, module: ProjectModule) -> HotLoops:
         """The module's hot loops as the propagation last computed them."""
         last = self._last_hot.get(module)
@@ -223,7 +236,7 @@ class Project:
                 break
             for module in new:
                 self._step_loops[module] = self._step_loops.get(module, frozenset()) | found[module]
-            self._propagate(new)
+            self._propagate(new + self._drivers_found(new))
         for module, (entries_used, hot) in self._last_hot.items():
             if entries_used == tuple(self._entries.get(module, {}).values()):  # computed with the final entries: reuse
                 self._solved_hot[module] = hot

@@ -51,10 +51,14 @@ def trains(module: ProjectModule) -> bool:
     return any(is_backward_call(call) or is_optimizer_step(call) for call in ctx.nodes_of(ast.Call))
 
 
-def auxiliary_modules(table: ModuleTable) -> dict[ProjectModule, str]:
-    """The project's auxiliary files (see the module doc), each with the reason."""
+def auxiliary_modules(table: ModuleTable, train_elsewhere: frozenset[ProjectModule] = frozenset()) -> dict[ProjectModule, str]:
+    """The project's auxiliary files (see the module doc), each with the reason.
+
+    ``train_elsewhere``: files a loop of which runs another file's training step (``model.optimize_parameters()``
+    on a model built by a registry, whose files no import names): they train, though by their own code and
+    their imports they would not."""
     live = [m for m in table.by_path.values() if m.ctx is not None and not m.is_test]
-    training = {m for m in live if trains(m)}
+    training = {m for m in live if trains(m) or m in train_elsewhere}
     if not training:
         return {}
     imports = {m: [o for o in table.imported(m) if o.ctx is not None and not o.is_test] for m in live}

@@ -6,6 +6,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from ..hotloops.finder import HotRegion
+from ..hotloops.step_markers import names_in as step_names_in
 from ..incremental.memo import subtree_memo
 
 if TYPE_CHECKING:
@@ -21,8 +22,9 @@ def method_name(call: ast.AST) -> str | None:
 
 
 def names_in(node: ast.AST) -> frozenset[str]:
-    """Every name read or written under ``node`` (kept on the node, see :mod:`..memo`)."""
-    return subtree_memo(node, "names_in", lambda: frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name)))
+    """Every name read or written under ``node``, and ``self.x`` for each attribute of ``self`` there (as
+    :func:`..hotloops.step_markers.names_in` gives them; kept on the node, see :mod:`..memo`)."""
+    return subtree_memo(node, "names_in", lambda: frozenset(step_names_in(node)))
 
 
 def root_name(node: ast.AST) -> str | None:
