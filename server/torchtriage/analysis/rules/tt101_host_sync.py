@@ -203,6 +203,24 @@ class HostSyncInStep(Rule):
         ),
         Valid(
             """
+            # the ids a batch carries beside its images stay on the host: an element of them, paired with
+            # each output, waits for nothing
+            import torch
+            for epoch in range(10):
+                for images, image_ids in loader:
+                    images = images.cuda(non_blocking=True)
+                    loss = model(images).mean()
+                    loss.backward()
+                    optimizer.step()
+                    captions = model.generate(images)
+                    for caption, image_id in zip(captions, image_ids):
+                        results.append({"id": image_id.item(), "caption": caption})
+                    for n, (image_id, score) in enumerate(zip(image_ids, scores)):
+                        ranks[n] = int(image_id)
+            """
+        ),
+        Valid(
+            """
             # a buffer read outside the forward pass (once, when printed), and a plain Python attribute in it
             import torch
             from torch import nn
@@ -233,6 +251,22 @@ class HostSyncInStep(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # the element of a sequence the loop made on the device is on the device
+            import torch
+            for images, image_ids in loader:
+                images = images.cuda(non_blocking=True)
+                out = model(images)
+                out.mean().backward()
+                optimizer.step()
+                scores = out.softmax(-1).max(-1).values
+                for image_id, score in zip(image_ids, scores):
+                    key = image_id.item()           # the loader's ids: on the host
+                    best[key] = score.item()        # the model's scores: on the device
+            """,
+            lines=(11,),
+        ),
         Invalid(
             """
             running_loss = 0.0
@@ -521,14 +555,43 @@ def _host_batch_before_move(ctx: RuleContext, call: ast.Call, kind: str) -> bool
     root = _subject_root(subject) if subject is not None else None
     if root is None:
         return False
+    name = root.id
     node: ast.AST | None = ctx.parents.get(call)
     while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         if isinstance(node, (ast.For, ast.AsyncFor)):
             drawn = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
-            if root.id in drawn:
-                return _moves_a_drawn_name(node, drawn) and not _rebound_before(ctx, node, root.id, call)
+            if name in drawn:
+                if _moves_a_drawn_name(node, drawn) and not _rebound_before(ctx, node, name, call):
+                    return True
+                # ``for caption, img_id in zip(captions, image_id):`` inside the batch loop: an element of the
+                # batch's ``image_id``, which the outer loop draws
+                zipped = _zipped_source(node.target, node.iter, name)
+                if zipped is None or _rebound_before(ctx, node, name, call):
+                    return False
+                name = zipped
         node = ctx.parents.get(node)
     return False
+
+
+def _zipped_source(target: ast.expr, iterable: ast.expr, name: str) -> str | None:
+    """The name of the sequence whose elements a loop binds to ``name`` through ``zip(...)`` /
+    ``enumerate(...)`` (``for a, b in zip(xs, ys)``: ``ys`` for ``b``), if it is a plain name."""
+    if not (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and not iterable.keywords):
+        return None
+    if isinstance(target, ast.Name) and target.id == name:
+        return None  # the whole tuple, not one sequence's element
+    if not isinstance(target, (ast.Tuple, ast.List)):
+        return None
+    if iterable.func.id == "enumerate" and len(iterable.args) == 1 and len(target.elts) == 2:
+        element = target.elts[1]
+        if isinstance(element, ast.Name):
+            return iterable.args[0].id if element.id == name and isinstance(iterable.args[0], ast.Name) else None
+        return _zipped_source(element, iterable.args[0], name)
+    if iterable.func.id == "zip" and len(iterable.args) == len(target.elts):
+        for element, sequence in zip(target.elts, iterable.args):
+            if isinstance(element, ast.Name) and element.id == name:
+                return sequence.id if isinstance(sequence, ast.Name) else None
+    return None
 
 
 def _moves_a_drawn_name(loop: ast.For | ast.AsyncFor, drawn: set[str]) -> bool:
