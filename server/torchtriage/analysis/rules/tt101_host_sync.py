@@ -9,6 +9,7 @@ from ...findings import Applicability, Fix, Severity
 from ..fixes import call_method, replace_expression
 from ..hotloops.guards import ends_the_run
 from ..hotloops.finder import HotRegion
+from ..hotloops.step_markers import is_loader_like
 from ._helpers import is_device_move, method_name
 from ._steplog import enclosing_log_call, guard_statement_fix, step_counter
 from ._forward_code import forward_calls
@@ -203,6 +204,22 @@ class HostSyncInStep(Rule):
         ),
         Valid(
             """
+            # a loop over a DataLoader draws host tensors, even where the loop itself moves none of them
+            # (the model's predict moves its input): reading them waits for nothing
+            import torch
+            for epoch in range(10):
+                for x, y in train_loader:
+                    loss = criterion(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+                    for ii, (imgs, sizes, gt_boxes) in tqdm(enumerate(val_loader)):
+                        sizes = [sizes[0][0].item(), sizes[1][0].item()]
+                        boxes = model.predict(imgs, [sizes])
+                        all_gt += list(gt_boxes.numpy())
+            """
+        ),
+        Valid(
+            """
             # the ids a batch carries beside its images stay on the host: an element of them, paired with
             # each output, waits for nothing
             import torch
@@ -251,6 +268,19 @@ class HostSyncInStep(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # a name the loader's loop draws, bound again to the model's output before it is read
+            import torch
+            for x, y in train_loader:
+                x = model(x.cuda())
+                loss = criterion(x, y.cuda())
+                loss.backward()
+                optimizer.step()
+                peak = x.max().item()
+            """,
+            lines=(8,),
+        ),
         Invalid(
             """
             # the element of a sequence the loop made on the device is on the device
@@ -561,7 +591,7 @@ def _host_batch_before_move(ctx: RuleContext, call: ast.Call, kind: str) -> bool
         if isinstance(node, (ast.For, ast.AsyncFor)):
             drawn = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
             if name in drawn:
-                if _moves_a_drawn_name(node, drawn) and not _rebound_before(ctx, node, name, call):
+                if (_moves_a_drawn_name(node, drawn) or is_loader_like(node.iter, set())) and not _rebound_before(ctx, node, name, call):
                     return True
                 # ``for caption, img_id in zip(captions, image_id):`` inside the batch loop: an element of the
                 # batch's ``image_id``, which the outer loop draws
