@@ -99,10 +99,7 @@ def analyse(
     if not notebook:
         uri, _, text = snapshot[0]
         if isinstance(analyzer, IncrementalAnalyzer):  # fixes after the diagnostics (DiagnosticsEngine._run)
-            import time as _t; _s=_t.perf_counter()
-            r= {uri: analyzer.analyze(text, settings, project=project, defer_fixes=True)}
-            _e=_t.perf_counter(); open('/tmp/lsptime.log','a').write(f"A {_s:.4f} {_e:.4f}\n")
-            return r
+            return {uri: analyzer.analyze(text, settings, project=project, defer_fixes=True)}
         return {uri: IncrementalAnalyzer(path).analyze(text, settings, project=project)}
     result: dict[str, list[Finding]] = {uri: [] for uri, _, _ in snapshot}
     cells = [text for _, _, text in snapshot]
@@ -184,7 +181,6 @@ class DiagnosticsEngine:
 
     def schedule(self, state: DocumentState, immediate: bool = False) -> None:
         """Analyse the document's current text after the debounce (or now)."""
-        import time as _t; open('/tmp/lsptime.log','a').write(f"S {_t.perf_counter():.4f} {self.debounce_s(state)}\n")
         generation = state.touch()
         delay = 0.0 if immediate else self.debounce_s(state)
         if state.timer is not None:
@@ -212,7 +208,6 @@ class DiagnosticsEngine:
             return  # a newer change will run its own analysis
         if self.store.get(state.uri) is not state:
             return  # closed meanwhile
-        import time as _t; open('/tmp/lsptime.log','a').write(f"R {_t.perf_counter():.4f}\n")
         snapshot = self.texts.snapshot(state)
         settings = self.settings.for_path(state.path)
         path = str(state.path) if state.path else state.uri
@@ -253,7 +248,6 @@ class DiagnosticsEngine:
         offered = {id(f) for f in findings if known.get(_fix_key(f, lines), analyzer.has_fix(f))}
         self._fixable[state.uri] = lambda finding: id(finding) in offered
         self.publish(state, refresh=state.refresh_pending)
-        import time as _t; open('/tmp/lsptime.log','a').write(f"P {_t.perf_counter():.4f}\n")
         state.refresh_pending = False
         await self._build_fixes(state, analyzer, generation, findings, offered)
 

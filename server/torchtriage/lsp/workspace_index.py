@@ -143,7 +143,6 @@ class WorkspaceIndex:
         else:
             changed, root.changed = list(root.changed), set()
             try:
-                import time as _t; open('/tmp/lsptime.log','a').write(f"b {_t.perf_counter():.4f}\n")
                 root.running = future = loop.run_in_executor(
                     self._worker(), build_views, root.root, root.files, texts, settings, changed
                 )
@@ -155,7 +154,6 @@ class WorkspaceIndex:
                 log.exception("workspace index: rebuilding %s failed", root.root)
                 return
         self.builds += 1
-        import time as _t; open('/tmp/lsptime.log','a').write(f"B {_t.perf_counter():.4f}\n")
         if generation != root.dirty:
             return  # changed meanwhile: a newer rebuild is scheduled
         for state in members:
