@@ -578,9 +578,12 @@ def _subject_root(node: ast.AST, through_calls: bool = False) -> ast.Name | None
 
 def _host_batch_before_move(ctx: RuleContext, call: ast.Call, kind: str) -> bool:
     """The value read is (an item of) what a loop draws from its loader, read before the name is
-    bound again, in a loop that moves some of what it draws to the device (``x = x.cuda()``): the
-    loader hands over host tensors, so reading them waits for nothing (``points.data.numpy()`` for
-    host augmentation, ``meta["center"].numpy()`` of a batch whose inputs alone are moved)."""
+    bound again, in a loop that moves some of what it draws to the device (``x = x.cuda()``) or that
+    iterates a DataLoader (the model's ``predict(imgs)`` moves its input): the loader hands over host
+    tensors, so reading them waits for nothing (``points.data.numpy()`` for host augmentation,
+    ``meta["center"].numpy()`` of a batch whose inputs alone are moved).  An element an inner loop
+    pairs with each output (``for caption, img_id in zip(captions, image_ids)``) is followed back to
+    the sequence the batch loop drew."""
     subject = call.args[0] if kind in ("float", "int", "bool") and call.args else getattr(call.func, "value", None)
     root = _subject_root(subject) if subject is not None else None
     if root is None:
@@ -591,7 +594,8 @@ def _host_batch_before_move(ctx: RuleContext, call: ast.Call, kind: str) -> bool
         if isinstance(node, (ast.For, ast.AsyncFor)):
             drawn = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
             if name in drawn:
-                if (_moves_a_drawn_name(node, drawn) or is_loader_like(node.iter, set())) and not _rebound_before(ctx, node, name, call):
+                host_batch = _moves_a_drawn_name(node, drawn) or is_loader_like(node.iter, set())
+                if host_batch and not _rebound_before(ctx, node, name, call):
                     return True
                 # ``for caption, img_id in zip(captions, image_id):`` inside the batch loop: an element of the
                 # batch's ``image_id``, which the outer loop draws
