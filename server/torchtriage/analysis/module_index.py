@@ -144,7 +144,7 @@ class ModuleIndex:
         """The bare names whose qualname ends in one of ``lasts``: each of them unless an import
         rebinds it, and the import aliases that stand for one (``T`` after ``from m import Compose
         as T``).  A call whose function is a bare name outside this set has no such qualname, so
-        scans over every call of a module test this first and resolve only the few that pass."""
+        scans over every call of a module test this first (:func:`may_end_in`) and resolve only the few that pass."""
         aliases = self.aliases
         own = {name for name in lasts if aliases.get(name, name).rsplit(".", 1)[-1] == name}
         return frozenset(own | {alias for alias, target in aliases.items() if target.rsplit(".", 1)[-1] in lasts})
@@ -230,3 +230,11 @@ class ModuleIndex:
         parts = [lines[first].encode("utf-8")[start:], *(line.encode("utf-8") for line in lines[first + 1 : last]),
                  lines[last].encode("utf-8")[:end]]
         return b"".join(parts).decode("utf-8", errors="replace")
+
+
+def may_end_in(func: ast.AST, lasts: frozenset[str], names: frozenset[str]) -> bool:
+    """Whether a call's function can have a qualname ending in one of ``lasts``: a method of that name,
+    or a bare name in ``names`` (:meth:`ModuleIndex.names_ending_in`, and any names a caller adds).  The
+    cheap first test of a scan over every call of a module, before it resolves the few that pass."""
+    kind = type(func)
+    return (kind is ast.Attribute and func.attr in lasts) or (kind is ast.Name and func.id in names)  # type: ignore[attr-defined]

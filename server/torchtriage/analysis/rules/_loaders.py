@@ -16,6 +16,7 @@ from ..fixes import add_keywords_fix, code_for, parse_expression_snippet
 from ..hotloops.finder import HotLoops, HotRegion, in_main_block, unwrap_iterable
 from ._bindings import resolve_dict, resolve_name
 from ..file_kinds import is_test_file
+from ..module_index import may_end_in
 from ..syntax import bound_name, keyword_value
 from ._generators import fetches_from, iterator_aliases
 from ._helpers import is_batch_expression, is_device_move
@@ -74,14 +75,6 @@ def is_dataloader(ctx: "RuleContext", node: ast.AST) -> bool:
     return name is not None and (name in ctx.loader_classes or name in own_loader_classes(ctx))
 
 
-def _may_be_dataloader(call: ast.Call, names: frozenset[str]) -> bool:
-    """Whether :func:`is_dataloader` can hold for a call (every DataLoader qualname ends in
-    ``.DataLoader``): a cheap test on the call's own name first, over every call of a module."""
-    func = call.func
-    kind = type(func)
-    return (kind is ast.Attribute and func.attr in _DATALOADER) or (kind is ast.Name and func.id in names)  # type: ignore[attr-defined]
-
-
 def own_loader_classes(ctx: "RuleContext") -> frozenset[str]:
     """The classes of this file whose bases include torch's DataLoader (one level)."""
     key = ("own_loader_classes",)
@@ -105,7 +98,7 @@ def dataloader_calls(ctx: "RuleContext") -> Iterator[ast.Call]:
     if calls is None:
         names = ctx.names_ending_in(_DATALOADER) | ctx.loader_classes | own_loader_classes(ctx)
         calls = ctx.memo[key] = [node for node in ctx.nodes_of(ast.Call)
-                                 if _may_be_dataloader(node, names) and is_dataloader(ctx, node)
+                                 if may_end_in(node.func, _DATALOADER, names) and is_dataloader(ctx, node)
                                  and not (ctx.imported and in_main_block(ctx, node))]
     yield from calls  # type: ignore[misc]
 

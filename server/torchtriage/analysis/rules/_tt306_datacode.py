@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Union
 
 from ..file_kinds import is_test_file
+from ..module_index import may_end_in
 from ..syntax import keyword_value
 from ._bindings import resolve_name
 from ._loaders import dataloader_calls
@@ -145,13 +146,7 @@ class _Finder:
         for call in self.ctx.nodes_of(ast.Call):
             assert isinstance(call, ast.Call)
             func = call.func
-            kind = type(func)
-            # (a qualname ends in the method's own name, or in what an imported name stands for:
-            # only those that can end in a named call are resolved)
-            if (kind is ast.Attribute and func.attr in _NAMED_CALLS) or (kind is ast.Name and func.id in named):
-                short = (self.ctx.qualname(func) or "").rsplit(".", 1)[-1]
-            else:
-                short = ""
+            short = (self.ctx.qualname(func) or "").rsplit(".", 1)[-1] if may_end_in(func, _NAMED_CALLS, named) else ""
             if short in _LISTS_OF_TRANSFORMS and call.args and isinstance(call.args[0], (ast.List, ast.Tuple)):
                 for element in call.args[0].elts:
                     self._target(element, "transform", call, 0)
@@ -236,7 +231,6 @@ class _Finder:
             elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
                 if owner is not None:
                     yield from _methods(owner, (func.attr,))
-
 
     def _export_only(self, node: ast.AST, stop: ast.AST) -> bool:
         """Under ``if torch.jit.is_tracing():`` / ``if torch.onnx.is_in_onnx_export():`` (or the

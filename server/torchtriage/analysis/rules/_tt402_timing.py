@@ -20,15 +20,12 @@ from typing import Iterator
 from .base import RuleContext
 from ..incremental.memo import keyed_memo
 from ..hotloops.finder import is_backward_call, is_optimizer_step
+from ..module_index import may_end_in
 from ._helpers import method_name
+from ._steplog import CLOCK_CALLS
 from ._steps import OWN_SCOPES, own_walk
 
-CLOCKS = frozenset(
-    {
-        "time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns",
-        "time.monotonic_ns", "timeit.default_timer",
-    }
-)
+CLOCKS = CLOCK_CALLS  # (one list of clock reads, shared with TT104)
 _CLOCK_LASTS = frozenset(name.rsplit(".", 1)[-1] for name in CLOCKS)
 _SYNC_METHODS = frozenset({"synchronize", "item", "tolist", "cpu", "numpy"})
 _MODEL = re.compile(
@@ -293,9 +290,7 @@ def unsynced_timings(ctx: RuleContext) -> Iterator[UnsyncedTiming]:
     scopes: dict[int, ast.AST] = {}
     clock_names = ctx.names_ending_in(_CLOCK_LASTS)
     for node in ctx.nodes_of(ast.Call):  # only scopes that read a clock are worth a closer look
-        func = node.func  # type: ignore[attr-defined]
-        kind = type(func)
-        if (kind is ast.Attribute and func.attr in _CLOCK_LASTS) or (kind is ast.Name and func.id in clock_names):
+        if may_end_in(node.func, _CLOCK_LASTS, clock_names):  # type: ignore[attr-defined]
             if (ctx.call_qualname(node) or "") in CLOCKS:
                 scope = ctx.enclosing_function(node) or ctx.tree
                 scopes.setdefault(id(scope), scope)

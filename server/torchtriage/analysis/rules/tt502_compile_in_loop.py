@@ -6,6 +6,7 @@ import ast
 from typing import Iterator
 
 from ...findings import Severity
+from ..module_index import may_end_in
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
 
@@ -165,7 +166,7 @@ class CompileInLoop(Rule):
         hot_nodes = {region.node for region in ctx.hot.regions}
         compile_names = ctx.names_ending_in(_COMPILE)
         for node in ctx.nodes_of((ast.Call, ast.FunctionDef, ast.AsyncFunctionDef)):
-            if isinstance(node, ast.Call) and _named_compile(node, compile_names) and ctx.qualname(node.func) == "torch.compile":
+            if isinstance(node, ast.Call) and may_end_in(node.func, _COMPILE, compile_names) and ctx.qualname(node.func) == "torch.compile":
                 if _compiles_loop_item(ctx, node) or _lazily_once(ctx, node):
                     continue
                 if ctx.hot.is_per_step(node) or _in_loop(ctx, node, epoch_loops):
@@ -184,12 +185,6 @@ class CompileInLoop(Rule):
 
 
 _COMPILE = frozenset({"compile"})
-
-
-def _named_compile(call: ast.Call, names: frozenset[str]) -> bool:
-    """Whether the call's qualname can be ``torch.compile`` (a cheap test on its own name first)."""
-    func = call.func
-    return (isinstance(func, ast.Attribute) and func.attr == "compile") or (isinstance(func, ast.Name) and func.id in names)
 
 
 def _in_loop(ctx: RuleContext, node: ast.AST, epoch_loops: set[ast.AST]) -> bool:
