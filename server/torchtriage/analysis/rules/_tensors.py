@@ -43,7 +43,9 @@ from ._tensor_facts import (
 )
 
 _MAX_DEPTH = 12
+HOST_COPY_HOPS = 4  # names followed back to a host copy (``flow = f.cpu()``; ``epe = (flow - gt).sum()``; ``epe = epe.view(-1)``)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)
+
 
 def oracle(ctx: RuleContext) -> "TensorOracle":
     """The module's oracle, shared by the rules of one analysis run."""
@@ -175,6 +177,8 @@ class TensorOracle:
             if self.ctx.uses_cuda and builds_on_host(node, qualname):
                 return False  # a host tensor beside the GPU work: reading it waits for nothing (in a CPU-only
                 # file every tensor is on the host, and the value reads are reported as the rules say)
+            if self._host_made(node, 0):
+                return False  # ``torch.sum(a.cpu() > b)``: computed from the host copy, which the ``.cpu()`` waited for
             return torch_function_result(qualname)
         if qualname.startswith(NON_TENSOR_MODULES) or qualname in ("numpy", "math"):
             return False
@@ -215,10 +219,23 @@ class TensorOracle:
 
     def _host_made(self, node: ast.AST, hops: int) -> bool:
         """A value already copied to the host: ``x.cpu()``, ``x.numpy()``, ``x.to("cpu")``, a method or an
-        index of one (``x.cpu().sum()``, ``x.cpu()[0]``), or a name last bound to one (two names deep)."""
+        index of one (``x.cpu().sum()``, ``x.cpu()[0]``), arithmetic or a comparison with one (``x.cpu() - y``,
+        ``x.cpu() > 3``: torch refuses to mix a host tensor with a device one, so the result is on the host; only
+        a 0-d host tensor may meet a device one, which a copied batch or output seldom is), a torch function of
+        one (``torch.sum(x.cpu() ** 2, dim=0)``, without ``device=``), or a name last bound to one (four names deep)."""
         while True:
             if isinstance(node, ast.Subscript):
                 node = node.value
+            elif isinstance(node, ast.UnaryOp):
+                node = node.operand
+            elif isinstance(node, (ast.BinOp, ast.Compare)):
+                operands = [node.left, node.right] if isinstance(node, ast.BinOp) else [node.left, *node.comparators]
+                return any(self._host_made(o, hops) for o in operands)
+            elif isinstance(node, ast.Call) and node.args and not any(k.arg == "device" for k in node.keywords) \
+                    and (self.ctx.qualname(node.func) or "").rpartition(".")[0] == "torch":
+                first = node.args[0]
+                elements = first.elts if isinstance(first, (ast.List, ast.Tuple)) else [first]  # torch.cat([a, b])
+                return any(self._host_made(e, hops) for e in elements)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 attr = node.func.attr
                 if attr in ("cpu", "numpy"):
@@ -228,7 +245,7 @@ class TensorOracle:
                 if attr in ("cuda", "to"):
                     return False
                 node = node.func.value
-            elif isinstance(node, ast.Name) and hops < 2:
+            elif isinstance(node, ast.Name) and hops < HOST_COPY_HOPS:
                 use = (node.lineno, node.col_offset)
                 candidates = [c for c in self._bindings_in(self._scope_of(node)).get(node.id, []) if c[2] <= use]
                 if not candidates:

@@ -175,6 +175,25 @@ class HostSyncInStep(Rule):
         ),
         Valid(
             """
+            # arithmetic, comparisons and torch functions of a host copy stay on the host (torch will not mix a
+            # host tensor with a device one): the reads after the one .cpu() wait for nothing
+            import torch
+            for image, target in loader:
+                pred = model(image.cuda())
+                pred.mean().backward()
+                optimizer.step()
+                err = torch.sum((pred[0].cpu() - target) ** 2, dim=0).sqrt()  # noqa: TT101 (the one sync)
+                err = err.view(-1)
+                bad = ((err > 3.0) & (err / target.norm() > 0.05)).float()
+                errors.append(err.mean().item())
+                outliers.append(bad.numpy())
+                both = torch.cat([err, -err])
+                spread.append(both.max().item())
+                assert torch.sum(err > both.max()).item() == 0
+            """
+        ),
+        Valid(
+            """
             # the read runs only on the steps a flag set earlier lets through (the flag is as rare as its test)
             import torch
             for i, (x, y) in enumerate(loader):
@@ -268,6 +287,22 @@ class HostSyncInStep(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # arithmetic of device tensors is on the device: a host copy elsewhere in the step does not move it
+            import torch
+            for image, target in loader:
+                image, target = image.cuda(), target.cuda()
+                pred = model(image)
+                loss = criterion(pred, target)
+                loss.backward()
+                optimizer.step()
+                shown = image[0].cpu()  # noqa: TT101
+                err = torch.sum((pred - target) ** 2, dim=0)
+                errors.append(err.mean().item())
+            """,
+            lines=(11,),
+        ),
         Invalid(
             """
             # a name the loader's loop draws, bound again to the model's output before it is read
