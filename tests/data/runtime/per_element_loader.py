@@ -14,7 +14,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 SLEEP_S = 0.003
-SIZE = 16
+SIZE = 24  # ~4.5 ms of per-element loop a step: ~50 timer samples on it in 12 steps (16 gave ~2 ms; one loaded run read 0.41x)
 
 
 class Jittered(Dataset):

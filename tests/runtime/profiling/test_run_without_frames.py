@@ -84,7 +84,7 @@ def test_the_verdict_is_data_loading(frames_off) -> None:
 
 
 def test_a_step_too_heavy_for_its_frames_is_recorded_without_them(tmp_path: Path) -> None:
-    # a step makes about 20,000 Python calls: 5 of them do not fit in 40,000 events, 12 steps of its ~1,300 ops do
+    # a step makes about 44,000 events with its Python calls: 5 of them do not fit in 40,000, 12 steps of its ~2,200 ops do
     proc, run, _ = _profile(tmp_path, "--max-events", "40000")
     raw = agent_json(run)
     assert raw["meta"]["window"]["python_frames"] is False
