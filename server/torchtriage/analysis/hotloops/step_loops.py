@@ -86,15 +86,23 @@ class StepLoopJudge:
         return result
 
     def is_single_step(self, func: FunctionNode) -> bool:
-        """A function one call of which is one training step, with no step loop of its own
-        (``trainer.train_step()``: ``self.update()`` steps the optimizer); not ``train_one_epoch``."""
+        """A function one call of which is one training step, with no step loop of its own nor in the
+        functions and ``self.`` methods it calls (``trainer.train_step()``: ``self.update()`` steps the
+        optimizer); not ``train_one_epoch``, nor ``train(epoch, loader)`` that runs ``self.run_epoch(...)``."""
+        return not self._has_step_loop(func, 2, True) and self.trains_through_calls(func, 2)
+
+    def _has_step_loop(self, func: FunctionNode, depth: int, own: bool) -> bool:
+        """A loop in ``func`` that walks the data or (``own``: in ``func`` itself) trains, or one that walks
+        the data in what it calls, ``depth`` calls deep (a loop that trains in a callee may be one step's
+        micro-batches: ``for chunk in split(batch): accelerator.backward(loss)``)."""
         for node in ast.walk(func):
             if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
                 facts = loop_facts(node)
                 iterates_loader = isinstance(node, (ast.For, ast.AsyncFor)) and is_loader_like(node.iter, self.loader_vars)
-                if facts.trains or ((iterates_loader or facts.fetches_batch) and not self._within_one_step(node)):
-                    return False
-        return self.trains_through_calls(func, 2)
+                if (own and facts.trains) or ((iterates_loader or facts.fetches_batch) and not self._within_one_step(node)):
+                    return True
+        return depth > 0 and any(self._has_step_loop(callee, depth - 1, False)
+                                 for callee in self._function_callees(func) if callee is not func)
 
     def _function_callees(self, func: FunctionNode) -> list[FunctionNode]:
         owner = self.ctx.enclosing_class(func)

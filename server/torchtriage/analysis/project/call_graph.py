@@ -106,6 +106,9 @@ class CallGraph:
         registry = self.registries.lookup(value)
         if registry is not None:
             return self._registered_classes(registry)
+        keyed = self.keyed_classes(module, value)
+        if keyed:
+            return keyed
         imported = self._imported_by_name(module, value)
         if imported is not None:
             return imported
@@ -123,6 +126,35 @@ class CallGraph:
                 found.extend(cls for cls in self.built_classes(owner, expr, depth + 1) if cls not in found)
             known = self._built[factory] = found[:_REGISTRY_CLASSES]
         return known
+
+    def keyed_classes(self, module: ProjectModule, value: ast.Call) -> list[ClassRef]:
+        """A class picked by key from a dict literal of project classes: ``train_factory[opt.task](opt, model)``,
+        ``Trainer = train_factory[opt.task]`` ... ``Trainer(opt, model)``, ``MODELS.get(name)(...)`` (the dict at
+        module level, in this file or imported): each class the dict holds (or a factory it holds builds)."""
+        lookup: ast.AST | None = value.func
+        if isinstance(lookup, ast.Name):
+            lookup = self.assigned(module, lookup.id, value)
+        if isinstance(lookup, ast.Subscript):
+            holder = lookup.value
+        elif isinstance(lookup, ast.Call) and isinstance(lookup.func, ast.Attribute) and lookup.func.attr == "get":
+            holder = lookup.func.value
+        else:
+            return []
+        found = self.table.dict_literal(module, holder)
+        if found is None:
+            return []
+        owner, table = found
+        classes: list[ClassRef] = []
+        for entry in table.values:
+            target = self.table.resolve_dotted(owner, entry) if isinstance(entry, (ast.Name, ast.Attribute)) else None
+            if isinstance(target, tuple) and isinstance(target[1], ast.ClassDef):
+                built: list[ClassRef] | set[ClassRef] = [(target[0], target[1])]
+            elif isinstance(target, tuple) and target[0].ctx is not None:
+                built = self._returned_classes(target[0], target[1])
+            else:
+                continue
+            classes.extend(cls for cls in built if cls not in classes)
+        return classes[:_REGISTRY_CLASSES]
 
     def _imported_by_name(self, module: ProjectModule, value: ast.Call) -> list[ClassRef] | None:
         """``model = importlib.import_module(args.model)`` ... ``model.get_model(n)``: a project module chosen
@@ -376,11 +408,11 @@ class CallGraph:
             found.append((target[0], target[1]))
         elif target is None and isinstance(func, ast.Name) and func.id not in module.ctx.functions:
             for cls in self.instance_classes(module, func.id, call):
-                found.extend(callable_methods(*cls))
+                found.extend(self.callable_methods(*cls))
         elif target is None and isinstance(func, ast.Attribute):
             found.extend(self._method_callees(module, call, func))
         for arg in call.args:  # a project function handed on to be called (``optimizer.step(closure)``)
-            passed = self.table.resolve_function(module, arg)
+            passed = self.table.resolve_function(module, arg) if not _local_name(module, arg, call) else None
             if passed is not None:
                 found.append(passed)
         return [(m, f) for m, f in found if (m is not module or f.name in _CALLABLE_METHODS) and m.ctx is not None and not m.is_test]
@@ -394,25 +426,34 @@ class CallGraph:
             owner = owner_class(module.ctx, call)
             if owner is not None and module.method(owner, func.attr) is None:
                 held = self.self_attribute_classes(module, owner, func.attr) or self.container_classes(module, owner, func.attr)
-                return [m for cls in held for m in callable_methods(*cls)]  # ``self.stem(x)``: a Sequential runs each
+                return [m for cls in held for m in self.callable_methods(*cls)]  # ``self.stem(x)``: a Sequential runs each
             return []
         if isinstance(receiver, ast.Name):
-            methods = [(c[0], m) for c in self.instance_classes(module, receiver.id, call) if (m := c[0].method(c[1], func.attr))]
+            methods = [m for c in self.instance_classes(module, receiver.id, call) if (m := self.table.find_method(*c, func.attr))]
             if methods:
                 return methods
         elif isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == "self":
             owner = owner_class(module.ctx, call)
             if owner is not None:
                 held = self.self_attribute_classes(module, owner, receiver.attr)
-                methods = [(c[0], m) for c in held if (m := c[0].method(c[1], func.attr))]
+                methods = [m for c in held if (m := self.table.find_method(*c, func.attr))]
                 if len(held) > 1 and methods:  # built by a registry lookup or a factory's branches: each that has it
                     return methods
                 cls = held[0] if len(held) == 1 else None
         if cls is not None:
-            method = cls[0].method(cls[1], func.attr)
+            method = self.table.find_method(*cls, func.attr)
             if method is not None:
-                return [(cls[0], method)]
+                return [method]
         return self._distinctive_method(func.attr)
+
+    def callable_methods(self, module: ProjectModule, cls: ast.ClassDef) -> list[FunctionRef]:
+        """What calling an instance runs: its ``forward`` (an ``nn.Module``) or ``__call__``, its own or a
+        project base class's (``class Generator(BaseNetwork)`` whose ``forward`` the base defines)."""
+        for name in _CALLABLE_METHODS:
+            method = self.table.find_method(module, cls, name)
+            if method is not None:
+                return [method]
+        return []
 
     def _distinctive_method(self, name: str) -> list[FunctionRef]:
         """A method whose name only one project class defines, and that no library object is
@@ -464,13 +505,14 @@ def _distinctive(name: str) -> bool:
     return core.count("_") >= 2 and not name.startswith("__") and name not in _COMMON_METHODS
 
 
-def callable_methods(module: ProjectModule, cls: ast.ClassDef) -> list[FunctionRef]:
-    """What calling an instance runs: its ``forward`` (an ``nn.Module``) or ``__call__``."""
-    for name in _CALLABLE_METHODS:
-        method = module.method(cls, name)
-        if method is not None:
-            return [(module, method)]
-    return []
+def _local_name(module: ProjectModule, arg: ast.AST, at: ast.AST) -> bool:
+    """A name that is a parameter of the function holding ``at``: ``self._forward_once(x, profile)`` passes
+    the ``profile`` flag, not the module's ``profile`` function it shadows."""
+    function = module.ctx.enclosing_function(at) if module.ctx is not None and isinstance(arg, ast.Name) else None
+    if function is None:
+        return False
+    arguments = function.args
+    return any(a.arg == arg.id for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs])  # type: ignore[attr-defined]
 
 
 def owner_class(ctx: ModuleContext, node: ast.AST) -> ast.ClassDef | None:

@@ -371,13 +371,14 @@ def link_loaders(
 
 
 def _built_from_project_classes(graph: CallGraph, module: ProjectModule) -> frozenset[str]:
-    """The names the file assigns an instance of a project class to (``solver = Solver(...)``)."""
+    """The names the file assigns an instance of a project class to (``solver = Solver(...)``; ``trainer =
+    Trainer(opt, model)`` with ``Trainer = train_factory[opt.task]``, a dict of project classes)."""
     names = set()
     for node in module.ctx.nodes_of(ast.Assign) if module.ctx is not None else ():
         assert isinstance(node, ast.Assign)
-        if isinstance(node.value, ast.Call) and isinstance(node.value.func, (ast.Name, ast.Attribute)):
+        if isinstance(node.value, ast.Call) and isinstance(node.value.func, (ast.Name, ast.Attribute, ast.Subscript)):
             target = graph.table.resolve_dotted(module, node.value.func)
-            if isinstance(target, tuple) and isinstance(target[1], ast.ClassDef):
+            if isinstance(target, tuple) and isinstance(target[1], ast.ClassDef) or graph.keyed_classes(module, node.value):
                 names.update(t.id for t in node.targets if isinstance(t, ast.Name))
     return frozenset(names)
 
@@ -397,9 +398,9 @@ def _called_functions(graph: CallGraph, module: ProjectModule, call: ast.Call, m
         return []
     found = []
     for owner, cls in graph.instance_classes(module, func.value.id, call, by_name=False):  # built in this file
-        method = owner.method(cls, func.attr)
-        if method is not None and owner is not module and owner.ctx is not None and not owner.is_test:
-            found.append((owner, method))
+        method = graph.table.find_method(owner, cls, func.attr)
+        if method is not None and method[0] is not module and method[0].ctx is not None and not method[0].is_test:
+            found.append(method)
     return found
 
 

@@ -180,6 +180,40 @@ class ModuleTable:
                 return self.symbol(base, node.attr) or self.find_module(f"{base.name}.{node.attr}", base)
         return None
 
+    def find_method(self, module: ProjectModule, cls: ast.ClassDef, name: str, depth: int = 0) -> tuple[ProjectModule, FunctionNode] | None:
+        """The method ``name`` an instance of ``cls`` runs: its own, else the first a project base class
+        defines (depth first, left to right: the MRO of the single-inheritance code this reads)."""
+        method = module.method(cls, name)
+        if method is not None:
+            return module, method
+        if depth > 4:
+            return None
+        for base in cls.bases:
+            target = self.resolve_dotted(module, base)
+            if isinstance(target, tuple) and isinstance(target[1], ast.ClassDef) and target[1] is not cls:
+                found = self.find_method(target[0], target[1], name, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def dict_literal(self, module: ProjectModule, node: ast.AST, depth: int = 0) -> tuple[ProjectModule, ast.Dict] | None:
+        """The module-level dict literal a Name/Attribute names (``train_factory`` for ``train_factory = {"ctdet":
+        CtdetTrainer, ...}``, in this file or imported from another project file), with the file that holds it."""
+        if depth > 4:
+            return None
+        if isinstance(node, ast.Attribute):
+            base = self.resolve_dotted(module, node.value)
+            return self.dict_literal(base, ast.Name(node.attr), depth + 1) if isinstance(base, ProjectModule) else None
+        if not isinstance(node, ast.Name) or module.ctx is None:
+            return None
+        for statement in module.ctx.tree.body:
+            if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Dict) \
+                    and any(isinstance(t, ast.Name) and t.id == node.id for t in statement.targets):
+                return module, statement.value
+        source, attr = module.imports.get(node.id, (None, None))
+        owner = self.find_module(source, module) if source is not None and attr is not None else None
+        return self.dict_literal(owner, ast.Name(attr), depth + 1) if owner is not None and owner is not module else None
+
     def resolve_function(self, module: ProjectModule, node: ast.AST) -> tuple[ProjectModule, FunctionNode] | None:
         """A Name/Attribute chain that names a project function."""
         target = self.resolve_dotted(module, node) if isinstance(node, (ast.Name, ast.Attribute)) else None
