@@ -48,6 +48,7 @@ class CallGraph:
         self._methods: dict[str, list[FunctionRef]] | None = None  # method name -> project methods
         self._history: dict[ast.AST, dict[str, list[tuple[int, ast.expr]]]] = {}  # scope -> name -> its assignments
         self._typed: dict[ast.AST, tuple[dict[str, list[ast.Assign]], dict[str, list[ast.expr]]]] = {}  # see _scope_typing
+        self._lookups: dict[ProjectModule, frozenset[str]] = {}  # see _lookup_names
 
     def assigned(self, module: ProjectModule, name: str, at: ast.AST) -> ast.expr | None:
         """The value last assigned to ``name`` in the function holding ``at`` (or the module)."""
@@ -133,12 +134,11 @@ class CallGraph:
         module level, in this file or imported): each class the dict holds (or a factory it holds builds)."""
         lookup: ast.AST | None = value.func
         if isinstance(lookup, ast.Name):
+            if lookup.id not in self._lookup_names(module):
+                return []
             lookup = self.assigned(module, lookup.id, value)
-        if isinstance(lookup, ast.Subscript):
-            holder = lookup.value
-        elif isinstance(lookup, ast.Call) and isinstance(lookup.func, ast.Attribute) and lookup.func.attr == "get":
-            holder = lookup.func.value
-        else:
+        holder = _looked_up_in(lookup)
+        if holder is None:
             return []
         found = self.table.dict_literal(module, holder)
         if found is None:
@@ -155,6 +155,16 @@ class CallGraph:
                 continue
             classes.extend(cls for cls in built if cls not in classes)
         return classes[:_REGISTRY_CLASSES]
+
+    def _lookup_names(self, module: ProjectModule) -> frozenset[str]:
+        """The names the file assigns a lookup to anywhere (``Trainer = TRAINERS[key]``, ``= MODELS.get(key)``)."""
+        names = self._lookups.get(module)
+        if names is None:
+            assigns = module.ctx.nodes_of(ast.Assign) if module.ctx is not None else ()
+            names = self._lookups[module] = frozenset(
+                t.id for node in assigns if _looked_up_in(node.value) is not None  # type: ignore[attr-defined]
+                for t in node.targets if isinstance(t, ast.Name))  # type: ignore[attr-defined]
+        return names
 
     def _imported_by_name(self, module: ProjectModule, value: ast.Call) -> list[ClassRef] | None:
         """``model = importlib.import_module(args.model)`` ... ``model.get_model(n)``: a project module chosen
@@ -503,6 +513,15 @@ def _distinctive(name: str) -> bool:
     """A multi-word method name (``update_with_local_losses``), not a dunder or a library API name."""
     core = name.strip("_")
     return core.count("_") >= 2 and not name.startswith("__") and name not in _COMMON_METHODS
+
+
+def _looked_up_in(value: ast.AST | None) -> ast.expr | None:
+    """What a lookup reads from: ``TRAINERS`` for ``TRAINERS[key]`` or ``TRAINERS.get(key)`` (None: no lookup)."""
+    if isinstance(value, ast.Subscript):
+        return value.value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get":
+        return value.func.value
+    return None
 
 
 def _local_name(module: ProjectModule, arg: ast.AST, at: ast.AST) -> bool:
