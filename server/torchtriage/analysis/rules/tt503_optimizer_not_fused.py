@@ -30,7 +30,7 @@ def _chooses_implementation(ctx: RuleContext, call: ast.Call) -> bool | None:
     if any(isinstance(arg, ast.Starred) for arg in call.args):
         return None
     for keyword in call.keywords:
-        if keyword.arg in _IMPLEMENTATION_KEYWORDS:
+        if keyword.arg in _IMPLEMENTATION_KEYWORDS and not _per_tensor_loop(call):
             return True
         if keyword.arg is None:
             model = resolve_dict(ctx, keyword.value, call)
@@ -41,6 +41,14 @@ def _chooses_implementation(ctx: RuleContext, call: ast.Call) -> bool | None:
             if any(model.get(name)[0] for name in _IMPLEMENTATION_KEYWORDS):
                 return True
     return False
+
+
+def _per_tensor_loop(call: ast.Call) -> bool:
+    """``foreach=False`` and no ``fused=`` nor ``differentiable=``: the update forced onto the per-tensor loop,
+    the slowest implementation there is (a few kernels for every parameter tensor): a choice to undo."""
+    given = {k.arg: k.value for k in call.keywords if k.arg in _IMPLEMENTATION_KEYWORDS}
+    foreach = given.get("foreach")
+    return set(given) == {"foreach"} and isinstance(foreach, ast.Constant) and foreach.value is False
 
 
 def _passed_through(ctx: RuleContext, value: ast.expr, call: ast.Call) -> bool:
@@ -73,6 +81,9 @@ class OptimizerNotFused(Rule):
         each, on every step. `fused=True` does the whole update in a single
         kernel, which helps most when the GPU is starved by launch overhead
         (many small kernels, low utilisation without data-loader gaps).
+        `foreach=False` forces the per-tensor loop, a few kernels for every
+        parameter tensor, the slowest implementation there is: it is reported
+        too (an explicit `foreach=True` or `fused=False` is a choice left alone).
     """
     fix_description = """
         Add `fused=True`. Unsafe: the parameters must be floating-point CUDA
@@ -88,6 +99,17 @@ class OptimizerNotFused(Rule):
         optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, fused=True)
     """
     VALID = (
+        Valid(
+            """
+            # the multi-tensor implementation asked for by name, or the per-tensor one where fused is impossible
+            import torch
+            model = Net().cuda()
+            optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, foreach=True)
+            meta = torch.optim.SGD(model.parameters(), lr=0.1, foreach=False, differentiable=True)
+            for x, y in loader:
+                loss = model(x.cuda()).sum(); loss.backward(); optimizer.step(); meta.step()
+            """
+        ),
         Valid(
             """
             # a dict this code builds and fills from the command line may carry fused=...
@@ -144,16 +166,6 @@ class OptimizerNotFused(Rule):
         ),
         Valid(
             """
-            # foreach chosen explicitly
-            import torch
-            model.cuda()
-            optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
-            for x, y in loader:
-                loss = model(x.cuda()).sum(); loss.backward(); optimizer.step()
-            """
-        ),
-        Valid(
-            """
             # builds an optimizer but never trains here (a library helper)
             import torch
             def make_optimizer(model):
@@ -162,6 +174,17 @@ class OptimizerNotFused(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # foreach=False forces the per-tensor loop: the slowest of the three implementations
+            import torch
+            model = Net().cuda()
+            optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, foreach=False)
+            for x, y in loader:
+                loss = model(x.cuda()).sum(); loss.backward(); optimizer.step()
+            """,
+            lines=(4,),
+        ),
         Invalid(
             """
             # options passed through from a config and from the factory's own **kwargs pick no implementation
@@ -284,9 +307,10 @@ class OptimizerNotFused(Rule):
             if not training and (not (_in_trainer_call(ctx, node) or _kept_by_an_agent(ctx, node)) or _offers_fused(ctx, node)):
                 continue  # a file that does not train: only what a training file's call builds (a factory) counts,
                 # and not a factory that offers a fused optimizer by a flag (``--optim fused_adam``)
+            forced = " (`foreach=False` forces the per-tensor loop, the slowest implementation)" if _per_tensor_loop(node) else ""
             yield Report(
                 node.func,
-                f"`{short}` runs its update as many small kernels per step: "
+                f"`{short}` runs its update as many small kernels per step{forced}: "
                 "add `fused=True` for one fused kernel (parameters must be on the GPU)",
                 fix=lambda node=node: add_keywords_fix(
                     ctx, node, [("fused", "True")], "Add fused=True", Applicability.UNSAFE
