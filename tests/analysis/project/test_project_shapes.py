@@ -155,6 +155,52 @@ def test_a_project_device_function_makes_its_callers_cuda_code():
     assert view is not None and view.device_call == "util/dist_util.py:3"
 
 
+def test_a_setup_function_that_sets_the_device_on_the_options_makes_its_callers_cuda_code():
+    # issue 25: ``default_setup(args)`` in another file writes ``args.device = "cuda"``; the script reads args.device
+    proj = project(
+        {
+            "utils/setup.py": """
+                import torch
+
+                def default_setup(args):
+                    if torch.cuda.is_available():
+                        args.device = "cuda"
+                    else:
+                        args.device = "cpu"
+
+                def log_setup(args):
+                    args.log_dir = "cuda_logs"
+            """,
+            "train.py": """
+                import torch
+                from utils.setup import default_setup
+                def main(args):
+                    default_setup(args)
+                    device = torch.device(args.device)
+                    for images, targets in loader:
+                        images = images.to(device)
+                        loss = model(images, targets)
+                        loss.backward(); opt.step()
+            """,
+            "eval.py": """
+                import torch
+                from utils.setup import log_setup
+                def main(args):
+                    log_setup(args)
+                    device = torch.device(args.device)
+                    for images, targets in loader:
+                        images = images.to(device)
+                        loss = model(images, targets)
+                        loss.backward(); opt.step()
+            """,
+        }
+    )
+    assert lines(proj, "train.py", "TT301") == {7}
+    assert lines(proj, "eval.py", "TT301") == set()  # a setup function that sets no device
+    view = proj.view("train.py")
+    assert view is not None and view.device_call == "utils/setup.py:3"
+
+
 def test_a_loop_that_fetches_a_batch_and_hands_it_to_a_training_method_is_a_step_loop():
     proj = project(
         {

@@ -63,7 +63,8 @@ def step_data_params(graph: CallGraph, module: ProjectModule, call: ast.Call, re
 
 def device_functions(module: ProjectModule) -> dict[str, FunctionNode]:
     """Top-level functions of a CUDA file that hand out the device (``def dev(): if
-    th.cuda.is_available(): return th.device("cuda") ...``): a call of one is a use of CUDA."""
+    th.cuda.is_available(): return th.device("cuda") ...``), or set it on an object they are given
+    (``def default_setup(args): ... args.device = "cuda"``): a call of one is a use of CUDA."""
     assert module.ctx is not None
     found = {}
     for name, func in module.functions.items():
@@ -72,10 +73,23 @@ def device_functions(module: ProjectModule) -> dict[str, FunctionNode]:
             isinstance(v, ast.Call) and bound_name(v.func) == "device"
             or isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.startswith("cuda")
             for v in returns
-        )
+        ) or _sets_device_on_parameter(func)
         if gives_device and "cuda" in module.ctx.segment(func):
             found[name] = func
     return found
+
+
+def _sets_device_on_parameter(func: FunctionNode) -> bool:
+    """``args.device = "cuda"`` (or ``= torch.device("cuda:0")``) on one of the function's parameters."""
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Attribute) and t.attr == "device" and isinstance(t.value, ast.Name) and t.value.id in params
+            for t in node.targets
+        ):
+            if any(isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value.startswith("cuda") for c in ast.walk(node.value)):
+                return True
+    return False
 
 
 def device_variables(module: ProjectModule) -> dict[str, int]:

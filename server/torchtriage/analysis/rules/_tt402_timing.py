@@ -241,7 +241,7 @@ class _Scope:
             work = [p for p in self.work if start <= p <= stop]
             if not work:
                 continue
-            if not carried and self._times_whole_training_loops(read, start, stop):
+            if not carried and (self._times_whole_training_loops(read, start, stop) or self._since_before_the_loop(read, name)):
                 continue
             if any(max(work) <= p <= stop for p in self._syncs_run_with(read)) or self._synced_every_iteration(read):
                 continue
@@ -256,6 +256,16 @@ class _Scope:
         hot = self.ctx.hot
         loops = [region.node for region in hot.step_loops if region.trains] + list(hot.epoch_loops)
         return any(start <= _pos(loop) and _end(loop) <= stop for loop in loops)
+
+    def _since_before_the_loop(self, read: ast.Call, name: str) -> bool:
+        """A read in a loop compared with a reading taken once before it and never again inside it
+        (``eta = (time.time() - start_time) / iteration * left``): the time since the loop began, over
+        all its iterations so far; what may still be queued is a step's work, not each step's error."""
+        loop = next((a for a in self._ancestors_in_scope(read) if isinstance(a, (ast.For, ast.AsyncFor, ast.While))), None)
+        if loop is None:
+            return False
+        inside = set(map(id, ast.walk(loop)))
+        return not any(id(s) in inside for s in self.assigned.get(name, []))
 
     def _ancestors_in_scope(self, node: ast.AST) -> Iterator[ast.AST]:
         """The ancestors of ``node`` inside its own function (or module)."""

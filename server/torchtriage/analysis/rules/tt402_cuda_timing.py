@@ -66,6 +66,20 @@ class CudaTimingWithoutSync(Rule):
     VALID = (
         Valid(
             """
+            # the time since training began, over all its steps so far (an ETA): a step's queued work is noise
+            import time
+            import torch
+            model = model.cuda()
+            start_time = time.time()
+            for iteration, (x, y) in enumerate(loader, 1):
+                loss = criterion(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                eta_seconds = (time.time() - start_time) / iteration * (max_iters - iteration)
+            """
+        ),
+        Valid(
+            """
             import time, torch
             model = model.cuda()
             start = time.perf_counter()
