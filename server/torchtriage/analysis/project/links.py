@@ -13,6 +13,7 @@ model gives them to the contexts it builds for the rules (:mod:`.program`).
 from __future__ import annotations
 
 import ast
+import bisect
 from typing import Callable
 
 from .call_graph import CallGraph, FunctionRef, owner_class
@@ -68,13 +69,15 @@ def device_functions(module: ProjectModule) -> dict[str, FunctionNode]:
     assert module.ctx is not None
     found = {}
     for name, func in module.functions.items():
+        if "cuda" not in module.ctx.segment(func):
+            continue
         returns = [n.value for n in ast.walk(func) if isinstance(n, ast.Return) and n.value is not None]
         gives_device = any(
             isinstance(v, ast.Call) and bound_name(v.func) == "device"
             or isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.startswith("cuda")
             for v in returns
         ) or _sets_device_on_parameter(func)
-        if gives_device and "cuda" in module.ctx.segment(func):
+        if gives_device:
             found[name] = func
     return found
 
@@ -255,8 +258,16 @@ def _training_step_names(graph: CallGraph) -> frozenset[str]:
     for module in graph.table.by_path.values():
         if module.ctx is None or module.is_test or "backward" not in module.ctx.source:
             continue
-        names.update(func.name for funcs in module.ctx.functions.values() for func in funcs if _is_training_step(func))
+        lines = sorted(n.lineno for n in module.ctx.nodes_of(ast.Call) if is_backward_call(n))  # a cheap first cut:
+        names.update(func.name for funcs in module.ctx.functions.values() for func in funcs  # a function holding none
+                     if _holds_a_line(func, lines) and _is_training_step(func))
     return frozenset(names)
+
+
+def _holds_a_line(node: ast.AST, lines: list[int]) -> bool:
+    """Whether one of the sorted ``lines`` lies within ``node``'s lines."""
+    at = bisect.bisect_left(lines, node.lineno)  # type: ignore[attr-defined]
+    return at < len(lines) and lines[at] <= (node.end_lineno or node.lineno)  # type: ignore[attr-defined]
 
 
 def _calls_training(graph: CallGraph, module: ProjectModule, loop: ast.AST, steps: frozenset[str]) -> ProjectModule | None:
