@@ -78,17 +78,33 @@ def is_streaming_dataset(ctx: "RuleContext", call: ast.Call) -> bool:
 
 
 def _is_one_shot(ctx: RuleContext, call: ast.Call) -> bool:
-    """``next(iter(DataLoader(...)))``: one batch grabbed (sample images, a shape probe), never a loop."""
+    """``next(iter(DataLoader(...)))``: one batch grabbed (sample images, a shape probe), never a loop; also a
+    loader kept in a name whose every read is one such grab outside any loop (``fixed, _ = next(iter(test_loader))``)."""
+    if _grabs_one_batch(ctx, call, None):
+        return True
     parent = ctx.parents.get(call)
+    if not (isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1
+            and isinstance(parent.targets[0], ast.Name)):
+        return False
+    name = parent.targets[0].id
+    scope = ctx.enclosing_function(call) or ctx.tree
+    reads = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    return bool(reads) and all(_grabs_one_batch(ctx, read, scope) for read in reads)
+
+
+def _grabs_one_batch(ctx: RuleContext, node: ast.AST, scope: ast.AST | None) -> bool:
+    """``next(iter(node))``, and (``scope`` given) in no loop of that scope."""
+    parent = ctx.parents.get(node)
     grand = ctx.parents.get(parent) if parent is not None else None
-    return (
-        isinstance(parent, ast.Call)
-        and isinstance(parent.func, ast.Name)
-        and parent.func.id == "iter"
-        and isinstance(grand, ast.Call)
-        and isinstance(grand.func, ast.Name)
-        and grand.func.id == "next"
-    )
+    if not (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "iter"
+            and isinstance(grand, ast.Call) and isinstance(grand.func, ast.Name) and grand.func.id == "next"):
+        return False
+    for ancestor in ctx.ancestors(node) if scope is not None else ():
+        if ancestor is scope:
+            break
+        if isinstance(ancestor, (ast.For, ast.AsyncFor, ast.While, ast.comprehension)):
+            return False
+    return True
 
 
 class DataLoaderNoWorkers(Rule):
@@ -125,6 +141,16 @@ class DataLoaderNoWorkers(Rule):
         train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=4)
     """
     VALID = (
+        Valid(
+            """
+            # one fixed batch drawn once for the image grid: workers would only add their start-up
+            import torch
+            test_loader = torch.utils.data.DataLoader(test_set, batch_size=16, shuffle=True)
+            fixed_images, _ = next(iter(test_loader))
+            for images, labels in train_loader:
+                loss = model(images.cuda()).mean(); loss.backward(); optimizer.step()
+            """
+        ),
         Valid(
             """
             from torch.utils.data import DataLoader
@@ -203,6 +229,18 @@ class DataLoaderNoWorkers(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # a batch drawn once, and the same loader walked every epoch: the walk loads in the training process
+            import torch
+            loader = torch.utils.data.DataLoader(train_set, batch_size=64, shuffle=True)
+            sample, _ = next(iter(loader))
+            for epoch in range(epochs):
+                for images, labels in loader:
+                    loss = model(images.cuda()).mean(); loss.backward(); optimizer.step()
+            """,
+            lines=(3,),
+        ),
         Invalid(
             """
             from torch.utils.data import DataLoader as DL
