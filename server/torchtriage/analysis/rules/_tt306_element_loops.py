@@ -20,6 +20,7 @@ from ._spans import loop_header
 if TYPE_CHECKING:
     from .base import RuleContext
 
+_DISTINCT = frozenset({"numpy.unique", "torch.unique"})  # a loop over these walks distinct values, few
 _UNWRAP = frozenset({"enumerate", "reversed", "sorted", "iter"})
 _TO_LIST = frozenset({"tolist", "numpy"})
 _PIXEL_CALLS = frozenset({"getpixel", "putpixel"})
@@ -68,6 +69,8 @@ class ElementLoops:
                 return all(self.walks(part, None, body) for part in iterable.args)
             else:
                 break
+        if self._distinct_values(iterable):
+            return False  # ``for value in np.unique(mask)``: the few distinct labels, not the elements
         stop = self._range_stop(iterable)
         if stop is not None:
             bound = self.arrays.bound(stop) if isinstance(stop, ast.expr) else None
@@ -75,6 +78,17 @@ class ElementLoops:
                 return not self._whole_slices(_names(target), body)
             return bound != COUNT and self._indexes_array(_names(target), body)
         return self.arrays.kind(iterable) in (ARRAY, ELEMENTS)
+
+    def _distinct_values(self, iterable: ast.expr, depth: int = 0) -> bool:
+        """``np.unique(x)``, ``torch.unique(x)``, ``x.unique()``, or a name last bound to one."""
+        if isinstance(iterable, ast.Name) and depth < 3:
+            value = self.arrays.value_of(iterable)
+            return value is not None and self._distinct_values(value, depth + 1)
+        if not isinstance(iterable, ast.Call):
+            return False
+        if isinstance(iterable.func, ast.Attribute) and iterable.func.attr == "unique" and not iterable.args:
+            return True
+        return (self.ctx.qualname(iterable.func) or "") in _DISTINCT
 
     def _range_stop(self, iterable: ast.expr, depth: int = 0) -> ast.expr | bool | None:
         """For a range of indices (``range(n)``, ``torch.randperm(n).tolist()``): its stop, or True

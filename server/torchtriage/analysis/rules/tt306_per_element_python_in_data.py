@@ -272,6 +272,25 @@ class PerElementPythonInData(Rule):
     INVALID = (
         Invalid(
             """
+            # the distinct labels are few (a check per label is fine); the lookup walks every pixel
+            import numpy as np
+            from torch.utils.data import Dataset
+
+            class Labels(Dataset):
+                def __getitem__(self, index):
+                    mask = np.array(self.masks[index])
+                    values = np.unique(mask)
+                    for value in values:
+                        assert value in self.mapping
+                    out = np.zeros_like(mask)
+                    for i, value in enumerate(mask.ravel()):
+                        out.flat[i] = self.lut[value]
+                    return out
+            """,
+            lines=(12,),
+        ),
+        Invalid(
+            """
             # nested pixel loops in __getitem__: one finding, on the outer loop
             import torch
             from torch.utils.data import Dataset
