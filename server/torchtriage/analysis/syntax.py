@@ -23,6 +23,12 @@ def bound_name(node: ast.AST) -> str | None:
     return None
 
 
+def parameter_names(arguments: ast.arguments) -> set[str]:
+    """The names a function's own parameters bind (positional-only, ordinary, keyword-only; not ``*args``
+    or ``**kwargs``)."""
+    return {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
+
+
 def positional_before_starred(args: list[ast.expr]) -> list[ast.expr]:
     """Positional arguments up to the first ``*args``: after it, positions are unknown."""
     for index, arg in enumerate(args):

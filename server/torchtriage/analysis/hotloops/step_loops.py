@@ -16,6 +16,7 @@ import re
 from .regions import FunctionNode, Loop
 from .loop_kinds import LoopFacts, is_step_function, loop_facts, trains_anywhere
 from ..module_index import ModuleIndex
+from ..syntax import parameter_names
 from .step_markers import is_loader_like, own_nodes
 
 _NOT_FOLLOWED = frozenset({"forward", "__call__"})
@@ -138,7 +139,7 @@ class StepLoopJudge:
         while isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) \
                 and iterable.func.id in ("enumerate", "zip", "reversed", "list") and iterable.args:
             iterable = iterable.args[0]
-        params = {a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]}
+        params = parameter_names(function.args)
         # (the parameter test first: it is cheap, and whether the function is one step walks all of it)
         return isinstance(iterable, ast.Name) and iterable.id in params and is_step_function(function)
 

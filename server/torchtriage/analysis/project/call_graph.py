@@ -25,7 +25,7 @@ from ..incremental.walks import scope_walk
 from .containers import element_values, iterated_attribute, self_attribute
 from .modules import FunctionNode, ModuleTable, ProjectModule
 from .registries import RegistryIndex
-from ..syntax import assigned_value, assignment_history
+from ..syntax import assigned_value, assignment_history, parameter_names
 
 ClassRef = tuple[ProjectModule, ast.ClassDef]
 FunctionRef = tuple[ProjectModule, FunctionNode]
@@ -530,8 +530,7 @@ def _local_name(module: ProjectModule, arg: ast.AST, at: ast.AST) -> bool:
     function = module.ctx.enclosing_function(at) if module.ctx is not None and isinstance(arg, ast.Name) else None
     if function is None:
         return False
-    arguments = function.args
-    return any(a.arg == arg.id for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs])  # type: ignore[attr-defined]
+    return arg.id in parameter_names(function.args)  # type: ignore[attr-defined]
 
 
 def owner_class(ctx: ModuleContext, node: ast.AST) -> ast.ClassDef | None:

@@ -22,7 +22,7 @@ from ..hotloops.loop_kinds import loop_facts
 from .modules import FunctionNode, ModuleTable, ProjectModule
 from ..project_view import LoaderRead
 from ..hotloops.step_markers import is_backward_call, is_optimizer_step, is_shape_read, names_in, own_nodes, unwrap_iterable
-from ..syntax import bound_name, positional_before_starred
+from ..syntax import bound_name, parameter_names, positional_before_starred
 
 _HOST_READS = frozenset({"item", "tolist", "float", "int", "bool"})
 
@@ -84,7 +84,7 @@ def device_functions(module: ProjectModule) -> dict[str, FunctionNode]:
 
 def _sets_device_on_parameter(func: FunctionNode) -> bool:
     """``args.device = "cuda"`` (or ``= torch.device("cuda:0")``) on one of the function's parameters."""
-    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+    params = parameter_names(func.args)
     for node in ast.walk(func):
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Attribute) and t.attr == "device" and isinstance(t.value, ast.Name) and t.value.id in params

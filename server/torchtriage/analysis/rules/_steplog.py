@@ -9,6 +9,7 @@ import re
 from ...findings import Applicability, Edit, Fix, Span
 from .base import RuleContext
 from ..hotloops.finder import HotRegion
+from ..syntax import parameter_names
 from ..text import indentation
 
 CLOCK_CALLS = frozenset(
@@ -134,8 +135,7 @@ def _module_names(ctx: RuleContext) -> set[str]:
 
 
 def _function_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    arguments = function.args
-    names = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
+    names = parameter_names(function.args)
     names |= {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     return names
 

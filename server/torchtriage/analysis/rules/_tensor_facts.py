@@ -12,6 +12,7 @@ from pathlib import Path
 from .base import RuleContext
 from ..hotloops.finder import HotRegion
 from ._scopes import Binding
+from ..syntax import parameter_names
 
 TENSOR_NAME = re.compile(
     r"^(loss|losses|total_loss|\w+_loss|acc|accuracy|logits|\w+_logits|preds?|predictions|"
@@ -109,9 +110,7 @@ def is_step_parameter(name: str, scope: ast.AST, region: HotRegion | None) -> bo
     if region is None or scope is not region.node or name not in region.batch_names:
         return False
     arguments = getattr(scope, "args", None)
-    return isinstance(arguments, ast.arguments) and any(
-        a.arg == name for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    )
+    return isinstance(arguments, ast.arguments) and name in parameter_names(arguments)
 
 
 def iterates_structure(iterable: ast.AST) -> bool:
