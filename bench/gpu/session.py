@@ -18,7 +18,9 @@ What it does, in order:
 5. the lab on the examples, as far as time allows;
 6. ``--memory-snapshot``, and a one-rank NCCL run;
 7. ``diag``: where backward kernels sit in the profiler's event tree (``backward_walk.py``);
-8. ``pytest``: the live-GPU tests (``-m cuda``), their output in ``logs/pytest.txt``, their runs in ``live_runs/``.
+8. ``pytest``: the live-GPU tests (``-m cuda``), their output in ``logs/pytest.txt``, their runs in ``live_runs/``;
+9. ``fixtures``: ``profile --device cuda`` on the runtime-findings fixtures' CUDA versions (``tests/data/runtime/gpu/``);
+10. ``magic``: ``%%torchtriage`` on a CUDA cell in an IPython shell (``magic_cell.py``), its run in ``runs/magic_cell``.
 
 Results: ``DIR/cuda_results.tar.gz`` (run folders without their full traces,
 trimmed traces, ``figures.json``, ``facts.json``, ``log.txt``) and
@@ -42,6 +44,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
+FIXTURES = ROOT / "tests" / "data" / "runtime" / "gpu"  # the runtime-findings fixtures, CUDA versions
 CLOCK = Path(__file__).resolve().parent / "step_clock.py"
 # example -> steps its timed runs take (enough for the profiler's adaptive window and a steady median)
 STEPS = {
@@ -68,9 +71,10 @@ class Session:
         self.device: str = args.device
         self.figures: dict[str, Any] = {"device": args.device, "profile": {}, "timing": {}, "lab": {}, "extra": {}}
         self.log_file = (work / "log.txt").open("a", encoding="utf-8")
-        self.examples, self.timed, self.labs = (split(names) for names in (args.examples, args.timed, args.labs))
+        self.examples, self.timed, self.labs, self.fixtures = (split(names) for names in (args.examples, args.timed, args.labs, args.fixtures))
         self.lab_modes: str = args.lab_modes
         self.snapshot = not args.no_snapshot
+        self.pytest_k: str = args.pytest_k
 
     def log(self, message: str) -> None:
         line = f"[{time.strftime('%H:%M:%S')}] {message}"
@@ -216,6 +220,28 @@ def extras(session: Session) -> None:
         session.figures["extra"]["nccl"] = result
 
 
+def fixtures(session: Session) -> None:
+    for script in sorted(FIXTURES.glob("*.py")):
+        if session.fixtures and script.stem not in session.fixtures:
+            continue
+        out = session.work / "runs" / script.stem
+        timeout = 150 if script.stem == "reduce_overhead" else 90  # compilation
+        result = session.run(f"profile-{script.stem}", torchtriage("profile", "--device", session.device, "--quiet", "--out", str(out),
+                                                                   str(script), "--", "--steps", "40"), timeout)
+        report = _read_json(out / "report.json")
+        if report:
+            result.update(kind=report.get("bottleneck", {}).get("kind"),
+                          runtime_findings=sorted({f.get("code") for f in report.get("runtime_findings", [])}))
+            session.log(f"  {script.stem}: verdict {result['kind']}, {result['runtime_findings']}")
+        session.figures["profile"][script.stem] = result
+
+
+def magic(session: Session) -> None:
+    session.figures["extra"]["magic"] = session.run(
+        "magic", [sys.executable, str(Path(__file__).resolve().parent / "magic_cell.py"), str(session.work / "runs" / "magic_cell"),
+                  "--device", session.device], 120)
+
+
 def diag(session: Session) -> None:
     session.figures["extra"]["backward_walk"] = session.run(
         "backward-walk", [sys.executable, str(Path(__file__).resolve().parent / "backward_walk.py"),
@@ -225,7 +251,7 @@ def diag(session: Session) -> None:
 def live_tests(session: Session) -> None:
     os.environ["TORCHTRIAGE_LIVE_OUT"] = str(session.work / "live_runs")  # the tests' runs are packed with the others
     argv = [sys.executable, "-m", "pytest", "-m", "cuda", "-p", "no:cacheprovider", "-rA", "-q",
-            "--junitxml", str(session.work / "pytest.xml"), "tests/runtime/cuda"]
+            "--junitxml", str(session.work / "pytest.xml"), "tests/runtime/cuda", *(["-k", session.pytest_k] if session.pytest_k else [])]
     session.figures["extra"]["pytest"] = session.run("pytest", argv, 300)
 
 
@@ -255,6 +281,9 @@ def pack(session: Session, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (session.work / "figures.json").write_text(json.dumps(session.figures, indent=1, default=str), encoding="utf-8")
     traces: list[Path] = []
+    for plain in session.work.glob("*runs/*/trace.json"):  # the magic's run writes its trace uncompressed
+        with plain.open("rb") as source, gzip.open(plain.with_name("trace.json.gz"), "wb") as target:
+            shutil.copyfileobj(source, target)
     for trace in sorted(session.work.glob("*runs/*/trace.json.gz")):
         if trace.stat().st_size <= TRIM_LIMIT:  # a big one takes a minute to parse: it travels whole or not at all
             trim_trace(trace, trace.with_name("trace_trimmed.json.gz"))
@@ -262,7 +291,7 @@ def pack(session: Session, out: Path) -> None:
     with tarfile.open(out / "cuda_results.tar.gz", "w:gz") as tar:
         for path in sorted(session.work.rglob("*")):
             parts = path.relative_to(session.work).parts
-            if not path.is_file() or path.name == "trace.json.gz" or "tb" in parts:
+            if not path.is_file() or path.name in ("trace.json.gz", "trace.json") or "tb" in parts:
                 continue
             if parts[0] == "overhead_runs" and path.name not in ("report.json", "output.log"):
                 continue  # the overhead runs are there for their clocks
@@ -298,15 +327,17 @@ def main() -> None:
     parser.add_argument("--examples", default=",".join(STEPS), help="examples to profile")
     parser.add_argument("--timed", default=",".join(STEPS), help="examples to time before and after fixes")
     parser.add_argument("--labs", default=",".join(LAB_ORDER), help="examples to run the lab on")
+    parser.add_argument("--fixtures", default="", help="fixtures to profile (default: all of tests/data/runtime/gpu)")
     parser.add_argument("--lab-modes", default="fp32,bf16,bf16+compile")
     parser.add_argument("--no-snapshot", action="store_true")
+    parser.add_argument("--pytest-k", default="", help="pytest -k expression for the live tests")
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     session = Session(args.work, args.budget, args)
     parts = {"profile": profile_examples, "overhead": overhead, "fixes": fixes_and_tuned, "extras": extras, "lab": labs,
-             "diag": diag, "pytest": live_tests}
+             "diag": diag, "pytest": live_tests, "fixtures": fixtures, "magic": magic}
     try:
         facts(session)
         for part in args.parts.split(","):
