@@ -24,13 +24,13 @@ def profile_cli(tmp_path: Path, script: str, *script_args: str, options: tuple[s
     return proc, out
 
 
-def profile_source(base: Path, name: str, source: str, timeout: float = 300) -> tuple[Path, Path]:
-    """Write ``source`` as ``base/<name>.py`` and run ``torchtriage profile`` on it (the FAST window),
-    failing the test if the run fails; returns the script and its run folder."""
+def profile_source(base: Path, name: str, source: str, timeout: float = 300, options: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    """Write ``source`` as ``base/<name>.py`` and run ``torchtriage profile`` on it (the FAST window, then
+    ``options``), failing the test if the run fails; returns the script and its run folder."""
     script = base / f"{name}.py"
     script.write_text(source, encoding="utf-8")
     folder = base / f"run_{name}"
-    command = [sys.executable, "-m", "torchtriage", "profile", "--quiet", "--out", str(folder), *FAST, str(script)]
+    command = [sys.executable, "-m", "torchtriage", "profile", "--quiet", "--out", str(folder), *FAST, *options, str(script)]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=base)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return script, folder

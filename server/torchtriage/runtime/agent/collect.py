@@ -41,7 +41,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .alloc_summary import summarize_allocs
 from .dtypes import DtypeRecorder
-from .event_tree import TORCH_OP, USER_SCOPE, EventType, Item, NodeState
+from .event_tree import TORCH_OP, USER_SCOPE, EventType, Item, NodeState, with_misplaced
 from .node_visit import NodeVisitor
 from .sampled_lines import OpSpan, RangeSpan, sampled_charges
 from .usercode import UserCode
@@ -72,7 +72,7 @@ class Collector(NodeVisitor):
         """Walk the tree.  ``step_hints``: (before, after) clock readings around each ``prof.step()``
         that began a recorded step, so the search for ``ProfilerStep#N`` can skip the rest of the tree.
         ``complete_steps``: keep only that many (the script ended inside the last one: it is no step)."""
-        roots = sorted(roots, key=lambda e: e.start_time_ns)
+        roots = sorted(with_misplaced(roots)[0], key=lambda e: e.start_time_ns)
         self._find_steps(roots, step_hints)
         self.steps_recorded = len(self.steps)
         if not self.steps:

@@ -39,6 +39,28 @@ class NodeState:
         self.shape = shape  # the enclosing matmul / convolution in ``Collector.shapes`` (-1: none)
 
 
+def with_misplaced(nodes: List[Any]) -> Tuple[List[Any], bool]:
+    """NODES and, after them, the descendants torch's tree put under a GPU event among them, with whether any was.
+
+    The tree nests events by time, and a GPU kernel's span (device time, later than its launch) can enclose
+    CPU events that ran meanwhile: on an H200, ``ProfilerStep#5`` and the optimizer hook that began it sat
+    under a GEMM kernel of the step before (and the walk lost them).  A GPU event's children are no part
+    of it: they belong to its parent.  (A runtime call's children are the kernels it launched: they stay.)"""
+    found = False
+    out = nodes
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        if node.tag.value == KINETO and not is_runtime(node.name):  # a runtime call's children are its kernels
+            nested = node.children
+            if nested:
+                if not found:
+                    out, found = list(out), True
+                out.extend(nested)
+    return out, found
+
+
 def is_runtime(name: str) -> bool:
     """Whether a Kineto event is a CUDA / HIP runtime call made on the CPU (not GPU activity)."""
     return name.startswith(("cuda", "cu", "hip")) or name == "cuda_sync"

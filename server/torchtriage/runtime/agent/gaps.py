@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
+from .event_tree import with_misplaced
 from .intervals import MAX_GAPS, MIN_GAP_NS, PROBES, idle_spans
 from .usercode import UserCode
 from .wire import Gap, GpuActivity, Step
@@ -45,7 +46,7 @@ class _Tree:
 
     @staticmethod
     def _sorted(nodes: Sequence[Any]) -> Tuple[List[int], List[Any]]:
-        kept = sorted((n for n in nodes if n.tag.value not in SKIPPED), key=lambda n: n.start_time_ns)
+        kept = sorted((n for n in with_misplaced(list(nodes))[0] if n.tag.value not in SKIPPED), key=lambda n: n.start_time_ns)
         return [n.start_time_ns for n in kept], kept
 
     def children(self, node: Any) -> Tuple[List[int], List[Any]]:

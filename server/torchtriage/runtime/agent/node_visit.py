@@ -30,7 +30,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 from .comms import is_collective
 from .device_events import DeviceEvents
-from .event_tree import ALLOCATION, KINETO, PY_C_CALL, PY_CALL, TORCH_OP, USER_SCOPE, Frame, Item, NodeState, is_runtime
+from .event_tree import ALLOCATION, KINETO, PY_C_CALL, PY_CALL, TORCH_OP, USER_SCOPE, Frame, Item, NodeState, is_runtime, with_misplaced
 from .shapes import SHAPE_OPS
 from .wire import Root, Sync
 
@@ -111,7 +111,8 @@ class NodeVisitor(DeviceEvents):
         leaves: List[Tuple[Any, int, int]] = []  # C calls with no children: charged here, not pushed
         child_ops = False
         intervals = []
-        for child in node.children if children is None else children:
+        nodes, misplaced = with_misplaced(node.children if children is None else children)
+        for child in nodes:
             ctag = child.tag.value
             grandchildren = None
             if ctag == PY_C_CALL:
@@ -130,6 +131,8 @@ class NodeVisitor(DeviceEvents):
             kids.append(kid)
             intervals.append((kid[2], kid[3]))
             child_ops = child_ops or ctag == TORCH_OP
+        if misplaced:  # the walk takes a node's children in time order
+            kids.sort(key=lambda kid: kid[2])
         if ctx == "compile" and state.ctx != "compile":
             self._compile_spans.append((start, end))
         category = ctx or own_category or _own_category(tag, child_ops, backward)

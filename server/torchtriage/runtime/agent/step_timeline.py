@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .event_tree import ALLOCATION, KINETO, TORCH_OP
+from .event_tree import ALLOCATION, TORCH_OP
 from .intervals import uncovered
 from .walk_records import WalkRecords
 from .wire import Step
@@ -39,7 +39,8 @@ class StepTimeline(WalkRecords):
 
     @staticmethod
     def _search_steps(roots: List[Any], near: Optional[Callable[[int, int], bool]]) -> List[Tuple[Step, int]]:
-        """(step, thread) of every ``ProfilerStep#N``; ``near(start, end)``: whether a node may hold one."""
+        """(step, thread) of every ``ProfilerStep#N``; ``near(start, end)``: whether a node may hold one (a Kineto
+        event's children too: see ``event_tree.with_misplaced``)."""
         stack = list(roots)
         found = []
         while stack:
@@ -50,7 +51,7 @@ class StepTimeline(WalkRecords):
                 if name.startswith("ProfilerStep#"):
                     found.append((Step(int(name.split("#", 1)[1]), node.start_time_ns, node.end_time_ns), node.start_tid))
                     continue
-            elif tag == ALLOCATION or tag == KINETO:
+            elif tag == ALLOCATION:
                 continue
             if near is None or near(node.start_time_ns, node.end_time_ns):
                 stack.extend(node.children)

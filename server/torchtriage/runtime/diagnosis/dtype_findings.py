@@ -12,7 +12,8 @@ The attribution (``attribution/dtypes.py``) resolves the agent's ``dtype_events`
   a 16-bit float in a run that also promotes: converting back what a
   promotion widened (the backward of that cast counts with it).  Casts alone
   (``logits.float()`` before a loss, autocast's own casts inside an op) and
-  explicit upcasts are not churn and raise nothing.
+  explicit upcasts are not churn and raise nothing, and neither do mixed inputs
+  of an op that cannot promote (``AUTOCAST_CAST_INSIDE``: autocast cast them).
 """
 
 from __future__ import annotations
@@ -26,6 +27,16 @@ from .runtime_finding import runtime_finding
 from ..results.verdicts import Evidence, Recommendation
 
 EXPLICIT_CASTS = ("aten::to", "aten::_to_copy", "aten::copy_")  # a cast the user asked for (top-level op)
+# Ops that never promote: outside autocast they refuse mixed float inputs ("mat1 and mat2 must have the same
+# dtype", "Input type (c10::Half) and weight type (float) should be the same"), so one recorded with mixed
+# inputs ran under autocast, which casts them down inside the op (seen on an H200: fp16 autocast's
+# aten::linear of a float16 activation and the float32 weight).
+AUTOCAST_CAST_INSIDE = frozenset((
+    "aten::linear", "aten::matmul", "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm", "aten::mv",
+    "aten::addmv", "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution",
+    "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d", "aten::prelu",
+    "aten::scaled_dot_product_attention", "aten::lstm_cell", "aten::gru_cell", "aten::rnn_tanh_cell", "aten::rnn_relu_cell",
+))
 NARROW = ("bfloat16", "float16")
 LOUD_SHARE = 0.05
 LOUD_BYTES_PER_STEP = 1 << 20
@@ -69,7 +80,7 @@ FIXES = [
 def dtype_findings(profile: ProfileData) -> list[Finding]:
     """TTR503 on lines that promote mixed float dtypes, and on lines that cast the result back."""
     lines = profile.dtype_lines
-    mixed = [d for d in lines if d.kind == "mixed"]
+    mixed = [d for d in lines if d.kind == "mixed" and d.op not in AUTOCAST_CAST_INSIDE]
     if not mixed:
         return []
     n = max(1, profile.steps_profiled)

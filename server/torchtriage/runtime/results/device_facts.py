@@ -94,10 +94,20 @@ class MemoryShape:
 
     @property
     def dominant(self) -> str:
-        return max(MEMORY_COMPONENTS, key=lambda c: self.components.get(c, 0))
+        """The largest part, the optimizer's step temporaries counted with its state (see ``part_bytes``)."""
+        return max(MEMORY_COMPONENTS, key=self.part_bytes)
+
+    def part_bytes(self, component: str) -> int:
+        """A component's bytes as a part to shrink: the optimizer step's temporaries (a foreach update's tensor
+        lists, gone with ``fused=True``) belong to the optimizer, not to ``other``."""
+        moved = self.step_temporaries if component == "optimizer_state" else -self.step_temporaries if component == "other" else 0
+        return max(0, self.components.get(component, 0) + moved)
 
     def share(self, component: str) -> float:
         return self.components.get(component, 0) / self.peak_bytes if self.peak_bytes > 0 else 0.0
+
+    def part_share(self, component: str) -> float:
+        return self.part_bytes(component) / self.peak_bytes if self.peak_bytes > 0 else 0.0
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "MemoryShape":

@@ -61,7 +61,10 @@ def test_adam_state_dominates_memory_and_the_finding_says_what_to_do(runs: dict)
     assert 2 * params <= c["optimizer_state"] <= 2 * params + 1024  # exp_avg, exp_avg_sq (+ the step counters)
     assert shape["dominant"] == "optimizer_state" and shape["optimizers"][0]["name"] == "Adam"
     [f] = codes(report, "runtime_findings")["TTR701"]
-    assert f["line"] == line_of("adam_memory.py", "opt.step()") and f["message"].startswith("optimizer state is 4")
+    temporaries = shape["optimizer_step_temporaries_bytes"]  # Adam's step builds its denominators, as large as the parameters
+    assert temporaries >= params // 2
+    assert f["line"] == line_of("adam_memory.py", "opt.step()")
+    assert f["message"].startswith(f"optimizer state with its step's temporaries ({temporaries / 2**20:.1f} MiB) is ")
     actions = [r["action"] for r in f["recommendations"]]
     assert actions[0].startswith("Use 8-bit AdamW") and any("ZeroRedundancyOptimizer" in a for a in actions)
     assert "Memory at the peak:" in summary_text(report) and "TTR701" in summary_text(report)

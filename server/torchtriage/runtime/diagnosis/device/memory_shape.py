@@ -139,8 +139,10 @@ def memory_findings(profile: ProfileData, spots: Sequence[Hotspot]) -> list[Find
     if shape is not None and shape.peak_bytes > 0:
         part = shape.dominant
         anchor = _anchor(shape, part, spots)
-        if part in ("optimizer_state", "activations") and shape.share(part) >= DOMINANT_SHARE and shape.peak_bytes >= MIN_PEAK_BYTES and anchor:
+        if part in ("optimizer_state", "activations") and shape.part_share(part) >= DOMINANT_SHARE and shape.peak_bytes >= MIN_PEAK_BYTES and anchor:
             what = part.replace("_", " ")
+            if part == "optimizer_state" and shape.step_temporaries:
+                what += f" with its step's temporaries ({_mib(shape.step_temporaries)})"
             evidence = [_composition(shape)]
             if part == "optimizer_state":
                 evidence += [Evidence(f"{o.name} ({o.implementation}): {_mib(o.state_bytes)} of state for {o.params:,} parameters") for o in shape.optimizers]
@@ -149,7 +151,7 @@ def memory_findings(profile: ProfileData, spots: Sequence[Hotspot]) -> list[Find
                 evidence += [Evidence(f"{_where(a.path, a.line)} ({a.function}): {_mib(a.bytes)} live at the peak", a.path, a.line) for a in shape.activation_lines[:3]]
                 recs = activation_advice(shape, cuda)
             message = (
-                f"{what} is {shape.share(part) * 100:.0f}% of the memory live at the peak ({_mib(shape.components[part])} of "
+                f"{what} is {shape.part_share(part) * 100:.0f}% of the memory live at the peak ({_mib(shape.part_bytes(part))} of "
                 f"{_mib(shape.peak_bytes)}): {recs[0].action[0].lower() + recs[0].action[1:]}"
             )
             out.append(device_finding("TTR701", anchor[0], anchor[1], message, 0.0, 0.0, evidence, recs, loud=_near_limit(profile)))
