@@ -2,7 +2,8 @@
 
     python bench/gpu/save_cases.py SESSION_DIR [SESSION_DIR...]   # unpacked cuda_results (+ cuda_traces)
 
-For each example run found in a session's ``runs/`` and ``live_runs/`` (a later one wins) it writes, in
+For each run of an example, a GPU fixture (``tests/data/runtime/gpu/``) or the ``%%torchtriage`` magic
+(``magic_cell.py``) found in a session's ``runs/`` and ``live_runs/`` (a later one wins) it writes, in
 the case's folder:
 ``agent.json.gz`` (what the agent recorded on the GPU), ``trace.json.gz`` when
 the trace is small (``FULL_TRACE_LIMIT``; the CI tests rebuild the report from
@@ -34,11 +35,22 @@ from torchtriage.runtime.attribution.lines import build_profile  # noqa: E402
 from torchtriage.runtime.profiling.finish import write_outputs  # noqa: E402
 
 TARGET = ROOT / "tests" / "data" / "runtime" / "cuda"
-FULL_TRACE_LIMIT = 1024 * 1024
+FIXTURES = ROOT / "tests" / "data" / "runtime" / "gpu"  # the runtime-findings fixtures' CUDA versions
+FULL_TRACE_LIMIT = 1024 * 1024  # the examples' traces; --full-trace-limit for others
+MAGIC = "magic_cell"  # the %%torchtriage run of magic_cell.py: its report.json is kept as the magic wrote it
 
 
-def save_case(run: Path, facts: dict, manifest: dict) -> None:
-    case = run.name
+def script_of(run: Path, raw: dict) -> Path | None:
+    """The script a run profiled, as this checkout has it: an example, a GPU fixture, or the magic's cell file."""
+    name = Path(raw["meta"]["script"]).name
+    for candidate in (ROOT / "examples" / name, FIXTURES / name, run / name):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def save_case(run: Path, facts: dict, manifest: dict, case: str | None = None, full_trace_limit: int = FULL_TRACE_LIMIT) -> None:
+    case = case or run.name
     target = TARGET / case
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
@@ -47,19 +59,27 @@ def save_case(run: Path, facts: dict, manifest: dict) -> None:
         json.dump(raw, handle, separators=(",", ":"))
     trace = run / "trace.json.gz"
     extra: dict = {}
-    if trace.exists() and trace.stat().st_size <= FULL_TRACE_LIMIT:
+    if trace.exists() and trace.stat().st_size <= full_trace_limit:
         shutil.copy(trace, target / "trace.json.gz")
         extra["trace"] = str(target / "trace.json.gz")
     elif trace.exists():
         trim_trace(trace, target / "trace_trimmed.json.gz", steps=1, drop=("python_function", "cpu_instant_event"))
-    script = Path(raw["meta"]["script"])
-    shutil.copy(ROOT / "examples" / script.name, target / "script.py")
-    with tempfile.TemporaryDirectory() as scratch:
-        profile = build_profile(raw, extra=extra)
-        report = write_outputs(profile, Path(scratch))
-    (target / "report.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    script = script_of(run, raw)
+    assert script is not None, run
+    shutil.copy(script, target / "script.py")
+    if run.name == MAGIC:
+        report = json.loads((run / "report.json").read_text(encoding="utf-8"))
+    else:
+        with tempfile.TemporaryDirectory() as scratch:
+            report = write_outputs(build_profile(raw, extra=extra), Path(scratch))
+    if run.name == MAGIC:  # its sources section holds the IPython files the carried wheels made "yours": 0.5 MB
+        with gzip.open(target / "report.json.gz", "wt", encoding="utf-8") as handle:
+            json.dump(report, handle)
+    else:
+        (target / "report.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
     manifest[case] = {
         "script": script.name,
+        "source": "the run folder (a notebook cell)" if script.parent == run else str(script.parent.relative_to(ROOT)),
         "argv": raw["meta"].get("argv"),
         "device": raw["meta"].get("device"),
         "device_name": raw["meta"].get("device_name"),
@@ -117,7 +137,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sessions", nargs="+", type=Path)
     parser.add_argument("--skip", default="", help="comma-separated cases to leave out")
+    parser.add_argument("--only", default="", help="comma-separated runs to keep (default: all)")
+    parser.add_argument("--rename", default="", help="comma-separated RUN=CASE: keep a run under another case name "
+                                                     "(sync_every_step=sync_every_step_h200 keeps an earlier GPU's case)")
+    parser.add_argument("--no-clocks", action="store_true", help="leave clocks.json as it is")
+    parser.add_argument("--full-trace-limit", type=int, default=FULL_TRACE_LIMIT,
+                        help="keep a trace whole up to this many bytes, else one trimmed step")
     args = parser.parse_args()
+    only = set(filter(None, args.only.split(",")))
+    renamed = dict(pair.split("=", 1) for pair in filter(None, args.rename.split(",")))
     runs: dict[str, tuple[Path, dict]] = {}
     nccl: tuple[Path, dict] | None = None
     for session in args.sessions:
@@ -125,20 +153,22 @@ def main() -> None:
         # the session's profiles, then the live tests' runs (``pytest`` part): a later folder wins
         for folder in (session / "runs", session / "live_runs"):
             for run in sorted(folder.iterdir()) if folder.is_dir() else []:
-                if run.name in args.skip:
+                if run.name in args.skip.split(",") or (only and run.name not in only):
                     continue
-                if (run / "agent.json").exists() and (ROOT / "examples" / f"{run.name}.py").exists():
+                agent = run / "agent.json"
+                if agent.exists() and script_of(run, json.loads(agent.read_text(encoding="utf-8"))) is not None:
                     runs[run.name] = (run, facts)
                 elif run.name == "ddp_nccl" and (run / "rank0" / "agent.json").exists():
                     nccl = (run, facts)
     cases_file = TARGET / "cases.json"
     manifest: dict = json.loads(cases_file.read_text(encoding="utf-8")) if cases_file.exists() else {}
     for name in sorted(runs):
-        save_case(runs[name][0], runs[name][1], manifest)
+        save_case(runs[name][0], runs[name][1], manifest, renamed.get(name), args.full_trace_limit)
     if nccl is not None:
         save_nccl(nccl[0], nccl[1], manifest)
     cases_file.write_text(json.dumps(dict(sorted(manifest.items())), indent=1) + "\n", encoding="utf-8")
-    save_clocks(args.sessions)
+    if not args.no_clocks:
+        save_clocks(args.sessions)
 
 
 if __name__ == "__main__":

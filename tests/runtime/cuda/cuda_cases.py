@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchtriage.runtime.attribution.lines import build_profile
-from torchtriage.runtime.diagnosis.bottleneck import diagnose
+from torchtriage.runtime.diagnosis.bottleneck import MENTION_BARS, VERDICT_BARS, diagnose
 from torchtriage.runtime.results.profile_data import ProfileData
 from torchtriage.runtime.trace import Trace, load_trace
 
@@ -44,6 +44,15 @@ def cases() -> dict[str, dict[str, Any]]:
 
 def clocks() -> dict[str, dict[str, Any]]:
     return json.loads((CASES / "clocks.json").read_text(encoding="utf-8"))
+
+
+def case_report(case: str) -> dict[str, Any]:
+    """The case's report.json (the magic's is kept compressed: report.json.gz)."""
+    folder = CASES / case
+    if (folder / "report.json.gz").exists():
+        with gzip.open(folder / "report.json.gz", "rt", encoding="utf-8") as handle:
+            return json.load(handle)
+    return json.loads((folder / "report.json").read_text(encoding="utf-8"))
 
 
 def recorded(case: str) -> tuple[ProfileData, Path, Optional[Trace]]:
@@ -154,8 +163,9 @@ def trace_memory(path: str) -> list[int]:
 
 def check_sync_cost(profile: ProfileData) -> None:
     """Syncs every step on a GPU that is busy most of the step: the CPU waits long in them, but only the GPU's
-    idle time could be won back, so host_sync is at most that, the rest of the wait is compute, and host_sync
-    still passes its bar: the verdict."""
+    idle time could be won back, so host_sync is at most that and the rest of the wait is compute.  host_sync
+    is the verdict when that share passes its bar (the H100: 20 %), else a secondary verdict (the H200, whose
+    kernels ran faster: 14 %)."""
     n = len(profile.steps)
     busy_ms = profile.extra["gpu_busy_us"] / n / 1000.0
     waited_ms = sum(p.stall_us for p in profile.sync_points if p.kind == "stream_sync") / n / 1000.0
@@ -164,4 +174,9 @@ def check_sync_cost(profile: ProfileData) -> None:
     assert waited_ms > 2 * idle_ms  # the waits were mostly the GPU running the step's queued kernels
     assert 0 < host_sync_ms <= idle_ms + 0.01
     assert profile.extra["sync_wait_on_busy_gpu_us"] > 0
-    assert verdict(profile) == "host_sync"
+    diagnosis = diagnose(profile)
+    share = profile.category_us["host_sync"] / sum(s.duration_us for s in profile.steps)
+    if share >= dict(VERDICT_BARS)["host_sync"]:
+        assert diagnosis.bottleneck.kind == "host_sync"
+    else:
+        assert share >= MENTION_BARS["host_sync"] and "host_sync" in [v.kind for v in diagnosis.secondary]

@@ -16,7 +16,7 @@ def test_at_least_four_real_gpu_cases_each_with_a_verdict():
     listed = cases()
     assert len(listed) >= 4
     for name, case in listed.items():
-        report = json.loads((cuda_cases.CASES / name / "report.json").read_text(encoding="utf-8"))
+        report = cuda_cases.case_report(name)
         assert report["device"] == "cuda" and report["device_name"].startswith("NVIDIA"), name
         assert report["bottleneck"]["kind"] in ("data_loading", "host_sync", "python_overhead", "launch_overhead",
                                                 "compute", "communication", "memory_growth", "none")

@@ -61,3 +61,29 @@ def test_a_one_rank_nccl_job_ran_and_its_reducer_and_communication_were_seen() -
         profile = build_profile(json.load(handle))
     share = category_shares(profile)["communication"]
     assert share > 0 and abs(share - report["breakdown"]["communication"]) < 1e-4
+
+
+def test_fp16_with_a_grad_scaler_and_cuda_graphs_ran_on_the_h200() -> None:
+    """The lab's fp16 (autocast + GradScaler) and bf16+reduce-overhead (CUDA graphs) rows, measured on an H200."""
+    for name in ("sync_every_step", "graph_leak", "device_moves"):
+        document = lab(name)
+        assert document["device"] == "cuda" and document["device_name"] == "NVIDIA H200", name
+        by_name = rows(document)
+        fp16, graphs = by_name["fp16"], by_name["bf16+reduce-overhead"]
+        assert fp16["status"] == "measured" and fp16["grad_scaler"] and fp16["output_dtype"] == "float16"
+        assert graphs["status"] == "measured" and graphs["compile_mode"] == "reduce-overhead" and graphs["graphs"] == 1
+        assert graphs["compiled_forward_calls"] == graphs["steps_measured"] and graphs["graph_breaks"] == 0
+    # a model whose outputs are kept across steps (graph_leak's logits) gains nothing from CUDA graphs: slower
+    assert rows(lab("graph_leak"))["bf16+reduce-overhead"]["change_vs_fp32"] == "slower"
+    reading = build_reading(lab("sync_every_step")["rows"], "cuda")
+    assert reading["precision"]["size"] == "large" and reading["fastest"] == "bf16+reduce-overhead"
+
+
+def test_an_eval_script_in_the_lab_fails_every_row_and_the_reading_compares_none() -> None:
+    """eval_no_grad has no optimizer: no configuration applied (no_model), so no row's time is a comparison."""
+    document = lab("eval_no_grad")
+    assert {row["status"] for row in document["rows"]} == {"failed"} and {row["reason"] for row in document["rows"]} == {"no_model"}
+    reading = build_reading(document["rows"], "cuda")
+    assert reading["precision"] is None and reading["compile"] is None and reading["fastest"] is None
+    assert reading["verdict"] not in ("take_compile", "take_low_precision", "take_both")
+    assert all("faster" not in line["text"] for line in reading["lines"]), reading["lines"]

@@ -163,8 +163,11 @@ def test_import_roots_keep_pythonpath_folders_and_editable_installs_not_librarie
     site_packages = tmp_path / "venv" / "lib" / "site-packages"
     site_packages.mkdir(parents=True)
     stdlib = sysconfig.get_paths()["stdlib"]
-    found = import_roots(path=[str(mine), str(site_packages), stdlib, str(tmp_path / "missing"), stdlib + ".zip"])
-    assert str(mine.resolve()) + os.sep in found
+    target = tmp_path / "wheels"  # pip install --target wheels ...; PYTHONPATH=wheels
+    (target / "IPython").mkdir(parents=True)
+    (target / "ipython-9.0.0.dist-info").mkdir()
+    found = import_roots(path=[str(mine), str(site_packages), stdlib, str(tmp_path / "missing"), stdlib + ".zip", str(target)])
+    assert str(mine.resolve()) + os.sep in found and not any(f.startswith(str(target.resolve())) for f in found)
     assert not any(f.startswith(str(site_packages)) or f.startswith(os.path.realpath(stdlib)) for f in found)
     import importlib.metadata
 

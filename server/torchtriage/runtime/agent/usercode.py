@@ -79,18 +79,30 @@ def import_roots(excluded: Iterable[str] = (), path: Optional[Iterable[str]] = N
     run under another interpreter (``--python``), whose site-packages and ``.pth`` files the host cannot
     see without starting it, and ``sys.path`` already holds what that interpreter made of ``PYTHONPATH``
     and the ``.pth`` files.  ``path``: the entries to read (default ``sys.path``, read before the script
-    runs).  Entries in a library (site-packages, the standard library, ``excluded``) are left out."""
+    runs).  Entries in a library (site-packages, the standard library, ``excluded``, a folder pip installed
+    packages into) are left out."""
     libraries = _library_prefixes(excluded)
     found: List[str] = []
     for entry in [*(sys.path if path is None else path), *_editable_projects()]:
         if not isinstance(entry, str) or not os.path.isdir(entry or os.curdir):
             continue  # zip archives, folders that do not exist
         real = os.path.realpath(entry or os.curdir).rstrip(os.sep) + os.sep
-        if any(part in real for part in _LIBRARY_PARTS) or any(real.startswith(p) for p in libraries):
+        if any(part in real for part in _LIBRARY_PARTS) or any(real.startswith(p) for p in libraries) or _installed_into(real):
             continue
         if real not in found:
             found.append(real)
     return found
+
+
+def _installed_into(folder: str) -> bool:
+    """Whether pip installed packages into FOLDER (``pip install --target``: ``*.dist-info`` beside them): a
+    ``PYTHONPATH`` entry like that holds libraries, not the user's code (on the GPU machine, the wheels carried
+    there made IPython's and traitlets' files "yours" in a ``%%torchtriage`` report)."""
+    try:
+        with os.scandir(folder) as entries:
+            return any(entry.name.endswith(".dist-info") and entry.is_dir() for entry in entries)
+    except OSError:
+        return False
 
 
 def _editable_projects() -> List[str]:

@@ -20,8 +20,10 @@ PROFILE_HINT = "look at the data loader and host-device syncs first (`torchtriag
 
 
 def _stats(row: dict[str, Any]) -> Optional[StepStats]:
+    """A row's step times, for comparing: a failed row's are none (on an H200 an eval script's rows all failed
+    with no_model, the configurations never applied, and their times were read as "compile: 1.70x faster")."""
     s = row.get("step_time_ms")
-    if not s:
+    if not s or row["status"] != "measured":
         return None
     return StepStats(s["median"], s["q1"], s["q3"], s["min"], s["max"], s["low"], s["high"], row["steps_measured"], tuple(s["run_medians"]))
 
@@ -137,7 +139,7 @@ def _fastest(rows: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
 
 def _why(before: Optional[dict[str, Any]], after: dict[str, Any]) -> str:
     for row in (before, after):
-        if row is not None and row["status"] != "measured" and not row.get("step_time_ms"):
+        if row is not None and row["status"] != "measured":
             return f"{row['name']} {row['status'].replace('_', ' ')}: {row['reason'] or ''}".rstrip(": ")
     return "missing numbers"
 
