@@ -35,7 +35,6 @@ class _AfterImport:
         if not name.endswith("step_timeline"):
             return None
         import importlib.machinery
-        import sys
 
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is None or spec.loader is None:

@@ -3,7 +3,6 @@ the CUDA paths on real GPU records without a GPU."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
