@@ -30,7 +30,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 from .comms import is_collective
 from .device_events import DeviceEvents
-from .event_tree import ALLOCATION, KINETO, PY_C_CALL, PY_CALL, TORCH_OP, USER_SCOPE, Frame, Item, NodeState, is_runtime, with_misplaced
+from .event_tree import ALLOCATION, KINETO, PY_C_CALL, PY_CALL, TORCH_OP, USER_SCOPE, Frame, Item, NodeState, is_runtime
 from .shapes import SHAPE_OPS
 from .wire import Root, Sync
 
@@ -111,7 +111,8 @@ class NodeVisitor(DeviceEvents):
         leaves: List[Tuple[Any, int, int]] = []  # C calls with no children: charged here, not pushed
         child_ops = False
         intervals = []
-        nodes, misplaced = with_misplaced(node.children if children is None else children)
+        nodes = node.children if children is None else children  # a list of its own: extended below
+        misplaced = False
         for child in nodes:
             ctag = child.tag.value
             grandchildren = None
@@ -122,6 +123,11 @@ class NodeVisitor(DeviceEvents):
                     continue
             kid: Item = (child, ctag, child.start_time_ns, child.end_time_ns, grandchildren)
             if ctag == ALLOCATION or (ctag == KINETO and not is_runtime(child.name)):
+                if ctag == KINETO:
+                    nested = child.children
+                    if nested:  # CPU events the tree hung under a GPU event are this node's (event_tree.with_misplaced)
+                        nodes.extend(nested)
+                        misplaced = True
                 kids.append(kid)
                 continue
             if ctag == PY_C_CALL and not grandchildren:
