@@ -164,9 +164,12 @@ def test_a_real_run_fills_the_operator_table(tmp_path: Path) -> None:
     ops = {o["name"]: o for o in report["operators"]}
     mm = ops["aten::mm"]  # c = a @ b forward, its backward, and the Linear's weight gradient
     # `a @ b` runs through an operator slot: its line comes from frame samples, which on a loaded machine
-    # can land on the helper's next line; the function is exact.
+    # can land on the helper's next line, or miss the helper's frame altogether and leave the op on the
+    # line that called it (seen once in a full suite run on two busy cores).
     matmul = line_of("train_basic.py", "c = a @ b")
-    assert mm["calls_per_step"] == 3 and mm["function"] == "helper" and mm["line"] in (matmul, matmul + 1)
+    where = (mm["function"], mm["line"])
+    assert mm["calls_per_step"] == 3
+    assert where in {("helper", matmul), ("helper", matmul + 1), ("main", line_of("train_basic.py", "z = helper(y, w)"))}, where
     assert ops["aten::addmm"]["calls_per_step"] == 1 and ops["aten::addmm"]["line"] == line_of("train_basic.py", "y = model(x)")
     assert ops["aten::addmm"]["total_ms_per_step"] > ops["aten::addmm"]["self_ms_per_step"] > 0
     assert all(o["self_ms_per_step"] <= o["total_ms_per_step"] + 1e-3 for o in ops.values())
