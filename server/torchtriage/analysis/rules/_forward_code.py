@@ -10,7 +10,9 @@ know where a tensor lives, which a forward alone does not say.  The code counted
 * the ``forward`` methods of the file's ``nn.Module`` classes (a class whose base is named
   ``...Module``, or is such a class of the file);
 * the file's module-level functions those call by name, and the functions they call, three
-  calls deep (``farthest_point_sample(xyz, npoint)`` in a sampling layer's ``forward``).
+  calls deep (``farthest_point_sample(xyz, npoint)`` in a sampling layer's ``forward``);
+* the ``__init__`` of a class that forward code builds, in this file or (``ctx.forward_built``, from
+  the project) in another that imports it (``TriangularCausalMask(B, L, device=x.device)``).
 
 Left out: statements under a test that asks whether something was built already
 (``if self.mask is None:``, ``if key not in cache:``): they run once per shape, not per step;
@@ -63,6 +65,8 @@ def _calls(ctx: RuleContext) -> Iterator[ast.Call]:
         (f, cls) for cls in _module_classes(ctx) for f in cls.body
         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "forward"
     ]
+    # classes another file's forward code builds every pass (project.forward_built): their __init__ too
+    frontier += [(f, classes[name]) for name in sorted(ctx.forward_built) if name in classes for f in _methods(classes[name], "__init__")]
     seen: set[ast.AST] = set()
     for _ in range(_DEPTH + 1):
         following: list[tuple[FunctionNode, ast.ClassDef | None]] = []

@@ -162,6 +162,11 @@ class RuleContext(Protocol):
         ...
 
     @property
+    def forward_built(self) -> frozenset[str]:
+        """Names of this file's classes another file's forward code builds every pass (:mod:`..project.forward_built`)."""
+        ...
+
+    @property
     def imported(self) -> bool:
         """Whether other project files import this one (its ``__main__`` block is then a self-test or demo)."""
         ...

@@ -1,0 +1,73 @@
+"""Issue 25: a helper class in another file, built in a model's ``forward``, runs its ``__init__`` every
+pass.  An invented project, no code of any labelled repository.
+
+``layers.py``'s ``forward`` builds ``CausalMask(n, device=x.device)`` from ``masks.py``, whose ``__init__``
+makes the mask on the CPU and copies it to the device (TT305) every forward pass.  ``Cache``, built
+once in ``__init__`` of the layer, and ``Unused``, built nowhere, stay alone."""
+
+from __future__ import annotations
+
+import textwrap
+
+from torchtriage.analysis.project.program import Project
+
+MASKS = """
+    import torch
+
+
+    class CausalMask:
+        def __init__(self, n, device="cpu"):
+            self.mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1).to(device)
+
+
+    class Cache:
+        def __init__(self, n, device="cpu"):
+            self.table = torch.zeros(n, n).to(device)
+
+
+    class Unused:
+        def __init__(self, n, device="cpu"):
+            self.table = torch.ones(n).to(device)
+"""
+LAYERS = """
+    import torch
+
+    from masks import Cache, CausalMask
+
+
+    class Attention(torch.nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.cache = Cache(n)
+
+        def forward(self, x):
+            mask = CausalMask(x.size(1), device=x.device)
+            scores = x @ x.transpose(1, 2)
+            return scores.masked_fill(mask.mask, 0)
+"""
+MAIN = """
+    import torch
+
+    from layers import Attention
+
+
+    def main(loader):
+        model = Attention(16).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x in loader:
+            loss = model(x.cuda(non_blocking=True)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+FILES = {"masks.py": MASKS, "layers.py": LAYERS, "main.py": MAIN}
+
+
+def project() -> Project:
+    return Project((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in FILES.items())
+
+
+def test_a_helper_built_in_another_files_forward_runs_its_init_every_pass() -> None:
+    found = {(f.span.line, f.code) for f in project().analyze("masks.py")}
+    assert (6, "TT305") in found  # CausalMask.__init__: built in Attention.forward
+    assert (11, "TT305") not in found and (16, "TT305") not in found  # built once in __init__; never built
