@@ -2,7 +2,8 @@
 pass.  An invented project, no code of any labelled repository.
 
 ``layers.py``'s ``forward`` builds ``CausalMask(n, device=x.device)`` from ``masks.py``, whose ``__init__``
-makes the mask on the CPU and copies it to the device (TT305) every forward pass.  ``Cache``, built
+makes the mask on the CPU and copies it to the device (TT305) every forward pass; another ``forward``
+builds ``PaddingMask`` when its ``mask`` parameter is None, which is no cache being filled.  ``Cache``, built
 once in ``__init__`` of the layer, and ``Unused``, built nowhere, stay alone."""
 
 from __future__ import annotations
@@ -28,11 +29,16 @@ MASKS = """
     class Unused:
         def __init__(self, n, device="cpu"):
             self.table = torch.ones(n).to(device)
+
+
+    class PaddingMask:
+        def __init__(self, n, device="cpu"):
+            self.mask = torch.zeros(n, dtype=torch.bool).to(device)
 """
 LAYERS = """
     import torch
 
-    from masks import Cache, CausalMask
+    from masks import Cache, CausalMask, PaddingMask
 
 
     class Attention(torch.nn.Module):
@@ -44,6 +50,13 @@ LAYERS = """
             mask = CausalMask(x.size(1), device=x.device)
             scores = x @ x.transpose(1, 2)
             return scores.masked_fill(mask.mask, 0)
+
+
+    class CrossAttention(torch.nn.Module):
+        def forward(self, x, mask):
+            if mask is None:  # what the caller handed in (None from a layer's default): no cache being filled
+                mask = PaddingMask(x.size(1), device=x.device)
+            return x.masked_fill(mask.mask, 0)
 """
 MAIN = """
     import torch
@@ -71,3 +84,4 @@ def test_a_helper_built_in_another_files_forward_runs_its_init_every_pass() -> N
     found = {(f.span.line, f.code) for f in project().analyze("masks.py")}
     assert (6, "TT305") in found  # CausalMask.__init__: built in Attention.forward
     assert (11, "TT305") not in found and (16, "TT305") not in found  # built once in __init__; never built
+    assert (21, "TT305") in found  # PaddingMask.__init__: built when forward's ``mask`` parameter is None

@@ -95,6 +95,8 @@ def _methods(cls: ast.ClassDef, name: str) -> list[FunctionNode]:
 def _own_calls(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.Call]:
     """The function's calls, not those of nested definitions nor those under a built-already test."""
     flags = _off_flags(function)
+    arguments = function.args
+    params = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)} - flags - {"self"}
     stack: list[ast.AST] = list(reversed(function.body))
     while stack:
         node = stack.pop()
@@ -105,7 +107,7 @@ def _own_calls(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDe
             stack.extend(reversed(node.orelse if needs_flag else node.body))
             stack.append(node.test)
             continue
-        if isinstance(node, ast.If) and _asks_if_built(node.test):
+        if isinstance(node, ast.If) and _asks_if_built(node.test) and not _asks_of_a_parameter(node.test, params):
             stack.extend(reversed(node.orelse))
             continue
         if isinstance(node, ast.Call):
@@ -136,6 +138,14 @@ def _flag_test(test: ast.expr, flags: set[str]) -> bool | None:
             and isinstance(test.ops[0], (ast.Is, ast.IsNot)):
         return isinstance(test.ops[0], ast.IsNot)
     return None
+
+
+def _asks_of_a_parameter(test: ast.expr, params: set[str]) -> bool:
+    """``if attn_mask is None:`` on a parameter the caller passes: what was handed in, not a cache being
+    filled, so the branch runs whenever a caller passes None (every pass, when it always does)."""
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
+        and isinstance(test.left, ast.Name) and test.left.id in params \
+        and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
 
 
 def _asks_if_built(test: ast.expr) -> bool:
