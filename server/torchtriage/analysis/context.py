@@ -84,9 +84,10 @@ class ModuleContext(ModuleIndex):
     # Lines of this file's loops that run one training step per pass through another file's function
     # though nothing in this file says so (``step_vals = algorithm.update(minibatches)``): step loops.
     step_loops: frozenset[int] = field(default=frozenset(), repr=False, compare=False)
-    # Names of this file's classes that another file's forward code builds (``TriangularCausalMask(B, L,
-    # device=x.device)`` in an attention layer's ``forward``): their ``__init__`` runs every forward pass.
-    forward_built: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    # Names of this file's classes and functions that another file's forward code builds or calls
+    # (``TriangularCausalMask(B, L, device=x.device)`` in an attention layer's ``forward``, whose
+    # ``__init__`` runs every pass; ``timestep_embedding(t, dim)``): forward code here too.
+    forward_reached: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     # The hot loops for ``hot_entries`` when whoever builds the context has them already (the
     # project model computes them while solving); else :attr:`hot` finds them on first use.
     hot_loops: InitVar[HotLoops | None] = None

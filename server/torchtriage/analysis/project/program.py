@@ -29,7 +29,7 @@ from ..defaults import Default, unique
 from ..engine import analyze_context, enabled_rules, has_file_noqa
 from ..hotloops.finder import HotEntry, HotLoops, find_hot_loops
 from ..incremental.reparse import ParsedModule, parse_module
-from .forward_built import forward_built_classes
+from .forward_reached import forward_reached_names
 from .links import cuda_by_calls, cuda_reach, link_loaders, loops_training_elsewhere, step_data_params, syncing_imports, training_links
 from .returned_loaders import imported_loader_classes, returned_loaders
 from .roles import AUXILIARY, auxiliary_modules, imported_modules
@@ -251,7 +251,7 @@ class Project:
         loaders = link_loaders(self.graph, self._solved_hot_of)
         training = training_links(self.graph, self._solved_hot_of, {m: via for m, (_, via) in loaders.items()}, self._step_loops)
         syncing = syncing_imports(self.table)
-        built = forward_built_classes(self.table)
+        reached = forward_reached_names(self.table)
         returned = returned_loaders(self.graph, self._solved_hot_of)
         loader_classes = imported_loader_classes(self.table)
         for module in self.by_path.values():
@@ -285,7 +285,7 @@ class Project:
                 syncing_imports=syncing.get(module, frozenset()),
                 step_loops=self._step_loops.get(module, frozenset()),
                 cuda_caller=cuda_callers.get(module),
-                forward_built=built.get(module, frozenset()),
+                forward_reached=reached.get(module, frozenset()),
             )
         self._solved_hot.clear()
 
@@ -309,7 +309,7 @@ class Project:
         if not (view.entries or view.cuda_from or view.imported_constants or view.defaults is not None or view.loader_reads
                 or view.trains_via or view.device_call or view.auxiliary or view.imported or view.returned_loaders
                 or view.loader_classes or view.training_loops or view.trainer_calls or view.steps_on_cuda_in
-                or view.syncing_imports or view.step_loops or view.cuda_caller or view.forward_built):
+                or view.syncing_imports or view.step_loops or view.cuda_caller or view.forward_reached):
             return None  # the file analysed alone gives the same findings
         return view
 

@@ -11,8 +11,9 @@ know where a tensor lives, which a forward alone does not say.  The code counted
   ``...Module``, or is such a class of the file);
 * the file's module-level functions those call by name, and the functions they call, three
   calls deep (``farthest_point_sample(xyz, npoint)`` in a sampling layer's ``forward``);
-* the ``__init__`` of a class that forward code builds, in this file or (``ctx.forward_built``, from
-  the project) in another that imports it (``TriangularCausalMask(B, L, device=x.device)``).
+* the ``__init__`` of a class that forward code builds, in this file or (``ctx.forward_reached``, from
+  the project) in another that imports it (``TriangularCausalMask(B, L, device=x.device)``), and the
+  module-level functions another file's forward code calls (``timestep_embedding(t, dim)``).
 
 Left out: statements under a test that asks whether something was built already
 (``if self.mask is None:``, ``if key not in cache:``): they run once per shape, not per step;
@@ -65,8 +66,11 @@ def _calls(ctx: RuleContext) -> Iterator[ast.Call]:
         (f, cls) for cls in _module_classes(ctx) for f in cls.body
         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "forward"
     ]
-    # classes another file's forward code builds every pass (project.forward_built): their __init__ too
-    frontier += [(f, classes[name]) for name in sorted(ctx.forward_built) if name in classes for f in _methods(classes[name], "__init__")]
+    # what another file's forward code runs of this one (project.forward_reached): a class's __init__, a function
+    for name in sorted(ctx.forward_reached):
+        if name in classes:
+            frontier += [(f, classes[name]) for f in _methods(classes[name], "__init__")]
+        frontier += [(f, None) for f in helpers.get(name, ())]
     seen: set[ast.AST] = set()
     for _ in range(_DEPTH + 1):
         following: list[tuple[FunctionNode, ast.ClassDef | None]] = []

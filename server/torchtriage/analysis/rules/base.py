@@ -162,8 +162,8 @@ class RuleContext(Protocol):
         ...
 
     @property
-    def forward_built(self) -> frozenset[str]:
-        """Names of this file's classes another file's forward code builds every pass (:mod:`..project.forward_built`)."""
+    def forward_reached(self) -> frozenset[str]:
+        """Names of this file's classes and functions another file's forward code builds or calls every pass (:mod:`..project.forward_reached`)."""
         ...
 
     @property

@@ -27,6 +27,19 @@ _DEVICE_NAME = re.compile(r"(device|^dev$|_dev$|^dev_|gpu|rank)", re.I)
 _ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
 
 
+def _data_parameters(func: ast.AST | None) -> set[str]:
+    """A forward-code function's parameters that may carry the step's data: not those with a number for a
+    default (``max_period=10000``: a setting, which no tensor travels in)."""
+    names = parameter_names(func)
+    if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = func.args
+        positional = [*args.posonlyargs, *args.args]
+        pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
+                 *((a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)]
+        names -= {a.arg for a, d in pairs if isinstance(d, ast.Constant) and type(d.value) in (int, float)}
+    return names
+
+
 def _factory(ctx: RuleContext, node: ast.AST) -> str | None:
     """``torch.zeros`` & co. called without a device (or with device="cpu"): the short name."""
     qual = ctx.call_qualname(node) or ""
@@ -468,7 +481,7 @@ class TensorCreatedThenMoved(Rule):
                 yield report
         for call in forward_calls(ctx):  # a module's forward pass runs per step wherever it is called
             if call not in seen:
-                report = self._judge(ctx, call, parameter_names(ctx.enclosing_function(call)))
+                report = self._judge(ctx, call, _data_parameters(ctx.enclosing_function(call)))
                 if report is not None:
                     yield report
 

@@ -3,7 +3,9 @@ pass.  An invented project, no code of any labelled repository.
 
 ``layers.py``'s ``forward`` builds ``CausalMask(n, device=x.device)`` from ``masks.py``, whose ``__init__``
 makes the mask on the CPU and copies it to the device (TT305) every forward pass; another ``forward``
-builds ``PaddingMask`` when its ``mask`` parameter is None, which is no cache being filled.  ``Cache``, built
+builds ``PaddingMask`` when its ``mask`` parameter is None, which is no cache being filled; and
+``embeddings.py``'s ``sinusoidal``, called by that ``forward``, makes its frequencies on the CPU every pass
+(its ``max_period=10000`` is a setting, not data that travels anyway).  ``Cache``, built
 once in ``__init__`` of the layer, and ``Unused``, built nowhere, stay alone."""
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ MASKS = """
 LAYERS = """
     import torch
 
+    from embeddings import sinusoidal
     from masks import Cache, CausalMask, PaddingMask
 
 
@@ -48,6 +51,7 @@ LAYERS = """
 
         def forward(self, x):
             mask = CausalMask(x.size(1), device=x.device)
+            x = x + sinusoidal(torch.arange(x.size(1), device=x.device), x.size(2))
             scores = x @ x.transpose(1, 2)
             return scores.masked_fill(mask.mask, 0)
 
@@ -59,21 +63,27 @@ LAYERS = """
             return x.masked_fill(mask.mask, 0)
 """
 MAIN = """
-    import torch
+    import lightning
 
     from layers import Attention
 
 
     def main(loader):
-        model = Attention(16).cuda()
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-        for x in loader:
-            loss = model(x.cuda(non_blocking=True)).mean()
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+        model = Attention(16).cuda()  # trained by a library's loop: no step loop here for the project to follow
+        lightning.Trainer().fit(model, loader)
 """
-FILES = {"masks.py": MASKS, "layers.py": LAYERS, "main.py": MAIN}
+EMBEDDINGS = """
+    import math
+
+    import torch
+
+
+    def sinusoidal(steps, dim, max_period=10000):
+        half = dim // 2
+        freqs = torch.exp(-math.log(max_period) * torch.arange(half) / half).to(device=steps.device)
+        return steps[:, None].float() * freqs[None]
+"""
+FILES = {"masks.py": MASKS, "layers.py": LAYERS, "embeddings.py": EMBEDDINGS, "main.py": MAIN}
 
 
 def project() -> Project:
@@ -85,3 +95,8 @@ def test_a_helper_built_in_another_files_forward_runs_its_init_every_pass() -> N
     assert (6, "TT305") in found  # CausalMask.__init__: built in Attention.forward
     assert (11, "TT305") not in found and (16, "TT305") not in found  # built once in __init__; never built
     assert (21, "TT305") in found  # PaddingMask.__init__: built when forward's ``mask`` parameter is None
+
+
+def test_a_function_another_files_forward_calls_is_forward_code_and_a_number_default_is_no_data() -> None:
+    found = {(f.span.line, f.code) for f in project().analyze("embeddings.py")}
+    assert (8, "TT305") in found  # torch.arange made on the CPU, exp'd and moved every pass; max_period is a setting
