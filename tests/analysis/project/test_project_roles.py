@@ -198,3 +198,17 @@ def test_an_evaluation_script_beside_training_still_gets_tt501_and_nothing_of_th
     assert proj.by_path["tools/eval_checkpoint.py"].ctx.auxiliary == AUXILIARY
     with_grad_off = EVAL_CHECKPOINT.replace("    def evaluate(", "    @torch.no_grad()\n    def evaluate(")
     assert "TT501" not in {c for _, c in codes(project(files(**{"tools/eval_checkpoint.py": with_grad_off})), "tools/eval_checkpoint.py")}
+
+
+def test_a_timing_in_the_self_test_of_an_imported_file_is_left_alone() -> None:
+    """TT402 too: the demo under ``__main__`` of a file the project imports times nothing of training."""
+    timed = IMAGES.replace('''        for x, y in DataLoader(ImageFolder("train"), batch_size=4, num_workers=2):
+            print(model(x.cuda()).max().item())''', '''        import time
+        start = time.time()
+        out = model(torch.randn(4, 8).cuda())
+        print(time.time() - start, out.shape)''')
+    assert "time.time() - start" in timed
+    proj = project(files(**{"data/images.py": timed}))
+    assert "TT402" not in {c for _, c in codes(proj, "data/images.py")}
+    lone = project({"data/images.py": timed})  # run as the script it is, the timing reads launches, not the GPU
+    assert "TT402" in {c for _, c in codes(lone, "data/images.py")}

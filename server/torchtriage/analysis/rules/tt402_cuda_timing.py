@@ -7,6 +7,7 @@ from typing import Iterator
 
 from ...findings import Applicability, Fix, Severity
 from ..fixes import insert_lines_fix
+from ..hotloops.finder import in_main_block
 from ._tt402_timing import torch_alias, unsynced_timings
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
@@ -333,6 +334,8 @@ class CudaTimingWithoutSync(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
         for timing in unsynced_timings(ctx):
+            if ctx.imported and in_main_block(ctx, timing.read):
+                continue  # the self-test or demo of a module the project imports: no part of training
             yield Report(
                 timing.read,
                 f"`{timing.clock}()` is read while CUDA work since line {timing.opening.lineno}"
