@@ -88,6 +88,8 @@ class ModuleContext(ModuleIndex):
     # (``TriangularCausalMask(B, L, device=x.device)`` in an attention layer's ``forward``, whose
     # ``__init__`` runs every pass; ``timestep_embedding(t, dim)``): forward code here too.
     forward_reached: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    # Names this file imports that are project subclasses of torch's IterableDataset (``CombinedDataset``).
+    iterable_datasets: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     # The hot loops for ``hot_entries`` when whoever builds the context has them already (the
     # project model computes them while solving); else :attr:`hot` finds them on first use.
     hot_loops: InitVar[HotLoops | None] = None

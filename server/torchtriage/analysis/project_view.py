@@ -78,6 +78,7 @@ class ProjectView:
     syncing_imports: frozenset[str] = frozenset()  # imported project functions whose own body waits for the device
     step_loops: frozenset[int] = frozenset()  # lines of loops that run a training step through another file's function
     cuda_caller: str | None = None  # a CUDA file whose step loop calls this file every step without importing it
+    iterable_datasets: frozenset[str] = frozenset()  # imported names that are project IterableDataset subclasses
     forward_reached: frozenset[str] = frozenset()  # its classes / functions another file's forward code builds / calls
 
 
@@ -107,7 +108,7 @@ def view_of(ctx) -> ProjectView:  # type: ignore[no-untyped-def]
         tuple(ctx.loader_reads), ctx.trains_via, ctx.device_call, ctx.auxiliary, ctx.imported, tuple(ctx.returned_loaders),
         frozenset(ctx.loader_classes), frozenset(ctx.training_loops), frozenset(ctx.trainer_calls),
         ctx.steps_on_cuda_in, frozenset(ctx.syncing_imports), frozenset(ctx.step_loops), ctx.cuda_caller,
-        frozenset(ctx.forward_reached),
+        frozenset(ctx.iterable_datasets), frozenset(ctx.forward_reached),
     )
 
 
@@ -145,5 +146,6 @@ def context_facts(view: ProjectView, index: "ModuleIndex") -> dict[str, Any]:
         "syncing_imports": view.syncing_imports,
         "step_loops": view.step_loops,
         "cuda_caller": view.cuda_caller,
+        "iterable_datasets": view.iterable_datasets,
         "forward_reached": view.forward_reached,
     }

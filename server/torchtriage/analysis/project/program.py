@@ -31,7 +31,7 @@ from ..hotloops.finder import HotEntry, HotLoops, find_hot_loops
 from ..incremental.reparse import ParsedModule, parse_module
 from .forward_reached import forward_reached_names
 from .links import cuda_by_calls, cuda_reach, link_loaders, loops_training_elsewhere, step_data_params, syncing_imports, training_links
-from .returned_loaders import imported_loader_classes, returned_loaders
+from .returned_loaders import imported_iterable_datasets, imported_loader_classes, returned_loaders
 from .roles import AUXILIARY, auxiliary_modules, imported_modules
 from .modules import FunctionNode, ModuleTable, ProjectModule, module_name
 from ..project_view import ProjectView, view_of
@@ -254,6 +254,7 @@ class Project:
         reached = forward_reached_names(self.table)
         returned = returned_loaders(self.graph, self._solved_hot_of)
         loader_classes = imported_loader_classes(self.table)
+        iterable_datasets = imported_iterable_datasets(self.table)
         for module in self.by_path.values():
             if module.ctx is None:
                 continue
@@ -286,6 +287,7 @@ class Project:
                 step_loops=self._step_loops.get(module, frozenset()),
                 cuda_caller=cuda_callers.get(module),
                 forward_reached=reached.get(module, frozenset()),
+                iterable_datasets=iterable_datasets.get(module, frozenset()),
             )
         self._solved_hot.clear()
 
@@ -309,7 +311,8 @@ class Project:
         if not (view.entries or view.cuda_from or view.imported_constants or view.defaults is not None or view.loader_reads
                 or view.trains_via or view.device_call or view.auxiliary or view.imported or view.returned_loaders
                 or view.loader_classes or view.training_loops or view.trainer_calls or view.steps_on_cuda_in
-                or view.syncing_imports or view.step_loops or view.cuda_caller or view.forward_reached):
+                or view.syncing_imports or view.step_loops or view.cuda_caller or view.forward_reached
+                or view.iterable_datasets):
             return None  # the file analysed alone gives the same findings
         return view
 

@@ -69,10 +69,21 @@ def imported_loader_classes(table: ModuleTable) -> dict[ProjectModule, frozenset
     (``from lib.utils import DataLoaderX``, where ``class DataLoaderX(DataLoader)``)."""
     from ..rules._loaders import DATALOADER_QUALNAMES
 
+    return _imported_subclasses(table, lambda qualname: qualname in DATALOADER_QUALNAMES)
+
+
+def imported_iterable_datasets(table: ModuleTable) -> dict[ProjectModule, frozenset[str]]:
+    """Per file: the names it imports that are project subclasses of torch's IterableDataset
+    (``from lit_llama.packed_dataset import CombinedDataset``, where ``class CombinedDataset(IterableDataset)``)."""
+    return _imported_subclasses(table, lambda qualname: qualname.endswith("IterableDataset"))
+
+
+def _imported_subclasses(table: ModuleTable, base_matches: Callable[[str], bool]) -> dict[ProjectModule, frozenset[str]]:
+    """Per file: the names it imports of project classes with a base whose qualified name ``base_matches``."""
     subclasses = {
         id(cls) for module in table.by_path.values() if module.ctx is not None
         for cls in module.classes.values()
-        if any(module.ctx.qualname(base) in DATALOADER_QUALNAMES for base in cls.bases)
+        if any(base_matches(module.ctx.qualname(base) or "") for base in cls.bases)
     }
     if not subclasses:
         return {}

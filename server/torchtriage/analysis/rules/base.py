@@ -162,6 +162,11 @@ class RuleContext(Protocol):
         ...
 
     @property
+    def iterable_datasets(self) -> frozenset[str]:
+        """Names this file imports that are project subclasses of torch's IterableDataset (:mod:`..project.returned_loaders`)."""
+        ...
+
+    @property
     def forward_reached(self) -> frozenset[str]:
         """Names of this file's classes and functions another file's forward code builds or calls every pass (:mod:`..project.forward_reached`)."""
         ...

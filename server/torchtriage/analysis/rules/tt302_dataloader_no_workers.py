@@ -71,7 +71,7 @@ def is_streaming_dataset(ctx: "RuleContext", call: ast.Call) -> bool:
         for node in ctx.nodes_of(ast.ClassDef)
         if isinstance(node, ast.ClassDef)
         and any((ctx.qualname(base) or "").endswith("IterableDataset") for base in node.bases)
-    }
+    } | ctx.iterable_datasets  # and those imported from other project files
     return any(
         word.rsplit(".", 1)[-1] in iterable_classes or _STREAMING_NAME.search(word) for word in words
     )
