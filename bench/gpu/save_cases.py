@@ -67,15 +67,13 @@ def save_case(run: Path, facts: dict, manifest: dict, case: str | None = None, f
     script = script_of(run, raw)
     assert script is not None, run
     shutil.copy(script, target / "script.py")
-    if run.name == MAGIC:
+    if run.name == MAGIC:  # as the magic wrote it (with the cells' static findings), compressed: its sources are 0.5 MB
         report = json.loads((run / "report.json").read_text(encoding="utf-8"))
-    else:
-        with tempfile.TemporaryDirectory() as scratch:
-            report = write_outputs(build_profile(raw, extra=extra), Path(scratch))
-    if run.name == MAGIC:  # its sources section holds the IPython files the carried wheels made "yours": 0.5 MB
         with gzip.open(target / "report.json.gz", "wt", encoding="utf-8") as handle:
             json.dump(report, handle)
     else:
+        with tempfile.TemporaryDirectory() as scratch:
+            report = write_outputs(build_profile(raw, extra=extra), Path(scratch))
         (target / "report.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
     manifest[case] = {
         "script": script.name,
