@@ -29,6 +29,15 @@ def parameter_names(arguments: ast.arguments) -> set[str]:
     return {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
 
 
+def parameter_defaults(arguments: ast.arguments) -> dict[ast.arg, ast.expr]:
+    """Each parameter that has a default, with it (positional ones align with ``defaults`` from the end;
+    keyword-only ones without a default are left out)."""
+    positional = [*arguments.posonlyargs, *arguments.args]
+    defaults = dict(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
+    defaults.update((a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None)
+    return defaults
+
+
 def positional_before_starred(args: list[ast.expr]) -> list[ast.expr]:
     """Positional arguments up to the first ``*args``: after it, positions are unknown."""
     for index, arg in enumerate(args):

@@ -9,15 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from cuda_cases import line_of
 from torchtriage.runtime.results.profile_data import ProfileData
 
 FIXTURES = Path(__file__).resolve().parents[2] / "data" / "runtime" / "gpu"
 Report = dict[str, Any]
-
-
-def line_of(script: Path, text: str) -> int:
-    [line] = [n for n, source in enumerate(script.read_text(encoding="utf-8").splitlines(), 1) if text in source]
-    return line
 
 
 def runtime(report: Report, code: str) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
+from ..syntax import parameter_defaults, parameter_names
 from .base import RuleContext
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -99,8 +100,7 @@ def _methods(cls: ast.ClassDef, name: str) -> list[FunctionNode]:
 def _own_calls(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.Call]:
     """The function's calls, not those of nested definitions nor those under a built-already test."""
     flags = _off_flags(function)
-    arguments = function.args
-    params = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)} - flags - {"self"}
+    params = parameter_names(function.args) - flags - {"self"}
     stack: list[ast.AST] = list(reversed(function.body))
     while stack:
         node = stack.pop()
@@ -121,11 +121,7 @@ def _own_calls(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDe
 
 def _off_flags(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """Parameters that default to ``False`` (or ``None``): off unless a caller turns them on."""
-    arguments = function.args
-    positional = [*arguments.posonlyargs, *arguments.args]
-    pairs = [*zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults),
-             *((a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None)]
-    return {arg.arg for arg, default in pairs
+    return {arg.arg for arg, default in parameter_defaults(function.args).items()
             if isinstance(default, ast.Constant) and (default.value is False or default.value is None)}
 
 

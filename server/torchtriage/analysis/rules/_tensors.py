@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 
+from ..syntax import parameter_defaults
 from .base import RuleContext
 from ..hotloops.finder import HotRegion
 from ._helpers import is_device_move
@@ -330,11 +331,7 @@ class TensorOracle:
         if arg.annotation is not None:
             return True if "Tensor" in ast.unparse(arg.annotation) else None
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            arguments = scope.args
-            positional = [*arguments.posonlyargs, *arguments.args]
-            defaults = dict(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
-            defaults.update((a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None)
-            default = defaults.get(arg)
+            default = parameter_defaults(scope.args).get(arg)
             if isinstance(default, ast.Constant) and default.value is not None:
                 return None  # end_dim=-1, verbose=False
         return True if region is not None and arg.arg in region.batch_names else None

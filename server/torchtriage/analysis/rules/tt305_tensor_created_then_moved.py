@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Collection, Iterator
 from ...findings import Applicability, Fix, Severity
 from ..fixes import add_keywords_fix, replace_expression, with_keyword
 from ..file_kinds import is_test_file
-from ..syntax import keyword_value
+from ..syntax import keyword_value, parameter_defaults
 from ._helpers import method_name
 from ._bindings import parameter_names
 from ._forward_code import forward_calls
@@ -32,11 +32,7 @@ def _data_parameters(func: ast.AST | None) -> set[str]:
     default (``max_period=10000``: a setting, which no tensor travels in)."""
     names = parameter_names(func)
     if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        args = func.args
-        positional = [*args.posonlyargs, *args.args]
-        pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
-                 *((a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)]
-        names -= {a.arg for a, d in pairs if isinstance(d, ast.Constant) and type(d.value) in (int, float)}
+        names -= {a.arg for a, d in parameter_defaults(func.args).items() if isinstance(d, ast.Constant) and type(d.value) in (int, float)}
     return names
 
 
