@@ -15,6 +15,7 @@ analysed worker by worker into subfolders of the run folder (``ranks``).
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ __all__ = ["AnalyzedRun", "PathMap", "TraceError", "analyze_trace", "run_name"]
 
 Stage = Callable[[str], None]
 PathMap = Sequence[tuple[str, str]]  # --path-map FROM=TO pairs
+SCAN_BATCH = 8_192  # events scanned between checks of the sorter's run size
 
 
 @dataclass(frozen=True)
@@ -88,10 +90,12 @@ def _analyze_one(choice: Choice, out_dir: Optional[Path], stage: Stage, on_stage
     scan = TraceScan()
     records = SortedRecords(run=run_size)
     try:
-        for event in events:
-            record = scan.record(event)
-            if record is not None:
-                records.add(record)
+        while True:  # the events a few thousand at a time, each record appended, the sorter's run checked between
+            before = scan.events
+            scan.scan(itertools.islice(events, SCAN_BATCH), records.append)
+            records.settle()
+            if scan.events - before < SCAN_BATCH:
+                break
         if not records.count and not scan.steps:
             raise TraceError(f"{choice.path}: the trace holds no events torch.profiler records (operators, Python frames, GPU activity)")
         steps, main, step_warnings = find_steps(scan)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from ..agent.wire import is_gpu_annotation
 from .gpu_spans import GpuSpans
@@ -95,76 +95,108 @@ class TraceScan:
 
     def record(self, event: Any) -> Optional[Record]:
         """The record for one trace event (a ``TraceEvent``; None: not used), noting steps and counts on the way."""
-        self.events += 1
-        if not isinstance(event, TraceEvent):
-            self.skipped += 1
-            return None
-        ph = event.ph
-        if ph != "X" and ph != "i" and ph != "I":
-            return None
-        name = event.name
-        try:
-            start = round(float(event.ts) * 1000)
-            duration = max(0, round(float(event.dur or 0) * 1000)) if ph == "X" else 0
-        except (TypeError, ValueError):
-            self.skipped += 1
-            return None
-        if not isinstance(name, str):
-            name = str(name)
-        args = event.args
+        out: list[Record] = []
+        self.scan((event,), out.append)
+        return out[0] if out else None
+
+    def scan(self, events: Iterable[Any], add: Callable[[Record], Any]) -> None:
+        """``record`` for each event in turn, each record passed to ``add``: one loop, as this runs per event
+        of traces of millions."""
+        threads, names, counts, thread_events, thread_span = self.threads, self.names, self.counts, self.thread_events, self.thread_span
+        categories, gpu_add, op_kind, annot = _CATEGORIES, self.gpu.add, OP, ANNOT
         seq = self.events
-        if ph != "X":
-            if name != "[memory]":
-                return None
-            thread = self.thread(event.pid, event.tid)
-            self.counts[MEM] += 1
-            device = args.device_type if args.device_type is not None else 0
-            return (start, 0, MEM, seq, thread, name, _int(args.bytes), _int(args.total_allocated, -1),
-                    _int(args.addr), _DEVICE_TYPES.get(device, str(device)), "")
-        category = event.cat
-        kind = _CATEGORIES.get(category) if isinstance(category, str) else None
-        if kind is None:
-            kind = _CATEGORIES.get(str(category or "").lower())
-            if kind is None:
-                return None  # flows, GPU-side annotations, the trace span, kineto's overhead events
-        if kind == OP and is_label(name):
-            kind = ANNOT
-        key = (event.pid, event.tid)
-        thread = self.threads.get(key)
-        if thread is None:
-            thread = self.thread(*key)
-        end = start + duration
-        if kind == ANNOT and name.startswith(STEP_PREFIX):
-            number = name[len(STEP_PREFIX):]
-            self.steps.append(StepRange(int(number) if number.isdigit() else len(self.steps), start, end, thread))
-            return None
-        self.counts[kind] += 1
-        name = self.names.setdefault(name, name)
-        if kind == PY or kind == OP:
-            self.thread_events[thread] += 1
-            span = self.thread_span.get(thread)
-            if span is None:
-                self.thread_span[thread] = [start, end]
-            else:
-                if start < span[0]:
-                    span[0] = start
-                if end > span[1]:
-                    span[1] = end
-        if kind == OP:
-            stack = args.call_stack
-            stack = self._name(stack) if isinstance(stack, str) and stack else ""
-            self.call_stacks += bool(stack)
-            facts = op_facts(name, args.input_type, args.input_dims) if args is not NO_ARGS else ""
-            return (start, -duration, OP, seq, thread, name, _int(args.sequence_number, -1), stack,
-                    _int(args.fwd_thread_id), self._name(facts), self._shapes(args.input_dims))
-        if kind == RUNTIME or kind == GPU:
-            if kind == GPU and not is_gpu_annotation(name):
-                self.gpu.add(start, end, name)
-            return (start, -duration, kind, seq, thread, name, _int(args.correlation, -1), 0, 0, 0, "")
-        if kind == ANNOT:  # 1.9-era ranges (``enumerate(DataLoader)#...``) carry the stack of the line that opened them
-            stack = args.call_stack
-            return (start, -duration, kind, seq, thread, name, 0, self._name(stack) if isinstance(stack, str) and stack else "", 0, 0, "")
-        return (start, -duration, kind, seq, thread, name, 0, 0, 0, 0, "")
+        try:
+            for event in events:
+                seq += 1
+                if type(event) is not TraceEvent and not isinstance(event, TraceEvent):
+                    self.skipped += 1
+                    continue
+                ph = event.ph
+                if ph == "X":
+                    try:
+                        start = round(float(event.ts) * 1000)
+                        duration = round(float(event.dur or 0) * 1000)
+                    except (TypeError, ValueError):
+                        self.skipped += 1
+                        continue
+                    if duration < 0:
+                        duration = 0
+                elif ph == "i" or ph == "I":
+                    try:
+                        start = round(float(event.ts) * 1000)
+                    except (TypeError, ValueError):
+                        self.skipped += 1
+                        continue
+                    if event.name != "[memory]":
+                        continue
+                    args = event.args
+                    counts[MEM] += 1
+                    device = args.device_type if args.device_type is not None else 0
+                    add((start, 0, MEM, seq, self.thread(event.pid, event.tid), "[memory]", _int(args.bytes),
+                         _int(args.total_allocated, -1), _int(args.addr), _DEVICE_TYPES.get(device, str(device)), ""))
+                    continue
+                else:
+                    continue
+                category = event.cat
+                kind = categories.get(category) if type(category) is str else None
+                if kind is None:
+                    kind = categories.get(str(category or "").lower())
+                    if kind is None:
+                        continue  # flows, GPU-side annotations, the trace span, kineto's overhead events
+                name = event.name
+                if type(name) is not str:
+                    name = str(name)
+                if kind == op_kind and is_label(name):
+                    kind = annot
+                thread = threads.get((event.pid, event.tid))
+                if thread is None:
+                    thread = self.thread(event.pid, event.tid)
+                if kind == annot and name.startswith(STEP_PREFIX):
+                    number = name[len(STEP_PREFIX):]
+                    self.steps.append(StepRange(int(number) if number.isdigit() else len(self.steps), start, start + duration, thread))
+                    continue
+                counts[kind] += 1
+                name = names.setdefault(name, name)
+                args = event.args
+                if kind == RUNTIME or kind == GPU:
+                    if kind == GPU and not is_gpu_annotation(name):
+                        gpu_add(start, start + duration, name)
+                    correlation = args.correlation
+                    add((start, -duration, kind, seq, thread, name,
+                         correlation if type(correlation) is int else _int(correlation, -1), 0, 0, 0, ""))
+                    continue
+                if kind == PY or kind == op_kind:
+                    end = start + duration
+                    thread_events[thread] += 1
+                    span = thread_span.get(thread)
+                    if span is None:
+                        thread_span[thread] = [start, end]
+                    else:
+                        if start < span[0]:
+                            span[0] = start
+                        if end > span[1]:
+                            span[1] = end
+                    if kind == PY:
+                        add((start, -duration, PY, seq, thread, name, 0, 0, 0, 0, ""))
+                        continue
+                    stack = args.call_stack
+                    stack = names.setdefault(stack, stack) if type(stack) is str and stack else ""
+                    self.call_stacks += bool(stack)
+                    if args is NO_ARGS:
+                        add((start, -duration, OP, seq, thread, name, -1, stack, 0, "", ""))
+                        continue
+                    dims, number, forward = args.input_dims, args.sequence_number, args.fwd_thread_id
+                    facts = op_facts(name, args.input_type, dims)
+                    add((start, -duration, OP, seq, thread, name, number if type(number) is int else _int(number, -1), stack,
+                         forward if type(forward) is int else _int(forward), names.setdefault(facts, facts),
+                         self._shapes(dims) if dims is not None else ""))
+                    continue
+                # ANNOT: 1.9-era ranges (``enumerate(DataLoader)#...``) carry the stack of the line that opened them
+                stack = args.call_stack
+                add((start, -duration, kind, seq, thread, name, 0, names.setdefault(stack, stack) if type(stack) is str and stack else "",
+                     0, 0, ""))
+        finally:
+            self.events = seq
 
     def _shapes(self, dims: Any) -> str:
         """An operator's "Input Dims" as one interned string (``[[32, 3, 224, 224], [64, 3, 7, 7], []]``; "" none)."""

@@ -26,18 +26,28 @@ BATCH = 2_048  # records per marshal block in a run file
 
 
 class SortedRecords:
-    """Collects records (``add``), then yields them all in order (``__iter__``, once)."""
+    """Collects records (``add``; or ``append``, then ``settle`` now and then), then yields them all in order
+    (``__iter__``, once)."""
 
     def __init__(self, run: int = RUN, folder: Optional[str] = None) -> None:
         self.run = run
         self.folder = folder
         self._buffer: list[Record] = []
+        self.append = self._buffer.append  # no check of the run's size: call ``settle`` every few thousand
         self._files: list[IO[bytes]] = []
-        self.count = 0
+        self._spilled = 0
+
+    @property
+    def count(self) -> int:
+        return self._spilled + len(self._buffer)
 
     def add(self, record: Record) -> None:
         self._buffer.append(record)
-        self.count += 1
+        if len(self._buffer) >= self.run:
+            self._spill()
+
+    def settle(self) -> None:
+        """Write the run out when it is full (after ``append``)."""
         if len(self._buffer) >= self.run:
             self._spill()
 
@@ -46,19 +56,21 @@ class SortedRecords:
         return len(self._files)
 
     def _spill(self) -> None:
-        self._buffer.sort()
-        handle = tempfile.TemporaryFile(prefix="torchtriage-analyze-", dir=self.folder)
         buffer = self._buffer
+        buffer.sort()
+        handle = tempfile.TemporaryFile(prefix="torchtriage-analyze-", dir=self.folder)
         for i in range(0, len(buffer), BATCH):
             marshal.dump(buffer[i:i + BATCH], handle)
         handle.seek(0)
         self._files.append(handle)
-        self._buffer = []
+        self._spilled += len(buffer)
+        buffer.clear()  # the same list, so ``append`` stays bound to it
 
     def __iter__(self) -> Iterator[Record]:
         if not self._files:
             self._buffer.sort()
             buffer, self._buffer = self._buffer, []
+            self.append = self._buffer.append
             return iter(buffer)
         if self._buffer:
             self._spill()
@@ -74,7 +86,7 @@ class SortedRecords:
         for handle in self._files:
             handle.close()
         self._files = []
-        self._buffer = []
+        self._buffer.clear()
 
 
 def _read_run(handle: IO[bytes]) -> Iterable[Record]:

@@ -201,16 +201,26 @@ class Sweep:
         self.place_pending()
 
     def _advance(self, th: _Thread, t: int) -> None:
-        stack, cursor = th.stack, th.cursor
+        stack, cursor, clock = th.stack, th.cursor, self.clock
         while stack and stack[-1].end <= t:
             entry = stack.pop()
-            if entry.end > cursor:
-                self._own(entry, cursor, entry.end)
-                cursor = entry.end
+            end = entry.end
+            if end > cursor:
+                if entry.waited is None and clock.lo <= cursor and end <= clock.hi:  # ``_own``'s most common case, inline
+                    acc = entry.acc
+                    acc[clock.pos] = acc.get(clock.pos, 0) + end - cursor
+                else:
+                    self._own(entry, cursor, end)
+                cursor = end
             self._close(entry, stack)
         if t > cursor:
             if stack:
-                self._own(stack[-1], cursor, t)
+                entry = stack[-1]
+                if entry.waited is None and clock.lo <= cursor and t <= clock.hi:
+                    acc = entry.acc
+                    acc[clock.pos] = acc.get(clock.pos, 0) + t - cursor
+                else:
+                    self._own(entry, cursor, t)
             elif th.main:
                 for end in sorted({a[0] for a in th.annotations if a[0] < t}):  # a range's context ends with the range
                     if end > cursor:
@@ -248,16 +258,20 @@ class Sweep:
                 self.tables.charge(position, chain, category, UNTRACED, True, ns - waited.get(position, 0))
 
     def _close(self, entry: _Entry, stack: list[_Entry]) -> None:
-        self.watch.closed(entry, stack)
+        if entry.kind != RUNTIME:  # the watch keeps no node for a runtime call
+            self.watch.closed(entry, stack)
         own = 0
+        charge = self.tables.charge
         for position, ns in entry.acc.items():
             own += ns
             if ns:
-                self.tables.charge(position, entry.charge_chain, entry.category, entry.name, entry.main, ns)
-        for position, ns in (entry.waited or {}).items():
-            own += ns
-            self.tables.charge(position, entry.charge_chain, "communication", entry.name, entry.main, ns)
-        if entry.op and self.clock.step_of(entry.start) >= 0:
+                charge(position, entry.charge_chain, entry.category, entry.name, entry.main, ns)
+        if entry.waited:
+            for position, ns in entry.waited.items():
+                own += ns
+                charge(position, entry.charge_chain, "communication", entry.name, entry.main, ns)
+        clock = self.clock
+        if entry.op and (clock.lo <= entry.start < clock.hi or clock.step_of(entry.start) >= 0):
             duration = entry.end - entry.start
             if entry.kind == OP:
                 total = 0 if any(e.op == entry.op for e in stack) else duration

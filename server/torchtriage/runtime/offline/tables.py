@@ -34,10 +34,14 @@ class OpTable:
         entry[0] += 1
         entry[1] += self_ns
         entry[2] += total_ns
-        seen = self.callers[key].setdefault(chain, [0, -1, duration])
-        seen[0] += duration
-        if duration > seen[2]:
-            seen[2] = duration
+        callers = self.callers[key]
+        seen = callers.get(chain)
+        if seen is None:
+            callers[chain] = [duration, -1, duration]
+        else:
+            seen[0] += duration
+            if duration > seen[2]:
+                seen[2] = duration
 
     def records(self) -> list[OpStat]:
         out = []
