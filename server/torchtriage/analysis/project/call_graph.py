@@ -23,6 +23,7 @@ from ..context import ModuleContext
 from ..hotloops.step_markers import SCOPE_NODES
 from ..incremental.walks import scope_walk
 from .containers import element_values, iterated_attribute, self_attribute
+from .model_methods import ModelMethods
 from .modules import FunctionNode, ModuleTable, ProjectModule
 from .registries import RegistryIndex
 from ..syntax import assigned_value, assignment_history, parameter_names
@@ -40,6 +41,7 @@ class CallGraph:
     def __init__(self, table: ModuleTable) -> None:
         self.table = table
         self.registries = RegistryIndex(table)
+        self.model_methods = ModelMethods(table, _COMMON_METHODS)
         self._built: dict[ast.AST, list[ClassRef]] = {}  # factory -> the classes its registry lookups may build
         self._elements: dict[tuple[ast.ClassDef, str], list[ClassRef]] = {}  # (class, container attribute) -> element classes
         self._constructed: dict[str, set[ClassRef]] | None = None
@@ -439,9 +441,14 @@ class CallGraph:
                 return [m for cls in held for m in self.callable_methods(*cls)]  # ``self.stem(x)``: a Sequential runs each
             return []
         if isinstance(receiver, ast.Name):
-            methods = [m for c in self.instance_classes(module, receiver.id, call) if (m := self.table.find_method(*c, func.attr))]
+            classes = self.instance_classes(module, receiver.id, call)
+            methods = [m for c in classes if (m := self.table.find_method(*c, func.attr))]
             if methods:
                 return methods
+            if not classes:  # ``model.loss(out, y)`` on a model whose class is chosen elsewhere (:mod:`.model_methods`)
+                methods = self.model_methods.of_model(module, receiver.id, call, func.attr)
+                if methods:
+                    return methods
         elif isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == "self":
             owner = owner_class(module.ctx, call)
             if owner is not None:
