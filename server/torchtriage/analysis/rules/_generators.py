@@ -135,12 +135,15 @@ def iterator_aliases(ctx: "RuleContext") -> dict[str, list[str]]:
 
 
 def fetches_from(loop: ast.AST, name: str) -> bool:
-    """Whether a loop's body takes items with ``next(name)`` / ``next(self.name)``."""
+    """Whether a loop's body takes items with ``next(name)`` / ``next(self.name)``, or with the iterator's
+    ``name.next()`` (DataLoader iterators kept Python 2's spelling until torch 1.13; older code calls it)."""
     for node in ast.walk(loop):
-        if (
-            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "next"
-            and node.args and bound_name(node.args[0]) == name
-        ):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "next" and node.args and bound_name(node.args[0]) == name:
+            return True
+        if isinstance(func, ast.Attribute) and func.attr == "next" and not node.args and bound_name(func.value) == name:
             return True
     return False
 

@@ -338,6 +338,23 @@ class DataLoaderWorkersNotPersistent(Rule):
         ),
         Invalid(
             """
+            # an iterator drawn from with the old ``it.next()`` and made again whenever it runs out
+            from torch.utils.data import DataLoader
+            loader = DataLoader(train_set, batch_size=64, num_workers=4)
+            it = iter(loader)
+            for epoch in range(10):
+                for step in range(500):
+                    try:
+                        x, y = it.next()
+                    except StopIteration:
+                        it = iter(loader)
+                        x, y = it.next()
+                    loss = model(x).mean(); loss.backward(); optimizer.step()
+            """,
+            findings=(("3:10-3:20", "Workers of this DataLoader restart every epoch: set `persistent_workers=True`"),),
+        ),
+        Invalid(
+            """
             import torch
             from torch.utils.data import DataLoader
             from tqdm import tqdm
