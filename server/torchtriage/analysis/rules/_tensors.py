@@ -321,10 +321,32 @@ class TensorOracle:
             for element, source in zip(target.elts, value.elts):
                 if isinstance(element, ast.Name) and element.id == name:
                     return self._eval(source, region, depth)
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Call):
+            unpacked = self._unpacked_return(target, name, value, depth)
+            if unpacked is not None:
+                return unpacked
         verdict = self._eval(value, region, depth)
         if not isinstance(target, ast.Name) and verdict is False:
             return None  # unpacking a tuple from a helper tells us nothing
         return verdict
+
+    def _unpacked_return(self, target: ast.Tuple, name: str, call: ast.Call, depth: int) -> bool | None:
+        """``outputs, y = self._predict(x, y)``: the element ``name`` takes of a tuple that the one function of
+        this file so named returns (``return outputs, batch_y``), a tensor when it is one in every ``return``."""
+        func = call.func
+        if isinstance(func, ast.Name) and func.id not in self.ctx.aliases:
+            functions = self.ctx.functions.get(func.id, ())
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            functions = self.ctx.functions.get(func.attr, ())
+        else:
+            return None
+        index = next((i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name), None)
+        if len(functions) != 1 or index is None or any(isinstance(e, ast.Starred) for e in target.elts):
+            return None
+        returns = [n.value for n in own_nodes_of(functions[0]) if isinstance(n, ast.Return) and n.value is not None]
+        if not returns or not all(isinstance(r, ast.Tuple) and len(r.elts) == len(target.elts) for r in returns):
+            return None
+        return True if all(self._eval(r.elts[index], None, depth + 1) is True for r in returns) else None  # type: ignore[attr-defined]
 
     def _eval_parameter(self, arg: ast.arg, scope: ast.AST, region: HotRegion | None) -> bool | None:
         """A parameter is a tensor when annotated so, or when the step passes it batch data."""

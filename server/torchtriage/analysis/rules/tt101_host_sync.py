@@ -289,6 +289,31 @@ class HostSyncInStep(Rule):
     INVALID = (
         Invalid(
             """
+            # the output a helper of the class returns in a tuple, copied to the host every validation step
+            import torch
+
+            class Experiment:
+                def _predict(self, x, y):
+                    outputs = self.model(x.to(self.device))
+                    return outputs, y
+
+                def vali(self, loader, criterion):
+                    losses = []
+                    with torch.no_grad():
+                        for x, y in loader:
+                            outputs, y = self._predict(x, y)
+                            pred = outputs.detach().cpu()
+                            losses.append(criterion(pred, y))
+                    return losses
+
+            Experiment().vali(val_loader, torch.nn.MSELoss())
+            model = torch.nn.Linear(4, 4).cuda()
+            """,
+            findings=(("14:24-14:46", "`.cpu()` on `outputs.detach()` every step forces a GPU->CPU sync: collect on the device and "
+                                      "move once after the loop"),),
+        ),
+        Invalid(
+            """
             # arithmetic of device tensors is on the device: a host copy elsewhere in the step does not move it
             import torch
             for image, target in loader:
