@@ -184,7 +184,7 @@ def test_the_finding_spans_every_step_of_the_computation() -> None:
     assert (finding.span.line, finding.span.end_line) == (first + 1, first + 4)
 
 
-@pytest.mark.parametrize("module", ["causal_self_attention", "bert_self_attention_unsafe"])
+@pytest.mark.parametrize("module", ["causal_self_attention", "bert_self_attention_unsafe", "window_attention_unsafe"])
 def test_golden_fixes_keep_the_module_s_output(module: str) -> None:
     """The fixture modules before and after the fix, same weights, same input: same output (eval mode: no dropout)."""
     outputs = []
@@ -194,6 +194,9 @@ def test_golden_fixes_keep_the_module_s_output(module: str) -> None:
         if module.startswith("causal"):
             block = load(source, "CausalSelfAttention")(32, 4, 16).eval()
             args = (torch.randn(2, 10, 32),)
+        elif module.startswith("window"):  # a module softmax and an additive per-head bias
+            block = load(source, "WindowAttention")(32, 4).eval()
+            args = (torch.randn(2, 49, 32),)
         else:
             block = load(source, "SelfAttention")(32, 4).eval()
             mask = torch.zeros(2, 1, 1, 10)

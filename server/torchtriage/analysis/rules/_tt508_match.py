@@ -63,6 +63,8 @@ def match_attention(ctx: RuleContext, final: ast.expr) -> Attention | None:
         found.unsafe.append(f"the softmax runs over dim={dim!r}, SDPA over the last dimension")
     if keyword_value(softmax, "dtype") is not None:
         found.unsafe.append("the softmax is computed in another dtype")
+    if _module_of(ctx, softmax, "torch.nn.Softmax") is not None:
+        found.unsafe.append(f"the `{ctx.segment(softmax.func)}` module (an nn.Softmax) is left unused")
     found.statements.sort(key=lambda s: s.lineno)
     return found
 
@@ -102,22 +104,48 @@ def _find_softmax(ctx: RuleContext, walk: NameWalk, node: ast.expr) -> ast.Call 
 
 def _softmax_of(ctx: RuleContext, call: ast.Call) -> ast.expr | None:
     """The input of a torch softmax call (``torch.softmax(x, -1)``, ``F.softmax(x, dim=-1)``,
-    ``x.softmax(-1)`` in a file that imports torch), else None."""
+    ``x.softmax(-1)`` in a file that imports torch, ``self.softmax(x)`` where ``__init__`` sets
+    ``self.softmax = nn.Softmax(dim=-1)``), else None."""
     qual = ctx.call_qualname(call) or ""
     if qual in SOFTMAX:
         return call.args[0] if call.args else None
+    if _module_of(ctx, call, "torch.nn.Softmax") is not None:
+        return call.args[0]
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr == "softmax" and "torch" in {v.split(".")[0] for v in ctx.aliases.values()}:
-        return None if qual.startswith(("torch.", "np.", "numpy.", "scipy.", "jax.")) else func.value
+        return None if qual.startswith(("torch.", "np.", "numpy.", "scipy.", "jax.")) or is_name(func.value, "self") else func.value
     return None
 
 
 def _softmax_dim(ctx: RuleContext, call: ast.Call) -> object:
+    module = _module_of(ctx, call, "torch.nn.Softmax")
+    if module is not None:  # ``nn.Softmax(dim=-1)``: the module's dim
+        call = module
     dim = keyword_value(call, "dim")
     if dim is None:
         positional = call.args[1:] if (ctx.call_qualname(call) or "") in SOFTMAX else call.args
         dim = positional[0] if positional else None
     return _int_value(dim) if dim is not None else None
+
+
+def _module_of(ctx: RuleContext, call: ast.Call, qualname: str) -> ast.Call | None:
+    """The ``qualname(...)`` construction that the class's ``__init__`` assigns to ``self.name``, when ``call``
+    is ``self.name(x)`` (one argument), else None."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and is_name(func.value, "self") and len(call.args) == 1 and not call.keywords):
+        return None
+    owner = ctx.enclosing_class(call)
+    for init in owner.body if owner is not None else ():
+        if not (isinstance(init, ast.FunctionDef) and init.name == "__init__"):
+            continue
+        for stmt in ast.walk(init):
+            if (
+                isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute)
+                and is_name(stmt.targets[0].value, "self") and stmt.targets[0].attr == func.attr
+                and isinstance(stmt.value, ast.Call) and ctx.call_qualname(stmt.value) == qualname
+            ):
+                return stmt.value
+    return None
 
 
 def _dropout_input(ctx: RuleContext, walk: NameWalk, call: ast.Call) -> ast.expr | None:
@@ -153,23 +181,11 @@ def _cast_input(walk: NameWalk, call: ast.Call) -> ast.expr | None:
 def _identity_input(ctx: RuleContext, walk: NameWalk, call: ast.Call) -> ast.expr | None:
     """The input of ``self.name(x)`` where the class's ``__init__`` sets ``self.name = nn.Identity()``
     (a hook point for inspecting the weights), else None."""
-    func = call.func
-    if not (isinstance(func, ast.Attribute) and is_name(func.value, "self") and len(call.args) == 1 and not call.keywords):
+    if _module_of(ctx, call, "torch.nn.Identity") is None:
         return None
-    owner = ctx.enclosing_class(call)
-    for init in owner.body if owner is not None else ():
-        if not (isinstance(init, ast.FunctionDef) and init.name == "__init__"):
-            continue
-        for stmt in ast.walk(init):
-            if (
-                isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute)
-                and is_name(stmt.targets[0].value, "self") and stmt.targets[0].attr == func.attr
-                and isinstance(stmt.value, ast.Call) and ctx.call_qualname(stmt.value) == "torch.nn.Identity"
-            ):
-                if walk.found is not None:
-                    walk.found.unsafe.append(f"the `self.{func.attr}` hook point (an nn.Identity) goes away")
-                return call.args[0]
-    return None
+    if walk.found is not None:
+        walk.found.unsafe.append(f"the `self.{call.func.attr}` hook point (an nn.Identity) goes away")  # type: ignore[attr-defined]
+    return call.args[0]
 
 
 # --- the scores side: softmax <- mask / scale / names <- q @ kᵀ ----------------------------------

@@ -265,6 +265,41 @@ class HandWrittenAttention(Rule):
         ),
         Invalid(
             """
+            # the softmax is a module the class builds (self.softmax = nn.Softmax(dim=-1)): found, the fix is unsafe
+            import torch
+            from torch import nn
+            class WindowAttention(nn.Module):
+                def __init__(self, heads):
+                    super().__init__()
+                    self.scale = 0.125
+                    self.softmax = nn.Softmax(dim=-1)
+                def forward(self, q, k, v):
+                    attn = (q * self.scale) @ k.transpose(-2, -1)
+                    attn = self.softmax(attn)
+                    return attn @ v
+            """,
+            findings=(("10:9-12:24", "hand-written attention: `F.scaled_dot_product_attention` computes it in one fused kernel "
+                                     "without storing the L x L weights (2-4x on attention in common reports); the fix is unsafe: "
+                                     "the `self.softmax` module (an nn.Softmax) is left unused"),),
+        ),
+        Invalid(
+            """
+            # a module softmax over the positions' other axis (nn.Softmax(dim=1) on (b, L, L) scores): found, unsafe
+            import torch
+            from torch import nn
+            class Affinity(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.softmax = nn.Softmax(dim=1)
+                def forward(self, q, k, v):
+                    energy = torch.bmm(q, k.transpose(1, 2))
+                    attention = self.softmax(energy)
+                    return torch.bmm(attention, v)
+            """,
+            lines=(9,),
+        ),
+        Invalid(
+            """
             # the scores pass an nn.Identity hook point (for inspecting them): found, the fix is unsafe
             import torch
             from torch import nn
