@@ -53,8 +53,9 @@ def is_device_move(call: ast.AST, ctx: "ModuleIndex | None" = None) -> bool:
     if isinstance(first, ast.Attribute) and isinstance(first.value, ast.Name) and first.value.id == "torch":
         return first.attr in ("device",)  # torch.float16 etc. are dtypes
     last = first.attr if isinstance(first, ast.Attribute) else first.id if isinstance(first, ast.Name) else ""
-    if "dtype" in last.lower():
-        return False  # x.to(self.img_dtype), x.to(dtype): a cast, not a copy
+    lowered = last.lower()
+    if "dtype" in lowered or (lowered.endswith("type") and "device" not in lowered):
+        return False  # x.to(self.img_dtype), x.to(dtype), x.to(self.data_type): a cast, not a copy
     if isinstance(first, ast.Constant):
         return isinstance(first.value, str) and first.value.split(":")[0] in ("cuda", "mps", "xpu", "npu")
     return True

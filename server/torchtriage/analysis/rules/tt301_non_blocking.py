@@ -177,6 +177,25 @@ class NonBlockingTransfer(Rule):
     VALID = (
         Valid(
             """
+            # a prefetcher hands the batch over on the GPU: .to(self.data_type) casts it there, no copy
+            import torch
+
+            class Trainer:
+                def __init__(self, fp16):
+                    self.data_type = torch.float16 if fp16 else torch.float32
+                    self.model = torch.nn.Linear(4, 4).cuda()
+
+                def train(self):
+                    for it in range(self.max_iter):
+                        inps, targets = self.prefetcher.next()
+                        inps = inps.to(self.data_type)
+                        loss = self.model(inps, targets)
+                        loss.backward()
+                        self.optimizer.step()
+            """
+        ),
+        Valid(
+            """
             # the step's captions tokenized on the host: a few token ids the model needs on the device
             import torch
             for images, captions in loader:
