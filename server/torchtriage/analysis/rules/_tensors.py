@@ -15,6 +15,7 @@ enclosing scopes, else the name itself (``loss``, ``logits``...).
 from __future__ import annotations
 
 import ast
+import re
 
 from ..syntax import parameter_defaults
 from .base import RuleContext
@@ -44,6 +45,7 @@ from ._tensor_facts import (
 )
 
 _MAX_DEPTH = 12
+MOVER_NAME = re.compile(r"^(to_|move_to_|batch_to_|send_to_)?(cuda|gpu|device)$")  # a helper that moves its arguments
 HOST_COPY_HOPS = 4  # names followed back to a host copy (``flow = f.cpu()``; ``epe = (flow - gt).sum()``; ``epe = epe.view(-1)``)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)
 
@@ -208,8 +210,12 @@ class TensorOracle:
             return True  # ``torch.Tensor([w, h]).to(device)``: a host tensor moved to the device
         if func.attr not in ("cuda", "to") and self._host_made(func.value, 0):
             return False  # ``x.cpu().sum()``: computed on the host copy, which the ``.cpu()`` waited for
-        if func.attr in TENSOR_API and self._eval(func.value, region, depth) is True:
-            return True  # (a method no tensor has, ``f.is_file()``, says the receiver was no tensor after all)
+        if func.attr in TENSOR_API:
+            receiver = self._eval(func.value, region, depth)
+            if receiver is True:
+                return True  # (a method no tensor has, ``f.is_file()``, says the receiver was no tensor after all)
+            if receiver is False and func.attr not in ("cuda", "to") and self._rooted_before_move(func.value):
+                return False  # ``lengths.max()`` of a batch tensor not yet moved: on the host too
         if MODEL_CALLEE.match(func.attr) and (node.args or node.keywords):
             return True  # self.model(x), self.criterion(out, y)
         if isinstance(func.value, ast.Name) and func.value.id == "self" and func.attr == "forward":
@@ -293,6 +299,8 @@ class TensorOracle:
                     chosen = before[-1] if before else candidates[-1]
                     if len(before) > 1 and assigns_none(chosen) and self._other_branches(before[-2][0], chosen[0]):
                         chosen = before[-2]  # ``x = t.mean() if ... else: x = None``: a tensor, when set
+                    if before and self._moved_after(name, use, chosen, candidates):
+                        return False  # read before the step moves it to the device (``x = x.cuda()`` below): on the host
                 return self._eval_binding(name, chosen, current, region, depth)
             innermost = False
             current = None if isinstance(current, ast.Module) else self._scope_of(current)
@@ -329,6 +337,52 @@ class TensorOracle:
         if not isinstance(target, ast.Name) and verdict is False:
             return None  # unpacking a tuple from a helper tells us nothing
         return verdict
+
+    def _moved_after(self, name: str, use: Position, chosen: Binding, candidates: list[Binding]) -> bool:
+        """The value ``name`` holds at ``use`` (bound by ``chosen``) is copied to the device by the next statement that
+        binds the name (``x = x.cuda()`` further down the step; not a move after another binding in between)."""
+        if not self.ctx.uses_cuda or self._moves(chosen, name):
+            return False
+        later = [c for c in candidates if (getattr(c[0], "lineno", 0), getattr(c[0], "col_offset", 0)) > use]
+        return bool(later) and self._moves(later[0], name)
+
+    def _rooted_before_move(self, node: ast.AST) -> bool:
+        """``lengths.max()``, ``x[0].sum()``: tensor methods and indexing down to a name read before its move."""
+        while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+            if isinstance(node, ast.Call):
+                if not isinstance(node.func, ast.Attribute) or node.func.attr not in TENSOR_API or node.func.attr in ("cuda", "to"):
+                    return False
+                node = node.func.value
+            else:
+                node = node.value
+        if not isinstance(node, ast.Name):
+            return False
+        use = (node.lineno, node.col_offset)
+        candidates = self._bindings_in(self._scope_of(node)).get(node.id, [])
+        before = [c for c in candidates if c[2] <= use]
+        return bool(before) and self._moved_after(node.id, use, before[-1], candidates)
+
+    def _moves(self, binding: Binding, name: str) -> bool:
+        """The binding copies ``name`` itself to the device: ``x = x.cuda()``, ``x = x.to(device)``, ``x, n = x.cuda(),
+        n.cuda()``, or ``x, n = to_cuda(x, n)`` (a helper named for the move: ``to_cuda``, ``batch_to_gpu``, ``to_device``)."""
+        statement, target, _ = binding
+        value = getattr(statement, "value", None)
+        if not isinstance(statement, ast.Assign) or value is None:
+            return False
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+            pairs = [(t, v) for t, v in zip(target.elts, value.elts) if isinstance(t, ast.Name) and t.id == name]
+            return len(pairs) == 1 and self._moves_itself(pairs[0][1], name)
+        if isinstance(target, ast.Name):
+            return self._moves_itself(value, name)
+        if not (isinstance(target, ast.Tuple) and isinstance(value, ast.Call)):
+            return False
+        callee = value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id if isinstance(value.func, ast.Name) else ""
+        return bool(MOVER_NAME.match(callee)) and any(isinstance(a, ast.Name) and a.id == name for a in value.args)
+
+    def _moves_itself(self, value: ast.AST, name: str) -> bool:
+        """``name.cuda()``, ``name.to(device)``."""
+        return isinstance(value, ast.Call) and is_device_move(value, self.ctx) and isinstance(value.func, ast.Attribute) \
+            and isinstance(value.func.value, ast.Name) and value.func.value.id == name
 
     def _unpacked_return(self, target: ast.Tuple, name: str, call: ast.Call, depth: int) -> bool | None:
         """``outputs, y = self._predict(x, y)``: the element ``name`` takes of a tuple that the one function of

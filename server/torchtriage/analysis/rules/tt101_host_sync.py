@@ -60,6 +60,30 @@ class HostSyncInStep(Rule):
     VALID = (
         Valid(
             """
+            # the lengths are read while the batch is still on the host: the step copies it to the GPU below
+            import torch
+
+            def to_cuda(*tensors):
+                return [t.cuda(non_blocking=True) for t in tensors]
+
+            for x, lengths in loader:
+                longest = lengths.max().item()
+                steps = int(lengths.sum())
+                x, lengths = to_cuda(x, lengths)
+                loss = model(x[:, :longest], lengths)
+                loss.backward()
+                optimizer.step()
+
+            for x, lengths in loader:
+                longest = lengths.max().item()
+                x, lengths = x.cuda(non_blocking=True), lengths.cuda(non_blocking=True)
+                loss = model(x[:, :longest], lengths)
+                loss.backward()
+                optimizer.step()
+            """
+        ),
+        Valid(
+            """
             # a normalising constant read once: the sentinel is replaced the first time
             norm_const = -1
             for x, y in loader:
@@ -287,6 +311,19 @@ class HostSyncInStep(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # read after the copy: on the device
+            import torch
+            for x, lengths in loader:
+                x, lengths = x.cuda(), lengths.cuda()
+                longest = lengths.max().item()
+                loss = model(x[:, :longest], lengths)
+                loss.backward()
+                optimizer.step()
+            """,
+            lines=(5,),
+        ),
         Invalid(
             """
             # the output a helper of the class returns in a tuple, copied to the host every validation step
