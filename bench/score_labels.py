@@ -7,7 +7,11 @@ commit (e.g. brought with the mirror tool; the code is never committed here).  R
 ``torchtriage check --format json FOLDER`` (the folder analysed as one project) and
 compares the findings with the labels (every file in bench/labels/): a finding on a labelled hazard (same file, line
 and code) is a true positive, any other finding a false positive; a hazard no finding
-hits is a miss.
+hits is a miss.  A finding that spans several lines (TT508's attention, from its first
+statement to the final matmul) also hits a hazard of its code labelled on any line it
+spans (labellers mark the scores line or the softmax line), one hazard per finding
+(``match``); since 2026-11-28 (seventeenth session), figures before that used the first
+line only.
 """
 
 from __future__ import annotations
@@ -34,7 +38,11 @@ def load_labels(folder: Path = LABELS) -> dict[str, dict]:
     return repos
 
 
-def findings(folder: Path, python: str, pythonpath: str | None) -> set[tuple[str, int, str]]:
+Key = tuple[str, int, str]  # (path in the repository, line, code)
+
+
+def findings(folder: Path, python: str, pythonpath: str | None, hazards: set[Key] = frozenset()) -> set[Key]:
+    """The findings of ``torchtriage check`` on ``folder`` as label keys (see ``match``)."""
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
@@ -42,11 +50,27 @@ def findings(folder: Path, python: str, pythonpath: str | None) -> set[tuple[str
         [python, "-m", "torchtriage", "check", "--format", "json", "--exit-zero", str(folder)],
         capture_output=True, text=True, env=env, cwd=folder.parent, check=False,
     ).stdout
-    found = set()
-    for item in json.loads(out or "[]"):
+    return match(json.loads(out or "[]"), folder, hazards)
+
+
+def match(items: list[dict], folder: Path, hazards: set[Key]) -> set[Key]:
+    """Each finding (findings JSON) as a key: its first line, or, for a finding spanning several lines
+    that hits no hazard there, the nearest hazard of its code labelled on a line it spans that no other
+    finding has taken."""
+    found: set[Key] = set()
+    spanning: list[tuple[str, int, int, str]] = []
+    for item in items:
         path = Path(item["path"])
-        relative = path.relative_to(folder.name) if not path.is_absolute() else path.relative_to(folder)
-        found.add((relative.as_posix(), item["line"], item["code"]))
+        relative = (path.relative_to(folder.name) if not path.is_absolute() else path.relative_to(folder)).as_posix()
+        key = (relative, item["line"], item["code"])
+        end = int(item.get("end_line") or item["line"])
+        if key not in hazards and end > item["line"]:
+            spanning.append((relative, item["line"], end, item["code"]))
+        else:
+            found.add(key)
+    for relative, line, end, code in spanning:
+        inside = [h for h in hazards if h[0] == relative and h[2] == code and line < h[1] <= end and h not in found]
+        found.add(min(inside, key=lambda h: h[1]) if inside else (relative, line, code))
     return found
 
 
@@ -64,7 +88,7 @@ def main() -> None:
     for spec in args.repos:
         name, _, folder = spec.partition("=")
         hazards = {(p, line, code) for p, line, code in labels[name]["hazards"]}
-        found = findings(Path(folder).resolve(), args.python, args.pythonpath)
+        found = findings(Path(folder).resolve(), args.python, args.pythonpath, hazards)
         for key in found:
             (tp if key in hazards else fp)[key[2]] += 1
         for key in hazards - found:
