@@ -46,9 +46,16 @@ def match_attention(ctx: RuleContext, final: ast.expr) -> Attention | None:
     weights, value, kind = operands
     probe = NameWalk(ctx)
     softmax = _find_softmax(ctx, probe, weights)
+    channels = False
+    if softmax is None and kind == "bmm":  # ``torch.bmm(v, w.permute(0, 2, 1))``: values (b, c, n) times the weights' transpose
+        flipped, _ = _untransposed(ctx, probe.through_names(value), bmm=True)
+        softmax = _find_softmax(ctx, probe, flipped) if flipped is not None else None
+        weights, value, channels = (flipped, weights, True) if softmax is not None else (weights, value, False)
     if softmax is None:
         return None
     found = Attention(final=final, softmax=softmax, query=final, key=final, value=value)
+    if channels:
+        found.layout |= {"channels"}
     walk = NameWalk(ctx, found)
     _find_softmax(ctx, walk, weights)  # again, recording the chain and what sits between
     if kind == "einsum":
@@ -242,7 +249,12 @@ def _read_core(ctx: RuleContext, found: Attention, node: ast.expr) -> bool:
         found.layout |= layout
         found.query, found.key = query, key_t
         return True
-    key, exact = _untransposed(ctx, NameWalk(ctx, found).through_names(key_t), bmm=kind == "bmm")
+    walk = NameWalk(ctx, found)
+    key, exact = _untransposed(ctx, walk.through_names(key_t), bmm=kind == "bmm")
+    if key is None and kind == "bmm" and _channels_last(ctx, walk.through_names(query)) and _channels_first(walk.through_names(key_t)):
+        found.layout |= {"channels"}  # ``torch.bmm(q, k)`` with q (b, n, c) and k (b, c, n): a U-Net's attention block
+        found.query, found.key = query, key_t
+        return True
     if key is None:
         return False
     if not exact:
@@ -279,6 +291,27 @@ def _untransposed(ctx: RuleContext, node: ast.expr, bmm: bool) -> tuple[ast.expr
         if dims == list(range(n - 2)) + [n - 1, n - 2]:
             return func.value, True
     return None, False
+
+
+def _channels_last(ctx: RuleContext, node: ast.expr) -> bool:
+    """``x.permute(0, 2, 1)`` or ``x.permute(0, 2, 3, 1).reshape(b, h * w, c)``: the channels (dim 1) moved last."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("view", "reshape", "contiguous"):
+        node = node.func.value
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "contiguous":
+            node = node.func.value
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "permute"):
+        return False
+    dims = [_int_value(a) for a in node.args]
+    return len(dims) >= 3 and dims[0] == 0 and dims[-1] == 1
+
+
+def _channels_first(node: ast.expr) -> bool:
+    """``k.view(b, c, h * w)`` / ``k.reshape(b, c, -1)`` of a feature map not permuted: (b, c, n)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("view", "reshape")
+            and len(node.args) == 3 and not node.keywords):
+        return False
+    inner = node.func.value
+    return not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr in ("permute", "transpose"))
 
 
 def _last_two(dims: list[object], bmm: bool) -> bool:

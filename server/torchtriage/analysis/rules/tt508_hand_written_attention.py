@@ -54,7 +54,7 @@ def why_not_fixable(ctx: RuleContext, found: Attention) -> str:
     if found.conditional is not None:
         return f"the scores are changed only on some calls (the `if` on line {found.conditional.lineno}): pass that as attn_mask to use SDPA"
     if "channels" in found.layout:
-        return "its einsums lay the features out before the positions (…, E, L), and SDPA wants (…, L, E): transpose q, k and v to use it"
+        return "it lays the features out before the positions (…, E, L) in q, k or v, and SDPA wants (…, L, E): transpose them to use it"
     if "shared" in found.layout:
         return "the keys and values have no head dimension (one for all heads): unsqueeze them to use SDPA"
     statements = list(dict.fromkeys(found.statements))
@@ -262,6 +262,41 @@ class HandWrittenAttention(Rule):
                 return einsum(f"... i j, ... j d -> ... i d", attn, v)
             """,
             lines=(5,),
+        ),
+        Invalid(
+            """
+            # a U-Net's attention block: q (b, n, c) times k (b, c, n), then the values (b, c, n) times the weights'
+            # transpose: found, no automatic fix (the layout)
+            import torch
+            import torch.nn.functional as F
+            def attend(q, k, v):
+                b, c, h, w = q.shape
+                q = q.reshape(b, c, h * w).permute(0, 2, 1)
+                k = k.reshape(b, c, h * w)
+                w_ = torch.bmm(q, k) * (int(c) ** (-0.5))
+                w_ = F.softmax(w_, dim=2)
+                v = v.reshape(b, c, h * w)
+                return torch.bmm(v, w_.permute(0, 2, 1)).reshape(b, c, h, w)
+            """,
+            findings=(("7:5-12:45", "hand-written attention: `F.scaled_dot_product_attention` computes it in one fused kernel "
+                                     "without storing the L x L weights (2-4x on attention in common reports); no automatic fix: "
+                                     "it lays the features out before the positions (…, E, L) in q, k or v, and SDPA wants (…, L, E): "
+                                     "transpose them to use it"),),
+        ),
+        Invalid(
+            """
+            # the same block with channels-last queries and values: torch.bmm(w, v) at the end
+            import torch
+            import torch.nn.functional as F
+            def attend(q, k, v):
+                B, C, H, W = q.shape
+                q = q.permute(0, 2, 3, 1).view(B, H * W, C)
+                k = k.view(B, C, H * W)
+                w = F.softmax(torch.bmm(q, k) * (int(C) ** (-0.5)), dim=-1)
+                v = v.permute(0, 2, 3, 1).view(B, H * W, C)
+                return torch.bmm(w, v)
+            """,
+            lines=(6,),
         ),
         Invalid(
             """
