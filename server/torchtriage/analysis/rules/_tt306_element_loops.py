@@ -72,12 +72,31 @@ class ElementLoops:
         if self._distinct_values(iterable):
             return False  # ``for value in np.unique(mask)``: the few distinct labels, not the elements
         stop = self._range_stop(iterable)
+        if stop is not None and body and self._listed(stop, body[0]):
+            return False  # ``[self.X[i][idx] for i in range(len(self.X))]`` under ``if isinstance(self.X, list):``: the inputs
         if stop is not None:
             bound = self.arrays.bound(stop) if isinstance(stop, ast.expr) else None
             if bound == SIZE:  # as many iterations as a dimension has, unless each takes a whole slice
                 return not self._whole_slices(_names(target), body)
             return bound != COUNT and self._indexes_array(_names(target), body)
         return self.arrays.kind(iterable) in (ARRAY, ELEMENTS)
+
+    def _listed(self, stop: ast.expr | bool, near: ast.AST) -> bool:
+        """``len(x)`` where an enclosing ``if isinstance(x, list):`` (or ``tuple``) holds ``near``: a list of
+        arrays (a model's several inputs), as many as there are inputs, not elements."""
+        if not (isinstance(stop, ast.Call) and isinstance(stop.func, ast.Name) and stop.func.id == "len" and len(stop.args) == 1):
+            return False
+        subject = ast.dump(stop.args[0])
+        path = {id(a) for a in self.ctx.ancestors(near)} | {id(near)}
+        for ancestor in self.ctx.ancestors(near):
+            test = ancestor.test if isinstance(ancestor, ast.If) else None
+            if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" and len(test.args) == 2):
+                continue
+            kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+            if ast.dump(test.args[0]) == subject and {getattr(k, "id", "") for k in kinds} <= {"list", "tuple"} \
+                    and any(id(statement) in path for statement in ancestor.body):  # type: ignore[union-attr]
+                return True
+        return False
 
     def _distinct_values(self, iterable: ast.expr, depth: int = 0) -> bool:
         """``np.unique(x)``, ``torch.unique(x)``, ``x.unique()``, or a name last bound to one."""

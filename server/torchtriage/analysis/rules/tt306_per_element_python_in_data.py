@@ -77,6 +77,32 @@ class PerElementPythonInData(Rule):
     VALID = (
         Valid(
             """
+            # a dataset of one input array or several: under isinstance(..., list) the comprehension walks the inputs
+            from typing import List, Optional, Union
+
+            import numpy as np
+            from torch.utils.data import Dataset
+
+            class MultiInput(Dataset):
+                def __init__(self, X: Optional[Union[np.ndarray, List[np.ndarray]]] = None, y: Optional[np.ndarray] = None):
+                    self.X = X
+                    self.y = y
+
+                def __len__(self):
+                    return len(self.y)
+
+                def __getitem__(self, idx: int):
+                    x = {}
+                    if self.X is not None:
+                        if isinstance(self.X, list):
+                            x["tab"] = [self.X[i][idx] for i in range(len(self.X))]
+                        else:
+                            x["tab"] = self.X[idx]
+                    return x, self.y[idx]
+            """
+        ),
+        Valid(
+            """
             # once per joint: a count the dataset is configured with (17), not the size of a sample
             import numpy as np
             from torch.utils.data import Dataset
