@@ -90,7 +90,8 @@ class ElementLoops:
         path = {id(a) for a in self.ctx.ancestors(near)} | {id(near)}
         for ancestor in self.ctx.ancestors(near):
             test = ancestor.test if isinstance(ancestor, ast.If) else None
-            if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" and len(test.args) == 2):
+            if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
+                    and len(test.args) == 2):
                 continue
             kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
             if ast.dump(test.args[0]) == subject and {getattr(k, "id", "") for k in kinds} <= {"list", "tuple"} \
