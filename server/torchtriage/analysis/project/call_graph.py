@@ -25,6 +25,7 @@ from ..incremental.walks import scope_walk
 from .containers import element_values, iterated_attribute, self_attribute
 from .model_methods import ModelMethods
 from .modules import FunctionNode, ModuleTable, ProjectModule
+from .overrides import Overrides
 from .registries import RegistryIndex
 from ..syntax import assigned_value, assignment_history, parameter_names
 
@@ -42,6 +43,7 @@ class CallGraph:
         self.table = table
         self.registries = RegistryIndex(table)
         self.model_methods = ModelMethods(table, _COMMON_METHODS)
+        self.overrides = Overrides(table)
         self._built: dict[ast.AST, list[ClassRef]] = {}  # factory -> the classes its registry lookups may build
         self._elements: dict[tuple[ast.ClassDef, str], list[ClassRef]] = {}  # (class, container attribute) -> element classes
         self._constructed: dict[str, set[ClassRef]] | None = None
@@ -439,6 +441,10 @@ class CallGraph:
             if owner is not None and module.method(owner, func.attr) is None:
                 held = self.self_attribute_classes(module, owner, func.attr) or self.container_classes(module, owner, func.attr)
                 return [m for cls in held for m in self.callable_methods(*cls)]  # ``self.stem(x)``: a Sequential runs each
+            if owner is not None and not isinstance(module.ctx.parents.get(call), ast.Expr):
+                # ``loss = self.calculate_loss(batch)`` left abstract: each subclass's (:mod:`.overrides`); not a hook
+                # called for its effect (``self.debug(batch, output)``, often behind a debug option)
+                return self.overrides.of_abstract(module, owner, func.attr)
             return []
         if isinstance(receiver, ast.Name):
             classes = self.instance_classes(module, receiver.id, call)

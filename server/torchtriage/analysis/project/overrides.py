@@ -1,0 +1,85 @@
+"""What ``self.method(...)`` runs when the class leaves ``method`` to its subclasses.
+
+A trainer base class writes the loop once and calls ``self.calculate_loss(batch)`` and
+``self.calculate_metrics(batch)`` in it; the base declares them abstract
+(``@abstractmethod``, a body of ``pass``, ``...`` or ``raise NotImplementedError``) and each
+subclass, often in a file of its own, implements them.  Every step then runs the
+subclass's method: each project subclass's override is a callee of the call.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .modules import FunctionNode, ModuleTable, ProjectModule
+
+FunctionRef = tuple[ProjectModule, FunctionNode]
+ClassRef = tuple[ProjectModule, ast.ClassDef]
+
+MAX_OVERRIDES = 32  # subclasses' overrides of one method, at most (a guard)
+
+
+class Overrides:
+    """Project subclasses of a class, and their overrides of an abstract method."""
+
+    def __init__(self, table: ModuleTable) -> None:
+        self.table = table
+        self._children: dict[ast.ClassDef, list[ClassRef]] | None = None
+
+    def of_abstract(self, module: ProjectModule, cls: ast.ClassDef, name: str) -> list[FunctionRef]:
+        """The overrides of ``cls.name`` in its project subclasses (transitively) when ``cls`` declares it
+        abstract; empty otherwise."""
+        method = module.method(cls, name)
+        if method is None or not is_abstract(method):
+            return []
+        found: list[FunctionRef] = []
+        seen: set[ast.ClassDef] = {cls}
+        frontier = [cls]
+        while frontier and len(found) <= MAX_OVERRIDES:
+            following: list[ast.ClassDef] = []
+            for parent in frontier:
+                for owner, child in self._subclasses().get(parent, []):
+                    if child in seen:
+                        continue
+                    seen.add(child)
+                    override = owner.method(child, name)
+                    if override is not None and not is_abstract(override):
+                        found.append((owner, override))
+                    following.append(child)
+            frontier = following
+        return found if len(found) <= MAX_OVERRIDES else []
+
+    def _subclasses(self) -> dict[ast.ClassDef, list[ClassRef]]:
+        if self._children is None:
+            children: dict[ast.ClassDef, list[ClassRef]] = {}
+            for module in self.table.by_path.values():
+                if module.ctx is None or module.is_test:
+                    continue
+                for cls in module.classes.values():
+                    for base in cls.bases:
+                        target = self.table.resolve_dotted(module, base)
+                        if isinstance(target, tuple) and isinstance(target[1], ast.ClassDef) and target[1] is not cls:
+                            children.setdefault(target[1], []).append((module, cls))
+            self._children = children
+        return self._children
+
+
+def is_abstract(method: FunctionNode) -> bool:
+    """Declared for subclasses to implement: ``@abstractmethod``, or a body of only a docstring and
+    ``pass`` / ``...`` / ``raise NotImplementedError``."""
+    for decorator in method.decorator_list:
+        name = decorator.attr if isinstance(decorator, ast.Attribute) else decorator.id if isinstance(decorator, ast.Name) else ""
+        if name == "abstractmethod":
+            return True
+    body = [s for s in method.body
+            if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str))]
+    if len(body) != 1:
+        return False
+    statement = body[0]
+    if isinstance(statement, ast.Pass) or (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+                                           and statement.value.value is Ellipsis):
+        return True
+    if isinstance(statement, ast.Raise) and statement.exc is not None:
+        raised = statement.exc.func if isinstance(statement.exc, ast.Call) else statement.exc
+        return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
+    return False

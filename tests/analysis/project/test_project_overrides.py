@@ -1,0 +1,108 @@
+"""Issue 25: a trainer base class whose step loop calls an abstract method (``metrics = self.calculate_metrics(batch)``)
+runs each subclass's implementation every step, in whatever file it is.  An invented project, no code of any
+labelled repository.
+
+``base.py``'s ``Trainer.validate`` loops over the validation loader and calls ``self.calculate_metrics(batch)``,
+declared with ``@abstractmethod``; ``ranking.py``'s ``RankingTrainer`` implements it with a host read per batch
+(TT101) through a helper of ``metrics.py``; ``ClassifierTrainer`` implements ``calculate_loss`` (left with
+``raise NotImplementedError`` in the base) with another.  ``self.debug(batch)``, a hook called for its effect, is
+not followed: its implementation's host read stays alone."""
+
+from __future__ import annotations
+
+import textwrap
+
+from torchtriage.analysis.project.program import Project
+
+BASE = """
+    from abc import ABCMeta, abstractmethod
+
+    import torch
+
+
+    class Trainer(metaclass=ABCMeta):
+        def __init__(self, model, train_loader, val_loader, optimizer):
+            self.model = model.cuda()
+            self.train_loader, self.val_loader, self.optimizer = train_loader, val_loader, optimizer
+
+        @abstractmethod
+        def calculate_metrics(self, batch):
+            pass
+
+        def calculate_loss(self, batch):
+            raise NotImplementedError
+
+        def debug(self, batch):
+            pass
+
+        def train(self, epochs):
+            for epoch in range(epochs):
+                for batch in self.train_loader:
+                    batch = [x.cuda(non_blocking=True) for x in batch]
+                    loss = self.calculate_loss(batch)
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+                    self.debug(batch)
+                self.validate()
+
+        def validate(self):
+            with torch.no_grad():
+                for batch in self.val_loader:
+                    batch = [x.cuda(non_blocking=True) for x in batch]
+                    metrics = self.calculate_metrics(batch)
+"""
+METRICS = """
+    import torch
+
+
+    def recall_at(scores, labels, k):
+        hits = labels.float().gather(1, (-scores).argsort(dim=1)[:, :k])
+        return (hits.sum(1) / labels.sum(1).float()).mean().item()
+"""
+RANKING = """
+    import torch
+    import torch.nn.functional as F
+
+    from base import Trainer
+    from metrics import recall_at
+
+
+    class RankingTrainer(Trainer):
+        def calculate_metrics(self, batch):
+            seqs, labels = batch
+            return {"recall@10": recall_at(self.model(seqs), labels, 10)}
+
+        def calculate_loss(self, batch):
+            seqs, labels = batch
+            return F.cross_entropy(self.model(seqs), labels)
+
+
+    class ClassifierTrainer(Trainer):
+        def calculate_metrics(self, batch):
+            x, y = batch
+            return {"acc": (self.model(x).argmax(1) == y).float().mean()}
+
+        def calculate_loss(self, batch):
+            x, y = batch
+            loss = F.cross_entropy(self.model(x), y)
+            self.last = loss.item()
+            return loss
+
+        def debug(self, batch):
+            x, y = batch
+            print(self.model(x).max().item())
+"""
+FILES = {"base.py": BASE, "metrics.py": METRICS, "ranking.py": RANKING}
+
+
+def project() -> Project:
+    return Project((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in FILES.items())
+
+
+def test_the_subclasses_implementation_of_an_abstract_step_method_runs_every_step() -> None:
+    solved = project()
+    assert (6, "TT101") in {(f.span.line, f.code) for f in solved.analyze("metrics.py")}  # through RankingTrainer
+    found = {(f.span.line, f.code) for f in solved.analyze("ranking.py")}
+    assert (26, "TT101") in found  # ClassifierTrainer.calculate_loss: the base left it raising NotImplementedError
+    assert not any(line == 31 for line, _ in found)  # debug(): a hook called for its effect, not followed
