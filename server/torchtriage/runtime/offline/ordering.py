@@ -7,8 +7,9 @@ frame needs both in one time-ordered stream, so the records are sorted: up to
 ``RUN`` of them in memory at a time, each full run sorted and written with
 ``marshal`` to a temporary file, and the runs merged (``heapq.merge``) as they
 are read back ``BATCH`` records at a time.  A trace whose records fit in one
-run never touches the disk.  Memory is about ``RUN`` records plus ``BATCH``
-per run, whatever the trace's size.
+run never touches the disk.  Memory is about ``RUN`` records (plus what a caller
+``append``s between two ``settle`` calls) and ``BATCH`` per run, whatever the
+trace's size.
 """
 
 from __future__ import annotations
