@@ -3,13 +3,17 @@
 ``True``: almost surely a tensor (batch data, model / criterion outputs, torch
 ops, tensor methods, names bound to those).  ``False``: almost surely not
 (constants, ``len()``, ``.shape``, ``.item()``, numpy / math results, ``is`` /
-``in`` tests, and host copies made with ``.cpu()`` / ``.numpy()``, which cost
-nothing more to read).  ``None``: unknown.  Rules fire on ``True`` (``.item()``
+``in`` tests, host copies made with ``.cpu()`` / ``.numpy()``, which cost
+nothing more to read, and a batch read before the step's next binding copies it
+to the device, ``x = x.cuda()`` / ``x, n = to_cuda(x, n)``: still on the host).
+``None``: unknown.  Rules fire on ``True`` (``.item()``
 also on ``None``), so a wrong ``None`` costs a miss, never a false alarm.
 
 Names resolve flow-approximately: the latest binding in the same scope that
 ends before the use, else the latest in the scope (loop-carried), else the
-enclosing scopes, else the name itself (``loss``, ``logits``...).
+enclosing scopes, else the name itself (``loss``, ``logits``...).  A name
+unpacked from a call of a function of the file (``outputs, y = self._predict(x,
+y)``) takes that element of the tuples it returns.
 """
 
 from __future__ import annotations
