@@ -4,12 +4,16 @@ The matcher starts at a matmul (``a @ v``, ``torch.matmul``, ``torch.bmm``,
 ``a.matmul(v)``, a two-operand ``torch.einsum``) and walks its left operand
 *backwards*: through local names (the nearest plain assignment before the use,
 in the same or an enclosing block), dropout and dtype casts, to a torch
-``softmax`` over the last dimension (and ``self.id(x)`` hook points that are an
-``nn.Identity``); then through the softmax's input: mask
-(``masked_fill`` / ``+ mask``), scale (``* s`` / ``/ s``), names again, to the
-scores matmul ``q @ k.transpose(-2, -1)`` (``.mT``, ``torch.transpose``,
-``permute`` swapping the last two dims, ``bmm`` with ``transpose(1, 2)``, or an
-einsum contracting the feature dims, last or, channels first, before the positions).  Anything else on the way ends the walk: a
+``softmax`` over the last dimension (or an ``nn.Softmax`` module the class
+builds, and ``self.id(x)`` hook points that are an ``nn.Identity``); then through
+the softmax's input: mask (``masked_fill`` / ``+ mask``), scale (``* s`` / ``/
+s``), names again, to the scores matmul ``q @ k.transpose(-2, -1)`` (``.mT``,
+``torch.transpose``, ``permute`` swapping the last two dims, ``bmm`` with
+``transpose(1, 2)``, or an einsum contracting the feature dims, last or, channels
+first, before the positions).  A U-Net's block written with ``bmm`` is read too:
+``bmm(q, k)`` with q permuted to ``(b, n, c)`` and k viewed ``(b, c, n)``, and a
+final ``bmm(v, w.permute(0, 2, 1))`` with the weights on the right (channels
+first: found, no rewrite).  Anything else on the way ends the walk: a
 classification softmax never reaches a matmul, an MLP's matmul chain never
 passes a softmax.
 
