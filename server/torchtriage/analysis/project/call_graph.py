@@ -23,6 +23,7 @@ from ..context import ModuleContext
 from ..hotloops.step_markers import SCOPE_NODES
 from ..incremental.walks import scope_walk
 from .containers import element_values, iterated_attribute, self_attribute
+from .class_tree import ClassTree
 from .model_methods import ModelMethods
 from .modules import FunctionNode, ModuleTable, ProjectModule
 from .overrides import Overrides
@@ -42,8 +43,9 @@ class CallGraph:
     def __init__(self, table: ModuleTable) -> None:
         self.table = table
         self.registries = RegistryIndex(table)
-        self.model_methods = ModelMethods(table, _COMMON_METHODS)
-        self.overrides = Overrides(table)
+        classes = ClassTree(table)  # each class's bases resolved once, for both
+        self.model_methods = ModelMethods(classes, _COMMON_METHODS)
+        self.overrides = Overrides(classes)
         self._built: dict[ast.AST, list[ClassRef]] = {}  # factory -> the classes its registry lookups may build
         self._elements: dict[tuple[ast.ClassDef, str], list[ClassRef]] = {}  # (class, container attribute) -> element classes
         self._constructed: dict[str, set[ClassRef]] | None = None

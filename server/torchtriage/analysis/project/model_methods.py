@@ -20,7 +20,9 @@ from __future__ import annotations
 import ast
 
 from ..incremental.walks import scope_walk
-from .modules import FunctionNode, ModuleTable, ProjectModule
+from ..syntax import bound_name
+from .class_tree import ClassTree
+from .modules import FunctionNode, ProjectModule
 
 FunctionRef = tuple[ProjectModule, FunctionNode]
 
@@ -36,8 +38,8 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 class ModelMethods:
     """Project ``nn.Module`` classes' methods by name, and which names a function calls like a model."""
 
-    def __init__(self, table: ModuleTable, library_names: frozenset[str] = frozenset()) -> None:
-        self.table = table
+    def __init__(self, tree: ClassTree, library_names: frozenset[str] = frozenset()) -> None:
+        self.tree = tree
         self.library_names = library_names  # method names library objects define too (the call graph's list)
         self._by_name: dict[str, list[FunctionRef]] | None = None
         self._called: dict[ast.AST, frozenset[str]] = {}  # scope -> names it calls like a model
@@ -79,22 +81,8 @@ class ModelMethods:
         return self._by_name
 
     def _module_classes(self) -> list[tuple[ProjectModule, ast.ClassDef]]:
-        """Project classes whose base is named ``...Module`` (``nn.Module``, ``LightningModule``), or is such a
-        project class, in files that are not tests."""
-        classes = [(m, cls) for m in self.table.by_path.values() if m.ctx is not None and not m.is_test for cls in m.classes.values()]
-        modules: set[ast.ClassDef] = set()
-        changed = True
-        while changed:
-            changed = False
-            for module, cls in classes:
-                if cls not in modules and any(self._module_base(module, base, modules) for base in cls.bases):
-                    modules.add(cls)
-                    changed = True
+        """Project classes whose base is named ``...Module`` (``nn.Module``, ``LightningModule``), and the project
+        classes that derive from them, in files that are not tests."""
+        classes = self.tree.classes()
+        modules = self.tree.below([cls for _, cls in classes if any((bound_name(b) or "").endswith("Module") for b in cls.bases)])
         return [(m, cls) for m, cls in classes if cls in modules]
-
-    def _module_base(self, module: ProjectModule, base: ast.expr, modules: set[ast.ClassDef]) -> bool:
-        name = base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
-        if name.endswith("Module"):
-            return True
-        target = self.table.resolve_dotted(module, base)
-        return isinstance(target, tuple) and target[1] in modules

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import ast
 
-from .modules import FunctionNode, ModuleTable, ProjectModule
+from ..syntax import bound_name
+from .class_tree import ClassTree
+from .modules import FunctionNode, ProjectModule
 
 FunctionRef = tuple[ProjectModule, FunctionNode]
-ClassRef = tuple[ProjectModule, ast.ClassDef]
 
 MAX_OVERRIDES = 32  # subclasses' overrides of one method, at most (a guard)
 
@@ -22,9 +23,8 @@ MAX_OVERRIDES = 32  # subclasses' overrides of one method, at most (a guard)
 class Overrides:
     """Project subclasses of a class, and their overrides of an abstract method."""
 
-    def __init__(self, table: ModuleTable) -> None:
-        self.table = table
-        self._children: dict[ast.ClassDef, list[ClassRef]] | None = None
+    def __init__(self, tree: ClassTree) -> None:
+        self.tree = tree
 
     def of_abstract(self, module: ProjectModule, cls: ast.ClassDef, name: str) -> list[FunctionRef]:
         """The overrides of ``cls.name`` in its project subclasses (transitively) when ``cls`` declares it
@@ -38,7 +38,7 @@ class Overrides:
         while frontier and len(found) <= MAX_OVERRIDES:
             following: list[ast.ClassDef] = []
             for parent in frontier:
-                for owner, child in self._subclasses().get(parent, []):
+                for owner, child in self.tree.children(parent):
                     if child in seen:
                         continue
                     seen.add(child)
@@ -49,28 +49,12 @@ class Overrides:
             frontier = following
         return found if len(found) <= MAX_OVERRIDES else []
 
-    def _subclasses(self) -> dict[ast.ClassDef, list[ClassRef]]:
-        if self._children is None:
-            children: dict[ast.ClassDef, list[ClassRef]] = {}
-            for module in self.table.by_path.values():
-                if module.ctx is None or module.is_test:
-                    continue
-                for cls in module.classes.values():
-                    for base in cls.bases:
-                        target = self.table.resolve_dotted(module, base)
-                        if isinstance(target, tuple) and isinstance(target[1], ast.ClassDef) and target[1] is not cls:
-                            children.setdefault(target[1], []).append((module, cls))
-            self._children = children
-        return self._children
-
 
 def is_abstract(method: FunctionNode) -> bool:
     """Declared for subclasses to implement: ``@abstractmethod``, or a body of only a docstring and
     ``pass`` / ``...`` / ``raise NotImplementedError``."""
-    for decorator in method.decorator_list:
-        name = decorator.attr if isinstance(decorator, ast.Attribute) else decorator.id if isinstance(decorator, ast.Name) else ""
-        if name == "abstractmethod":
-            return True
+    if any(bound_name(decorator) == "abstractmethod" for decorator in method.decorator_list):
+        return True
     body = [s for s in method.body
             if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str))]
     if len(body) != 1:

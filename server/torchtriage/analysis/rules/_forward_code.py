@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from ..syntax import parameter_defaults, parameter_names
+from ..syntax import bound_name, parameter_defaults, parameter_names
 from .base import RuleContext
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -57,7 +57,7 @@ def _module_classes(ctx: RuleContext) -> list[ast.ClassDef]:
 
 
 def _base_name(base: ast.expr) -> str:
-    return base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
+    return bound_name(base) or ""
 
 
 def _calls(ctx: RuleContext) -> Iterator[ast.Call]:

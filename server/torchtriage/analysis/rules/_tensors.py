@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..syntax import parameter_defaults
+from ..syntax import bound_name, parameter_defaults
 from .base import RuleContext
 from ..hotloops.finder import HotRegion
 from ._helpers import is_device_move
@@ -380,8 +380,7 @@ class TensorOracle:
             return self._moves_itself(value, name)
         if not (isinstance(target, ast.Tuple) and isinstance(value, ast.Call)):
             return False
-        callee = value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id if isinstance(value.func, ast.Name) else ""
-        return bool(MOVER_NAME.match(callee)) and any(isinstance(a, ast.Name) and a.id == name for a in value.args)
+        return bool(MOVER_NAME.match(bound_name(value.func) or "")) and any(isinstance(a, ast.Name) and a.id == name for a in value.args)
 
     def _moves_itself(self, value: ast.AST, name: str) -> bool:
         """``name.cuda()``, ``name.to(device)``."""
