@@ -8,6 +8,7 @@ from typing import Iterator
 from ...findings import Applicability, Severity
 from ..fixes import add_keywords_fix
 from ._bindings import resolve_dict
+from ..syntax import parameter_defaults
 from ..file_kinds import is_test_file
 from ._loaders import literal, regions_reached
 from .base import Invalid, Report, Rule, RuleContext, Valid
@@ -176,6 +177,29 @@ class OptimizerNotFused(Rule):
     INVALID = (
         Invalid(
             """
+            # the optimizer class is a parameter that defaults to Adam, kept by the policy's base class
+            import torch as th
+            from torch import nn
+
+            class BasePolicy(nn.Module):
+                def __init__(self, optimizer_class=th.optim.Adam, optimizer_kwargs=None):
+                    super().__init__()
+                    self.optimizer_class = optimizer_class
+                    self.optimizer_kwargs = optimizer_kwargs or {}
+
+            class ActorCriticPolicy(BasePolicy):
+                def __init__(self, lr, optimizer_class: type[th.optim.Optimizer] = th.optim.Adam):
+                    super().__init__(optimizer_class)
+                    self.net = nn.Linear(4, 2).to("cuda")
+                    self.optimizer = self.optimizer_class(self.parameters(), lr=lr, **self.optimizer_kwargs)
+
+                def make_critic_optimizer(self, lr):
+                    self.critic.optimizer = self.optimizer_class(self.critic.parameters(), lr=lr)
+            """,
+            lines=(15, 18),
+        ),
+        Invalid(
+            """
             # foreach=False forces the per-tensor loop: the slowest of the three implementations
             import torch
             model = Net().cuda()
@@ -301,7 +325,7 @@ class OptimizerNotFused(Rule):
             return
         for node in ctx.nodes_of(ast.Call):
             assert isinstance(node, ast.Call)
-            short = _OPTIMIZERS.get(ctx.call_qualname(node) or "") or _named_optimizer(ctx, node)
+            short = _OPTIMIZERS.get(ctx.call_qualname(node) or "") or _named_optimizer(ctx, node) or _defaulted_optimizer(ctx, node)
             if short is None or _chooses_implementation(ctx, node) is not False:
                 continue
             if not training and (not (_in_trainer_call(ctx, node) or _kept_by_an_agent(ctx, node)) or _offers_fused(ctx, node)):
@@ -331,6 +355,45 @@ def _named_optimizer(ctx: RuleContext, node: ast.Call) -> str | None:
     return _OPTIMIZERS.get(f"torch.optim.{name}") if isinstance(name, str) else None
 
 
+def _defaulted_optimizer(ctx: RuleContext, node: ast.Call) -> str | None:
+    """``self.optimizer_class(self.parameters(), lr=lr)`` or ``optimizer_class(params)``, where the class is a
+    parameter that defaults to ``torch.optim.Adam`` (``optimizer_class: type[Optimizer] = th.optim.Adam``): kept by
+    the enclosing function, or by the class as ``self.optimizer_class = optimizer_class``, or named so among its
+    ``__init__``'s parameters (a subclass handing it to its base's ``__init__``)."""
+    func = node.func
+    if isinstance(func, ast.Name):
+        function = ctx.enclosing_function(node)
+        return _optimizer_default(ctx, function, func.id) if function is not None else None
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+        return None
+    cls = ctx.enclosing_class(node)
+    if cls is None:
+        return None
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if method.name == "__init__" and (found := _optimizer_default(ctx, method, func.attr)):
+            return found
+        for statement in ast.walk(method):
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                    and isinstance(target := statement.targets[0], ast.Attribute) and target.attr == func.attr \
+                    and isinstance(target.value, ast.Name) and target.value.id == "self":
+                value = statement.value
+                found = _OPTIMIZERS.get(ctx.qualname(value) or "") or (
+                    _optimizer_default(ctx, method, value.id) if isinstance(value, ast.Name) else None)
+                if found:
+                    return found
+    return None
+
+
+def _optimizer_default(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> str | None:
+    """The optimizer a parameter ``name`` of ``function`` defaults to (``= torch.optim.Adam``), if any."""
+    for arg, default in parameter_defaults(function.args).items():
+        if arg.arg == name:
+            return _OPTIMIZERS.get(ctx.qualname(default) or "")
+    return None
+
+
 def _in_trainer_call(ctx: RuleContext, node: ast.AST) -> bool:
     """Inside a function of this file that a training file calls (``get_optimizer(cfg, model)``), or in
     a method of a class it names."""
@@ -350,8 +413,12 @@ def _kept_by_an_agent(ctx: RuleContext, node: ast.Call) -> bool:
     if not isinstance(parent, ast.Assign) or parent.value is not node:
         return False
     targets = parent.targets
-    return len(targets) == 1 and isinstance(targets[0], ast.Attribute) and isinstance(targets[0].value, ast.Name) \
-        and targets[0].value.id == "self" and ctx.enclosing_class(node) is not None
+    if len(targets) != 1 or not isinstance(targets[0], ast.Attribute):
+        return False
+    root = targets[0].value
+    while isinstance(root, ast.Attribute):  # ``self.actor.optimizer = ...``: kept by a network the object owns
+        root = root.value
+    return isinstance(root, ast.Name) and root.id == "self" and ctx.enclosing_class(node) is not None
 
 
 def _offers_fused(ctx: RuleContext, node: ast.AST) -> bool:
