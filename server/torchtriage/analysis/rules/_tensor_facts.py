@@ -62,7 +62,7 @@ TORCH_NON_TENSOR = re.compile(
     r"manual_seed|seed|typename|numel|equal|allclose|finfo|iinfo|result_type|can_cast|promote_types)"
 )
 BUILTIN_NON_TENSOR = frozenset(
-    {"len", "int", "float", "bool", "str", "repr", "range", "isinstance", "hasattr", "getattr", "print",
+    {"len", "int", "float", "bool", "str", "repr", "range", "isinstance", "hasattr", "print",
      "sorted", "list", "dict", "tuple", "set", "zip", "enumerate", "type", "id", "hash", "format",
      "iter", "open", "super", "round"}
 )

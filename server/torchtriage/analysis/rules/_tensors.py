@@ -70,7 +70,10 @@ class TensorOracle:
         self.ctx = ctx
         self._bindings: dict[ast.AST, dict[str, list[Binding]]] = {}
         self._results: dict[ast.AST, bool | None] = {}  # function -> what its calls return
+        self._host_parameters: dict[tuple[ast.AST, str], bool] = {}  # (method, parameter) -> host at every call
         self.buffers = registered_tensors(ctx)
+        # ``torch.zeros(n)`` without ``device=`` is made on the host, unless the file moves the default device
+        self.factories_on_host = "set_default_device" not in ctx.source and "set_default_tensor_type" not in ctx.source
 
     def is_tensor(self, node: ast.AST, region: HotRegion | None = None, strict: bool = False) -> bool | None:
         """True / False / None (unknown) for an expression.
@@ -181,9 +184,8 @@ class TensorOracle:
         func = node.func
         qualname = self.ctx.qualname(func) or ""
         if qualname.startswith("torch."):
-            if self.ctx.uses_cuda and builds_on_host(node, qualname):
-                return False  # a host tensor beside the GPU work: reading it waits for nothing (in a CPU-only
-                # file every tensor is on the host, and the value reads are reported as the rules say)
+            if self.factories_on_host and builds_on_host(node, qualname):
+                return False  # a host tensor beside the GPU work: reading it waits for nothing
             if self._host_made(node, 0):
                 return False  # ``torch.sum(a.cpu() > b)``: computed from the host copy, which the ``.cpu()`` waited for
             return torch_function_result(qualname)
@@ -218,7 +220,7 @@ class TensorOracle:
             receiver = self._eval(func.value, region, depth)
             if receiver is True:
                 return True  # (a method no tensor has, ``f.is_file()``, says the receiver was no tensor after all)
-            if receiver is False and func.attr not in ("cuda", "to") and self._rooted_before_move(func.value):
+            if receiver is False and func.attr not in ("cuda", "to"):
                 return False  # ``lengths.max()`` of a batch tensor not yet moved: on the host too
         if MODEL_CALLEE.match(func.attr) and (node.args or node.keywords):
             return True  # self.model(x), self.criterion(out, y)
@@ -242,6 +244,8 @@ class TensorOracle:
             elif isinstance(node, (ast.BinOp, ast.Compare)):
                 operands = [node.left, node.right] if isinstance(node, ast.BinOp) else [node.left, *node.comparators]
                 return any(self._host_made(o, hops) for o in operands)
+            elif self.factories_on_host and isinstance(node, ast.Call) and builds_on_host(node, self.ctx.qualname(node.func) or ""):
+                return True
             elif isinstance(node, ast.Call) and node.args and not any(k.arg == "device" for k in node.keywords) \
                     and (self.ctx.qualname(node.func) or "").rpartition(".")[0] == "torch":
                 first = node.args[0]
@@ -258,7 +262,8 @@ class TensorOracle:
                 node = node.func.value
             elif isinstance(node, ast.Name) and hops < HOST_COPY_HOPS:
                 use = (node.lineno, node.col_offset)
-                candidates = [c for c in self._bindings_in(self._scope_of(node)).get(node.id, []) if c[2] <= use]
+                candidates = [c for c in self._bindings_in(self._scope_of(node)).get(node.id, []) if c[2] <= use
+                              and not isinstance(c[1], ast.Subscript)]  # ``mask[x == pad] = 0`` writes in place
                 if not candidates:
                     return False
                 statement, target = candidates[-1][0], candidates[-1][1]
@@ -345,7 +350,7 @@ class TensorOracle:
     def _moved_after(self, name: str, use: Position, chosen: Binding, candidates: list[Binding]) -> bool:
         """The value ``name`` holds at ``use`` (bound by ``chosen``) is copied to the device by the next statement that
         binds the name (``x = x.cuda()`` further down the step; not a move after another binding in between)."""
-        if not self.ctx.uses_cuda or self._moves(chosen, name):
+        if self._moves(chosen, name):
             return False
         later = [c for c in candidates if (getattr(c[0], "lineno", 0), getattr(c[0], "col_offset", 0)) > use]
         return bool(later) and self._moves(later[0], name)
@@ -406,7 +411,11 @@ class TensorOracle:
         return True if all(self._eval(r.elts[index], None, depth + 1) is True for r in returns) else None  # type: ignore[attr-defined]
 
     def _eval_parameter(self, arg: ast.arg, scope: ast.AST, region: HotRegion | None) -> bool | None:
-        """A parameter is a tensor when annotated so, or when the step passes it batch data."""
+        """A parameter is a tensor when annotated so, or when the step passes it batch data; on the host when
+        every call of the function in this file passes a batch the caller moves to the device afterwards."""
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.ctx.enclosing_class(scope) is not None \
+                and self._host_at_every_call(scope, arg):
+            return False
         if arg.annotation is not None:
             return True if "Tensor" in ast.unparse(arg.annotation) else None
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -414,6 +423,29 @@ class TensorOracle:
             if isinstance(default, ast.Constant) and default.value is not None:
                 return None  # end_dim=-1, verbose=False
         return True if region is not None and arg.arg in region.batch_names else None
+
+    def _host_at_every_call(self, method: ast.FunctionDef | ast.AsyncFunctionDef, arg: ast.arg) -> bool:
+        """``x, y = self.mask_out(x, lengths)`` then ``x, y = to_cuda(x, y)``: each ``self.method(...)`` call of the file
+        hands ``arg`` a value read before its move (``lengths.max()`` inside ``mask_out`` runs on the host)."""
+        key = (method, arg.arg)
+        known = self._host_parameters.get(key)
+        if known is not None:
+            return known
+        self._host_parameters[key] = False  # (recursion guard)
+        positional = [a.arg for a in (*method.args.posonlyargs, *method.args.args)][1:]  # after ``self``
+        calls = [c for c in self.ctx.nodes_of(ast.Call) if isinstance(c.func, ast.Attribute)  # type: ignore[attr-defined]
+                 and c.func.attr == method.name and isinstance(c.func.value, ast.Name) and c.func.value.id == "self"]
+        passed = []
+        for call in calls:
+            value = next((k.value for k in call.keywords if k.arg == arg.arg), None)  # type: ignore[attr-defined]
+            if value is None and arg.arg in positional and positional.index(arg.arg) < len(call.args):  # type: ignore[attr-defined]
+                value = call.args[positional.index(arg.arg)]  # type: ignore[attr-defined]
+            if value is None or isinstance(value, ast.Starred):
+                break
+            passed.append(value)
+        verdict = bool(calls) and len(passed) == len(calls) and all(self._rooted_before_move(v) for v in passed)
+        self._host_parameters[key] = verdict
+        return verdict
 
     def _eval_loop_target(
         self, name: str, loop: ast.For | ast.AsyncFor, region: HotRegion | None, depth: int

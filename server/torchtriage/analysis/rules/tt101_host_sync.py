@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from ...findings import Applicability, Fix, Severity
@@ -309,8 +310,105 @@ class HostSyncInStep(Rule):
                 viz.line(X=torch.ones((1, 3)).cpu() * i, Y=torch.Tensor([a, b, a + b]).unsqueeze(0).cpu(), win=plot)
             """
         ),
+        Valid(
+            """
+            # the action handed to the simulator: env.step takes host arrays and numbers
+            import torch
+
+            for step in range(total_steps):
+                with torch.no_grad():
+                    q_values = q_network(torch.as_tensor(obs, device="cuda"))
+                actions = torch.argmax(q_values, dim=1).cpu().numpy()
+                clipped = actions.clip(0, n_actions - 1)
+                obs, rewards, dones, infos = envs.step(clipped)
+                loss = td_loss(q_network, replay.sample(32))
+                loss.backward()
+                optimizer.step()
+
+            for episode in range(episodes):
+                s = env.reset()
+                for t in range(horizon):
+                    a = policy(torch.as_tensor(s, device="cuda")).sample().item()
+                    s, r, done, info = self.eval_env.step(a)
+                    loss = policy.loss(s, a, r)
+                    loss.backward()
+                    optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # a helper the step calls before it moves the batch: its reads are of host tensors
+            import numpy as np
+            import torch
+            from .utils import to_cuda
+
+            class Trainer:
+                def mask_out(self, x, lengths):
+                    pred_mask = torch.from_numpy(np.random.rand(*x.shape) <= 0.15)
+                    pred_mask[x == self.pad_index] = 0
+                    pred_mask = pred_mask.view(-1)
+                    n = pred_mask.sum().item()
+                    longest = lengths.max().item()
+                    return x[:longest], pred_mask[:n]
+
+                def mlm_step(self):
+                    x, lengths = self.get_batch("train")
+                    x, pred_mask = self.mask_out(x, lengths)
+                    x, lengths, pred_mask = to_cuda(x, lengths, pred_mask)
+                    loss = self.model(x, lengths, pred_mask)
+                    loss.backward()
+                    self.optimizer.step()
+
+            trainer = Trainer()
+            for batch in loader:
+                trainer.mlm_step()
+            """
+        ),
+        Valid(
+            """
+            # a tensor built on the host from a list: reading it waits for nothing
+            import torch
+
+            for x, sentences in loader:
+                lengths = torch.LongTensor([len(s) + 2 for s in sentences])
+                longest = lengths.max().item()
+                loss = model(x.cuda(non_blocking=True)[:longest])
+                loss.backward()
+                optimizer.step()
+            """
+        ),
     )
     INVALID = (
+        Invalid(
+            """
+            # with CUDA as the default tensor type, factories without device= make device tensors
+            import torch
+
+            torch.set_default_tensor_type("torch.cuda.FloatTensor")
+            for x, y in loader:
+                weights = torch.ones(len(y))
+                weights[y == 0] = 0.5
+                total = weights.sum().item()
+                loss = criterion(model(x.cuda()), y.cuda()) / total
+                loss.backward()
+                optimizer.step()
+            """,
+            lines=(8,),
+        ),
+        Invalid(
+            """
+            # torchtext batches hand their fields through getattr: device tensors like any other
+            for batch in train_iter:
+                src = getattr(batch, "src")
+                tgt = getattr(batch, "trg")
+                mask = tgt.ne(pad)
+                loss = criterion(model(src, tgt)[mask], tgt[mask])
+                loss.backward()
+                optimizer.step()
+                tokens += mask.sum().item()
+            """,
+            lines=(9,),
+        ),
         Invalid(
             """
             # read after the copy: on the device
@@ -622,6 +720,8 @@ class HostSyncInStep(Rule):
                 continue  # the loader's batch before the loop moves it to the device: already on the host
             if kind in ("cpu", "numpy", "tolist") and _lengths_for_packing(ctx, call):
                 continue  # ``pack_padded_sequence`` needs its lengths on the host: a copy the library asks for
+            if _feeds_env_step(ctx, call):
+                continue  # the action an environment's ``step`` takes on the host: a copy the simulator needs
             what = f"`{kind}(...)` of a tensor" if kind in ("float", "int", "bool") else f"`.{kind}()`"
             subject = ctx.segment(call.args[0] if kind in ("float", "int", "bool") else call.func.value)  # type: ignore[attr-defined]
             advice = (
@@ -773,6 +873,51 @@ def _lengths_for_packing(ctx: RuleContext, call: ast.Call) -> bool:
                 if isinstance(lengths, ast.Name) and lengths.id == name:
                     return True
     return False
+
+
+_ENV = re.compile(r"(^|_)envs?($|_)|^env", re.IGNORECASE)  # ``env``, ``envs``, ``self.train_env``, ``eval_envs``
+_ENV_HOPS = 3  # names followed from the read to the ``env.step`` call (``actions`` -> ``clipped_actions``)
+
+
+def _feeds_env_step(ctx: RuleContext, call: ast.Call) -> bool:
+    """The value read is the action handed to an environment's ``step`` (``env.step(a.item())``, or
+    ``actions = q.argmax(1).cpu().numpy()`` ... ``envs.step(clipped_actions)`` in the same function, up to three
+    names apart): simulators take host arrays and numbers, so the copy is the one the rollout needs."""
+    steps = [n for n in ast.walk(ctx.enclosing_function(call) or ctx.tree) if _is_env_step(n)]
+    if not steps:
+        return False
+    if any(any(call is n for a in (*s.args, *(k.value for k in s.keywords)) for n in ast.walk(a)) for s in steps):
+        return True
+    names = _bound_by_statement_of(ctx, call)
+    scope = ctx.enclosing_function(call) or ctx.tree
+    for _ in range(_ENV_HOPS):
+        if not names:
+            return False
+        if any(isinstance(n, ast.Name) and n.id in names for s in steps for a in (*s.args, *(k.value for k in s.keywords))
+               for n in ast.walk(a)):
+            return True
+        names = {t.id for node in ast.walk(scope) if isinstance(node, ast.Assign)
+                 and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node.value))
+                 for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name)} - names
+    return False
+
+
+def _is_env_step(node: ast.AST) -> bool:
+    """``env.step(...)``, ``self.envs.step(...)``, ``train_env.step(...)`` with an argument."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step"
+            and (node.args or node.keywords)):
+        return False
+    receiver = node.func.value
+    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+    return bool(_ENV.search(name))
+
+
+def _bound_by_statement_of(ctx: RuleContext, call: ast.Call) -> set[str]:
+    """The names the assignment holding ``call`` binds (``a = m.sample().item()``: ``a``)."""
+    statement = ctx.enclosing_statement(call)
+    if not isinstance(statement, ast.Assign):
+        return set()
+    return {n.id for target in statement.targets for n in ast.walk(target) if isinstance(n, ast.Name)}
 
 
 def _is_packer(call: ast.Call) -> bool:

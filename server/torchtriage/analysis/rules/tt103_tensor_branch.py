@@ -163,6 +163,31 @@ class TensorBranchInStep(Rule):
                         self.best = loss_value
             """
         ),
+        Valid(
+            """
+            # checks in a helper the step calls before it moves the batch: host tensors
+            from .utils import to_cuda
+
+            class Trainer:
+                def word_blank(self, x, lengths):
+                    assert (x[0] == self.eos_index).sum() == lengths.size(0)
+                    for i in range(lengths.size(0)):
+                        assert x[lengths[i] - 1, i] == self.eos_index
+                    return x, lengths
+
+                def mt_step(self):
+                    x, lengths = self.get_batch("train")
+                    x, lengths = self.word_blank(x, lengths)
+                    x, lengths = to_cuda(x, lengths)
+                    loss = self.model(x, lengths)
+                    loss.backward()
+                    self.optimizer.step()
+
+            trainer = Trainer()
+            for batch in loader:
+                trainer.mt_step()
+            """
+        ),
     )
     INVALID = (
         Invalid(
