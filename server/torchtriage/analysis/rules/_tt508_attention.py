@@ -30,7 +30,8 @@ class Attention:
     dropout: str | None = None  # the SDPA ``dropout_p=`` source
     unsafe: list[str] = field(default_factory=list)  # what a rewrite would change
     # What the einsums' layout needs before SDPA can take it: "channels" (q, k or v laid out
-    # (…, E, L), SDPA wants (…, L, E)), "shared" (one key/value head for every query head).
+    # (…, E, L), SDPA wants (…, L, E)), "shared" (one key/value head for every query head), "permuted"
+    # (the batch letters of an einsum elsewhere: (B, L, H, E)).
     layout: frozenset[str] = frozenset()
     conditional: ast.If | None = None  # an ``if`` that updates the scores on some calls (a mask), looked past
     blocked: str = ""  # why no rewrite is offered

@@ -24,7 +24,8 @@ def einsum_layout(call: ast.expr, which: str) -> frozenset[str] | None:
     ``B i d, B j d -> B i j`` (scores) and ``B i j, B j e -> B i e`` (output); ``"channels"``
     when a feature dimension comes before the positions somewhere (``B d i, B d j -> B i j``, as
     guided-diffusion's ``bct,bcs->bts``); ``"shared"`` when the key or value has fewer batch
-    dimensions than the query (one key/value head for all heads: ``b h i d, b j d -> b h i j``)."""
+    dimensions than the query (one key/value head for all heads: ``b h i d, b j d -> b h i j``); ``"permuted"``
+    when the batch letters sit elsewhere (``b l h e, b s h e -> b h l s``: positions before heads)."""
     spec = einsum_spec(call)  # type: ignore[arg-type]
     if spec is None or spec.count(",") != 1 or spec.count("->") != 1:
         return None
@@ -32,6 +33,14 @@ def einsum_layout(call: ast.expr, which: str) -> frozenset[str] | None:
     a, b = inputs.split(",")
     if min(len(a), len(b), len(out)) < 2 or len(set(a)) != len(a) or len(set(b)) != len(b):
         return None
+    layout = _batched_layout(a, b, out, which)
+    if layout is None and _permuted(a, b, out, which):
+        return frozenset({"permuted"})
+    return layout
+
+
+def _batched_layout(a: str, b: str, out: str, which: str) -> frozenset[str] | None:
+    """The layouts SDPA takes as they are (batch dimensions first, the two positions or features last)."""
     batch, other = a[:-2], b[:-2]
     if out[:-2] != batch or not _subsequence(other, batch) or set(a[-2:] + b[-2:]) & set(batch):
         return None
@@ -51,6 +60,20 @@ def einsum_layout(call: ast.expr, which: str) -> frozenset[str] | None:
     if not rows:
         notes.add("channels")
     return frozenset(notes)
+
+
+def _permuted(a: str, b: str, out: str, which: str) -> bool:
+    """Attention with the batch letters anywhere (``blhe,bshe->bhls`` then ``bhls,bshd->blhd``: the positions
+    before the heads): one letter summed, one free letter in each operand, every other letter in both and in
+    the output; the scores end with (query, key) positions, and the output sums the weights' last letter."""
+    summed = set(a) & set(b) - set(out)
+    free_a, free_b = set(a) - set(b), set(b) - set(a)
+    batch = set(a) & set(b) & set(out)
+    if len(summed) != 1 or len(free_a) != 1 or len(free_b) != 1 or set(out) != batch | free_a | free_b:
+        return False
+    if which == "scores":
+        return out[-2:] == free_a.pop() + free_b.pop()
+    return a[-1] == next(iter(summed)) and a[-2] == next(iter(free_a))
 
 
 def _contraction(x: str, y: str, out: str) -> tuple[str, str, str] | None:

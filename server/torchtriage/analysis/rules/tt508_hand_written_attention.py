@@ -55,6 +55,8 @@ def why_not_fixable(ctx: RuleContext, found: Attention) -> str:
         return f"the scores are changed only on some calls (the `if` on line {found.conditional.lineno}): pass that as attn_mask to use SDPA"
     if "channels" in found.layout:
         return "it lays the features out before the positions (…, E, L) in q, k or v, and SDPA wants (…, L, E): transpose them to use it"
+    if "permuted" in found.layout:
+        return "its einsums lay q, k or v out in another order than SDPA's (B, H, L, E), such as the positions before the heads: permute them to use it"
     if "shared" in found.layout:
         return "the keys and values have no head dimension (one for all heads): unsqueeze them to use SDPA"
     statements = list(dict.fromkeys(found.statements))
@@ -349,6 +351,22 @@ class HandWrittenAttention(Rule):
                     return attn @ v
             """,
             lines=(9,),
+        ),
+        Invalid(
+            """
+            # einsums over (B, L, H, E) inputs, the positions before the heads: found, no automatic fix
+            import torch
+            def attend(queries, keys, values, scale):
+                scores = torch.einsum("blhe,bshe->bhls", queries, keys)
+                A = torch.softmax(scale * scores, dim=-1)
+                return torch.einsum("bhls,bshd->blhd", A, values)
+            """,
+            findings=(
+                ("4:5-6:54", "hand-written attention: `F.scaled_dot_product_attention` computes it in one fused kernel "
+                             "without storing the L x L weights (2-4x on attention in common reports); no automatic fix: "
+                             "its einsums lay q, k or v out in another order than SDPA's (B, H, L, E), such as the "
+                             "positions before the heads: permute them to use it"),
+            ),
         ),
         Invalid(
             """
