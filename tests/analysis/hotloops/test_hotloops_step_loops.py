@@ -343,3 +343,32 @@ def test_a_loop_over_splits_whose_batches_a_comprehension_walks_is_not_the_step_
         """
     )
     assert region_at(hot, 4).kind == "step-loop"
+
+
+def test_zip_of_a_progress_bar_and_a_loader():
+    hot = check_marks(
+        """
+        def evaluate(model, eval_loader):
+            with trange(len(eval_loader)) as bar:                     # C
+                for i, (data, target) in zip(bar, eval_loader):      # C
+                    out = model(data)                                 # H
+                    total += criterion(out, target)                   # H
+            return total                                              # C
+        """
+    )
+    region = region_at(hot, 3)
+    assert region.kind == "step-loop"
+    assert {"data", "target"} <= region.batch_names and "i" not in region.batch_names
+    assert "i" in region.counter_names
+
+
+def test_zip_of_names_and_a_list_of_loaders_is_no_batch_loop():
+    hot = check_marks(
+        """
+        for eval_name, valid_dataloader in zip(eval_names, valid_dataloaders):   # C
+            report(eval_name, valid_dataloader)                                  # C
+        for name, loader in zip(cfg.DATASETS.TEST, data_loaders_val):            # C
+            report(name, loader)                                                 # C
+        """
+    )
+    assert not hot.step_loops

@@ -158,7 +158,30 @@ def unwrap_iterable(node: ast.AST) -> ast.AST:
 
 
 def is_loader_like(node: ast.AST, loader_vars: set[str]) -> bool:
-    """An iterable of batches: a DataLoader call, a loader variable, ``dataloaders[phase]``."""
+    """An iterable of batches: a DataLoader call, a loader variable, ``dataloaders[phase]``; also a ``zip`` of a
+    progress bar or a counter with one (``zip(pbar, train_loader)``)."""
+    zipped = _zipped_with(node)
+    if zipped is not None and any(_zipped_loader(arg, loader_vars) for arg in zipped.args):
+        return True
+    return _is_loader_like(node, loader_vars)
+
+
+def _zipped_loader(node: ast.AST, loader_vars: set[str]) -> bool:
+    """A loader beside something else in a ``zip``; not a list of loaders (``zip(names, valid_dataloaders)``,
+    ``zip(cfg.DATASETS.TEST, data_loaders_val)``)."""
+    return _is_loader_like(node, loader_vars) and not {"loaders", "dataloaders"} & set(words(last_name(unwrap_iterable(node))))
+
+
+def _zipped_with(node: ast.AST) -> ast.Call | None:
+    """The ``zip(...)`` call an iterable is or wraps (``enumerate(zip(t, loader))``), if any."""
+    while isinstance(node, ast.Call) and node.args and last_name(node.func) in _WRAPPERS:
+        if last_name(node.func) == "zip":
+            return node
+        node = node.args[0]
+    return None
+
+
+def _is_loader_like(node: ast.AST, loader_vars: set[str]) -> bool:
     inner = unwrap_iterable(node)
     name = last_name(inner)
     if isinstance(inner, ast.Call):
@@ -235,6 +258,13 @@ def target_names(target: ast.AST, iterable: ast.AST) -> tuple[set[str], set[str]
     ):
         counters.add(target.elts[0].id)
         target = target.elts[1]
+    if isinstance(iterable, ast.Call) and last_name(iterable.func) == "zip" and isinstance(target, ast.Tuple) \
+            and len(target.elts) == len(iterable.args) and any(_zipped_loader(a, set()) for a in iterable.args):
+        # ``for i, (x, y) in zip(pbar, loader)``: what the loader hands over is the batch, the rest counts
+        batch: set[str] = set()
+        for element, source in zip(target.elts, iterable.args):
+            (batch if _zipped_loader(source, set()) else counters).update(names_in(element))
+        return batch, counters
     names = names_in(target)
     inner = unwrap_iterable(iterable)
     if isinstance(inner, ast.Call) and last_name(inner.func) in ("range", "trange", "count"):

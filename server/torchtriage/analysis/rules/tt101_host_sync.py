@@ -381,6 +381,30 @@ class HostSyncInStep(Rule):
     INVALID = (
         Invalid(
             """
+            # an evaluation loop over zip(progress bar, loader): the loader's batches are the step's data
+            import torch
+            from tqdm import trange
+
+            class Trainer:
+                def evaluate(self, eval_loader):
+                    with trange(len(eval_loader)) as bar:
+                        for i, (data, target) in zip(bar, eval_loader):
+                            val_loss = self._evaluate_batch(data, target, i)
+                    return val_loss
+
+                def _evaluate_batch(self, data, target, batch_idx):
+                    with torch.no_grad():
+                        X = {}
+                        for k, v in data.items():
+                            X[k] = v.to(self.device)
+                        loss = self.loss_fn(self.model(X), target.to(self.device))
+                        self.running_loss += loss.item()
+                    return self.running_loss / (batch_idx + 1)
+            """,
+            lines=(18,),
+        ),
+        Invalid(
+            """
             # with CUDA as the default tensor type, factories without device= make device tensors
             import torch
 
