@@ -372,3 +372,25 @@ def test_zip_of_names_and_a_list_of_loaders_is_no_batch_loop():
         """
     )
     assert not hot.step_loops
+
+
+def test_a_loader_like_name_built_as_a_list_of_settings_is_no_batch_loop():
+    hot = check_marks(
+        """
+        def tune(space, train, validation):
+            search_space_iterator = list(ParameterGrid(space))                # C
+            search_space_iterator = sorted(search_space_iterator, key=str)    # C
+            for i, params in enumerate(search_space_iterator):                # C
+                model = TabularModel(params)                                  # C
+                model.fit(train, validation)                                  # C
+                if model.score(validation) > best:                            # C
+                    best = model                                              # C
+            return best                                                       # C
+
+        def replay(train_loader):
+            batch_iterator = list(train_loader)                               # C
+            for x, y in batch_iterator:                                       # C
+                out = model(x)                                                # H
+        """
+    )
+    assert [region.node.lineno for region in hot.step_loops] == [13]

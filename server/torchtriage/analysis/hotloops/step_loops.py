@@ -17,9 +17,10 @@ from .regions import FunctionNode, Loop
 from .loop_kinds import LoopFacts, is_step_function, loop_facts, trains_anywhere
 from ..module_index import ModuleIndex
 from ..syntax import parameter_names
-from .step_markers import is_loader_like, own_nodes
+from .step_markers import ITERABLE_WRAPPERS, is_loader_like, last_name, own_nodes, unwrap_iterable
 
 _NOT_FOLLOWED = frozenset({"forward", "__call__"})
+_LIST_BUILDERS = frozenset({"list", "sorted", "tuple"}) | ITERABLE_WRAPPERS  # calls whose result is a list of their argument's items
 
 
 # functions that serve a trained model (a library's ``predict`` API, an ``--do_predict`` pass): their loops
@@ -48,7 +49,8 @@ class StepLoopJudge:
             return False, False  # ``def predict(self, X):`` no code of the file calls: serving a trained model, not training it
         if self._within_one_step(loop):
             return False, False  # ``for x, y in minibatches: nll += ...`` then ``loss.backward()``: parts of one step
-        step = isinstance(loop, (ast.For, ast.AsyncFor)) and is_loader_like(loop.iter, self.loader_vars)
+        step = isinstance(loop, (ast.For, ast.AsyncFor)) and is_loader_like(loop.iter, self.loader_vars) \
+            and not self._built_as_list(loop)
         if not step and self._calls_model(facts) and self._enclosing_name(loop) not in _NOT_FOLLOWED:
             step = True
         callees = self._loop_callees(loop, facts)
@@ -158,6 +160,33 @@ class StepLoopJudge:
                 for n in self.ctx.nodes_of(ast.Call) if isinstance(n, ast.Call)
             )
         return not called
+
+    def _built_as_list(self, loop: ast.For | ast.AsyncFor) -> bool:
+        """The loop walks a name that reads like a loader but that its function builds as a plain list of other
+        things (``search_space_iterator = list(ParameterGrid(space))``, then ``sorted(...)`` of itself): a loop
+        over settings or files, not batches.  A list made from a loader (``list(train_loader)``) still holds batches."""
+        inner = unwrap_iterable(loop.iter)
+        scope = self.ctx.enclosing_function(loop)
+        if not isinstance(inner, ast.Name) or scope is None:
+            return False
+        listed = False
+        for node in ast.walk(scope):
+            if not (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == inner.id for t in node.targets)):
+                continue
+            value = node.value
+            if isinstance(value, (ast.List, ast.ListComp, ast.Tuple)):
+                listed = True
+                continue
+            if not (isinstance(value, ast.Call) and value.args and last_name(value.func) in _LIST_BUILDERS):
+                return False
+            source = unwrap_iterable(value.args[0])
+            if isinstance(source, ast.Name) and source.id == inner.id:
+                continue  # re-sorted or wrapped in a progress bar: still what it was
+            if last_name(value.func) in ("list", "sorted", "tuple") and not is_loader_like(source, self.loader_vars):
+                listed = True
+                continue
+            return False
+        return listed
 
     def _enclosing_name(self, node: ast.AST) -> str | None:
         func = self.ctx.enclosing_function(node)

@@ -44,7 +44,7 @@ _LOADER_NAME = re.compile(
 )
 _OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser|scaler)(s|_?[a-z0-9]+)?$|^optimizer", re.I)
 _TOKEN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-_WRAPPERS = frozenset(
+ITERABLE_WRAPPERS = frozenset(
     {"enumerate", "tqdm", "iter", "zip", "islice", "track", "progress", "cycle", "chain", "prefetch", "auto"}
 )
 COUNTER_TOKENS = frozenset(
@@ -152,7 +152,7 @@ def does_optimizer_work(body: Iterable[ast.AST]) -> bool:
 
 def unwrap_iterable(node: ast.AST) -> ast.AST:
     """``enumerate(tqdm(loader))`` -> ``loader``."""
-    while isinstance(node, ast.Call) and node.args and last_name(node.func) in _WRAPPERS:
+    while isinstance(node, ast.Call) and node.args and last_name(node.func) in ITERABLE_WRAPPERS:
         node = node.args[0]
     return node
 
@@ -174,7 +174,7 @@ def _zipped_loader(node: ast.AST, loader_vars: set[str]) -> bool:
 
 def _zipped_with(node: ast.AST) -> ast.Call | None:
     """The ``zip(...)`` call an iterable is or wraps (``enumerate(zip(t, loader))``), if any."""
-    while isinstance(node, ast.Call) and node.args and last_name(node.func) in _WRAPPERS:
+    while isinstance(node, ast.Call) and node.args and last_name(node.func) in ITERABLE_WRAPPERS:
         if last_name(node.func) == "zip":
             return node
         node = node.args[0]
