@@ -90,7 +90,23 @@ def _calls(ctx: RuleContext) -> Iterator[ast.Call]:
                 elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
                         and owner is not None:  # the class's own methods forward calls (``self._dequeue_and_enqueue(k)``)
                     following.extend((method, owner) for method in _methods(owner, func.attr))
+                elif isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name):
+                    for choice in _dispatched(function, func.value.id):  # ``model_func[self.model_name](h, r, t)``
+                        if isinstance(choice, ast.Name):
+                            following.extend((helper, None) for helper in helpers.get(choice.id, ()))
+                        elif owner is not None and isinstance(choice, ast.Attribute) and bound_name(choice.value) == "self":
+                            following.extend((method, owner) for method in _methods(owner, choice.attr))
         frontier = following
+
+
+def _dispatched(function: FunctionNode, table: str) -> list[ast.expr]:
+    """The functions a dict literal bound to ``table`` in ``function`` maps names to (``{'TransE': self.TransE,
+    'RotatE': self.RotatE}``): a call of ``table[key](...)`` runs one of them."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict) \
+                and any(isinstance(t, ast.Name) and t.id == table for t in node.targets):
+            return [v for v in node.value.values if isinstance(v, (ast.Name, ast.Attribute))]
+    return []
 
 
 def _methods(cls: ast.ClassDef, name: str) -> list[FunctionNode]:
@@ -111,7 +127,8 @@ def _own_calls(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDe
             stack.extend(reversed(node.orelse if needs_flag else node.body))
             stack.append(node.test)
             continue
-        if isinstance(node, ast.If) and _asks_if_built(node.test) and not _asks_of_a_parameter(node.test, params):
+        if isinstance(node, ast.If) and _asks_if_built(node.test) and not _asks_of_a_parameter(node.test, params) \
+                and not _picks_from_a_table(function, node.test):
             stack.extend(reversed(node.orelse))
             continue
         if isinstance(node, ast.Call):
@@ -146,6 +163,13 @@ def _asks_of_a_parameter(test: ast.expr, params: set[str]) -> bool:
     return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
         and isinstance(test.left, ast.Name) and test.left.id in params \
         and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+
+
+def _picks_from_a_table(function: FunctionNode, test: ast.expr) -> bool:
+    """``if self.model_name in model_func:`` on a dispatch table of functions (see :func:`_dispatched`): a choice of
+    the function to run, every pass, not a cache."""
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.In) \
+        and isinstance(test.comparators[0], ast.Name) and bool(_dispatched(function, test.comparators[0].id))
 
 
 def _asks_if_built(test: ast.expr) -> bool:

@@ -73,16 +73,26 @@ HOST_CONSTANTS = (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Set, ast
 
 
 def registered_tensors(ctx: RuleContext) -> frozenset[str]:
-    """Attribute names registered as module buffers or parameters (``self.register_buffer("queue", ...)``)."""
-    if "register_" not in ctx.source:
+    """Attribute names registered as module buffers or parameters (``self.register_buffer("queue", ...)``,
+    ``self.gamma = nn.Parameter(torch.Tensor([gamma]), requires_grad=False)``): they live where the model does."""
+    if "register_" not in ctx.source and "Parameter(" not in ctx.source:
         return frozenset()
-    return frozenset(
+    registered = {
         node.args[0].value
         for node in ctx.nodes_of(ast.Call)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
         and node.func.attr in ("register_buffer", "register_parameter") and node.args
         and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
-    )
+    }
+    for node in ctx.nodes_of(ast.Assign) if "Parameter(" in ctx.source else ():
+        value = node.value  # type: ignore[attr-defined]
+        if isinstance(value, ast.Call) and ctx.qualname(value.func) in _PARAMETER_CLASSES:
+            registered.update(t.attr for t in node.targets  # type: ignore[attr-defined]
+                              if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self")
+    return frozenset(registered)
+
+
+_PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
 
 def assigns_none(binding: Binding) -> bool:

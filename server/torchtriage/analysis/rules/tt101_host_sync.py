@@ -381,6 +381,31 @@ class HostSyncInStep(Rule):
     INVALID = (
         Invalid(
             """
+            # a parameter kept on the module reads as a buffer does, in the score function a dispatch table picks
+            import torch
+            import torch.nn as nn
+
+            class KGEModel(nn.Module):
+                def __init__(self, gamma):
+                    super().__init__()
+                    self.gamma = nn.Parameter(torch.Tensor([gamma]), requires_grad=False)
+
+                def TransE(self, head, tail):
+                    return self.gamma.item() - torch.norm(head - tail, p=1, dim=2)
+
+                def DistMult(self, head, tail):
+                    return (head * tail).sum(dim=2)
+
+                def forward(self, head, tail):
+                    model_func = {"TransE": self.TransE, "DistMult": self.DistMult}
+                    if self.model_name in model_func:
+                        return model_func[self.model_name](head, tail)
+                    raise ValueError(self.model_name)
+            """,
+            lines=(11,),
+        ),
+        Invalid(
+            """
             # an evaluation loop over zip(progress bar, loader): the loader's batches are the step's data
             import torch
             from tqdm import trange
