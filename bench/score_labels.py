@@ -71,7 +71,18 @@ def match(items: list[dict], folder: Path, hazards: set[Key]) -> set[Key]:
     for relative, line, end, code in spanning:
         inside = [h for h in hazards if h[0] == relative and h[2] == code and line < h[1] <= end and h not in found]
         found.add(min(inside, key=lambda h: h[1]) if inside else (relative, line, code))
+    for key in sorted(found - hazards):  # one host read, two codes: see SAME_READ
+        other = (key[0], key[1], SAME_READ.get(key[2], ""))
+        if other in hazards and other not in found:
+            found.discard(key)
+            found.add(other)
     return found
+
+
+# TT101 (a value read on the host) and TT102 (a tensor printed, formatted or logged) name the same sync when the
+# read sits inside a log or metric call (``writer.add_scalar(tag, loss.item())``); the rounds' labellers filed
+# that read under either code (LABELLING.md), so a finding of one meets a label of the other on the same line.
+SAME_READ = {"TT101": "TT102", "TT102": "TT101"}
 
 
 def main() -> None:
