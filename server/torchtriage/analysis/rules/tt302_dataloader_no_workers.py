@@ -9,6 +9,7 @@ from typing import Iterator
 from ...findings import Applicability, Severity
 from ..syntax import keyword_value
 from ._bindings import resolve_choices, resolve_name
+from ._helpers import is_device_move
 from ._loaders import literal, resolution_note, dataloader_calls, set_keyword_fix, setting
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
@@ -42,6 +43,23 @@ def _in_memory(ctx: "RuleContext", dataset: ast.expr | None) -> bool:
     # TensorDataset, range(...), list(...), or a tensor made by a torch factory (torch.randn(...)).
     made_by_torch = qual.count(".") == 1 and qual.startswith("torch.")
     return qual in _IN_MEMORY_DATASETS or qual in ("range", "list") or made_by_torch
+
+
+def _hands_out_device_tensors(ctx: "RuleContext", call: ast.Call) -> bool:
+    """A dataset of a class of this file whose ``__getitem__`` moves what it returns to the GPU (``return
+    seq.cuda()``, the text sampler of many language-model scripts): worker processes cannot use CUDA, so
+    the loader stays in the training process; the data already sits in memory."""
+    dataset = _dataset_argument(call)
+    if isinstance(dataset, ast.Name):
+        dataset = resolve_name(ctx, dataset.id, call) or dataset
+    if not (isinstance(dataset, ast.Call) and isinstance(dataset.func, ast.Name)):
+        return False
+    for cls in ctx.nodes_of(ast.ClassDef):
+        if isinstance(cls, ast.ClassDef) and cls.name == dataset.func.id:
+            return any(isinstance(method, ast.FunctionDef) and method.name == "__getitem__"
+                       and any(isinstance(node, ast.Call) and is_device_move(node, ctx) for node in ast.walk(method))
+                       for method in cls.body)
+    return False
 
 
 def _dataset_argument(call: ast.Call) -> ast.expr | None:
@@ -141,6 +159,31 @@ class DataLoaderNoWorkers(Rule):
         train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=4)
     """
     VALID = (
+        Valid(
+            """
+            # a text sampler that hands out GPU tensors: workers could not use CUDA
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+
+            class TextSamplerDataset(Dataset):
+                def __init__(self, data, seq_len):
+                    self.data, self.seq_len = data, seq_len
+
+                def __getitem__(self, index):
+                    start = torch.randint(0, self.data.size(0) - self.seq_len, (1,))
+                    return self.data[start : start + self.seq_len + 1].long().cuda()
+
+                def __len__(self):
+                    return self.data.size(0) // self.seq_len
+
+            train_dataset = TextSamplerDataset(data_train, 1024)
+            train_loader = DataLoader(train_dataset, batch_size=4)
+            for batch in train_loader:
+                loss = model(batch)
+                loss.backward()
+                optimizer.step()
+            """
+        ),
         Valid(
             """
             # one fixed batch drawn once for the image grid: workers would only add their start-up
@@ -304,7 +347,7 @@ class DataLoaderNoWorkers(Rule):
             workers = setting(ctx, call, "num_workers")
             if not workers.all_values(lambda v: is_zero(ctx, v, call), default_matches=True):
                 continue
-            if is_in_memory_dataset(ctx, call) or is_streaming_dataset(ctx, call):
+            if is_in_memory_dataset(ctx, call) or is_streaming_dataset(ctx, call) or _hands_out_device_tensors(ctx, call):
                 continue
             if _is_one_shot(ctx, call):
                 continue
