@@ -239,3 +239,50 @@ def test_a_factory_that_returns_the_dataloader_call_itself_is_followed() -> None
     found = {(f.span.line, f.code): f.message for f in proj.analyze("data.py")}
     assert "`get_train_dataloader` returns it to train.py:5" in found[(5, "TT304")]
     assert (9, "TT304") not in found
+
+
+def test_a_loader_handed_to_a_class_that_keeps_it_and_iterates_it_every_epoch() -> None:
+    """``Solver(config, train_loader, valid_loader)`` keeps the loaders (``self.train_loader = train_loader``) and a
+    method iterates one in a step loop inside an epoch loop; a loader it keeps and never iterates stays quiet."""
+    files = {
+        "data_loader.py": textwrap.dedent("""
+            from torch.utils import data
+
+
+            def get_loader(image_path, batch_size, num_workers=2):
+                dataset = ImageFolder(root=image_path)
+                data_loader = data.DataLoader(dataset=dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers)
+                return data_loader
+        """).lstrip("\n"),
+        "solver.py": textwrap.dedent("""
+            import torch
+
+
+            class Solver:
+                def __init__(self, config, train_loader, test_loader):
+                    self.train_loader = train_loader
+                    self.test_loader = test_loader
+                    self.net = torch.nn.Linear(8, 2).cuda()
+                    self.optimizer = torch.optim.Adam(self.net.parameters(), fused=True)
+
+                def train(self):
+                    for epoch in range(100):
+                        for i, (images, gt) in enumerate(self.train_loader):
+                            loss = self.net(images.cuda(non_blocking=True)).sum()
+                            loss.backward()
+                            self.optimizer.step()
+        """).lstrip("\n"),
+        "main.py": textwrap.dedent("""
+            from data_loader import get_loader
+            from solver import Solver
+
+            train_loader = get_loader("train/", 16, num_workers=4)
+            test_loader = get_loader("test/", 16, num_workers=4)
+            solver = Solver(config, train_loader, test_loader)
+            solver.train()
+        """).lstrip("\n"),
+    }
+    proj = Project((path, path, text) for path, text in files.items())
+    found = {(f.span.line, f.code): f.message for f in proj.analyze("data_loader.py")}
+    assert "the step loop at solver.py:13 iterates it every epoch" in found[(6, "TT304")]
+    assert len([key for key in found if key[1] == "TT304"]) == 1  # one finding for the call both loaders come from

@@ -253,7 +253,12 @@ def _iterated_every_epoch(graph: CallGraph, hot_of: Callable[[ProjectModule], Ho
         if isinstance(node, ast.Call):
             passed = [i for i, a in enumerate(node.args) if isinstance(a, ast.Name) and a.id == name]
             keywords = [k.arg for k in node.keywords if k.arg and isinstance(k.value, ast.Name) and k.value.id == name]
-            if not (passed or keywords) or not _each_epoch(module, node, built):
+            if not (passed or keywords):
+                continue
+            kept = _kept_and_iterated(graph, hot_of, module, node, passed, keywords)
+            if kept is not None:
+                return kept
+            if not _each_epoch(module, node, built):
                 continue
             target = graph.table.resolve_function(module, node.func) or _local_function(module, node)
             if target is None:
@@ -274,6 +279,45 @@ def _iterated_every_epoch(graph: CallGraph, hot_of: Callable[[ProjectModule], Ho
                 and _each_epoch(module, loop, built):
             return f"{module.label}:{loop.lineno}", moves_data_to_device(module.ctx, [region], hot)
     return None
+
+
+def _kept_and_iterated(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], module: ProjectModule, call: ast.Call,
+                       passed: list[int], keywords: list[str]) -> tuple[str, bool] | None:
+    """``Solver(config, train_loader, valid_loader)``: a project class keeps the loader (``self.train_loader =
+    train_loader`` in its ``__init__``) and one of its methods iterates it in a step loop inside an epoch loop."""
+    from ..rules._loaders import moves_data_to_device
+    from .links import iterated_name
+
+    found = graph.table.resolve_dotted(module, call.func)
+    if not (isinstance(found, tuple) and isinstance(found[1], ast.ClassDef)):
+        return None
+    owner, cls = found[0], found[1]
+    init = owner.method(cls, "__init__")
+    if init is None or owner.ctx is None:
+        return None
+    params = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]  # after ``self``
+    wanted = {params[i] for i in passed if i < len(params)} | set(keywords)
+    kept = {target.attr for node in ast.walk(init) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
+            and node.value.id in wanted for target in node.targets
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"}
+    hot = hot_of(owner)
+    for region in hot.step_loops if kept else ():
+        loop = region.node
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and owner.ctx.enclosing_class(loop) is cls \
+                and iterated_name(loop.iter, {a: a for a in kept}) is not None and _inside_a_loop(owner, loop):
+            return f"{owner.label}:{loop.lineno}", moves_data_to_device(owner.ctx, [region], hot)
+    return None
+
+
+def _inside_a_loop(module: ProjectModule, node: ast.AST) -> bool:
+    """``node`` runs in a loop of its own function (an epoch loop around a step loop)."""
+    assert module.ctx is not None
+    for ancestor in module.ctx.ancestors(node):
+        if isinstance(ancestor, SCOPE_NODES):
+            return False
+        if isinstance(ancestor, LOOPS):
+            return True
+    return False
 
 
 def _local_function(module: ProjectModule, call: ast.Call) -> tuple[ProjectModule, FunctionNode] | None:
