@@ -181,3 +181,27 @@ def torch_function_result(qualname: str) -> bool | None:
     if function[:1].isupper():
         return True if function.endswith("Tensor") else None
     return True
+
+
+_MODEL_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                             "torch.nn.parallel.DistributedDataParallel"})
+
+
+def model_names(ctx: RuleContext) -> set[str]:
+    """Plain names the file uses as a model: ``x.parameters()`` / ``x.named_parameters()`` is read, or ``x`` is bound
+    to a ``DataParallel`` / ``DistributedDataParallel`` wrapper."""
+    found: set[str] = set()
+    if "parameters(" not in ctx.source and "DataParallel" not in ctx.source:
+        return found
+    for node in ctx.nodes_of(ast.Call):
+        func = node.func  # type: ignore[attr-defined]
+        if isinstance(func, ast.Attribute) and func.attr in ("parameters", "named_parameters") \
+                and isinstance(func.value, ast.Name) and func.value.id != "self":
+            found.add(func.value.id)
+    for node in ctx.nodes_of(ast.Assign):
+        value = node.value  # type: ignore[attr-defined]
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("cuda", "to"):
+            value = value.func.value  # ``DataParallel(net).cuda()``
+        if isinstance(value, ast.Call) and (ctx.qualname(value.func) or "") in _MODEL_WRAPPERS:
+            found.update(t.id for t in node.targets if isinstance(t, ast.Name))  # type: ignore[attr-defined]
+    return found

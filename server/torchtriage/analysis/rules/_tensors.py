@@ -43,6 +43,7 @@ from ._tensor_facts import (
     builds_on_host,
     is_step_parameter,
     iterates_structure,
+    model_names,
     own_nodes_of,
     registered_tensors,
     torch_function_result,
@@ -71,9 +72,18 @@ class TensorOracle:
         self._bindings: dict[ast.AST, dict[str, list[Binding]]] = {}
         self._results: dict[ast.AST, bool | None] = {}  # function -> what its calls return
         self._host_parameters: dict[tuple[ast.AST, str], bool] = {}  # (method, parameter) -> host at every call
+        self._model_names: frozenset[str] | None = None
         self.buffers = registered_tensors(ctx)
         # ``torch.zeros(n)`` without ``device=`` is made on the host, unless the file moves the default device
         self.factories_on_host = "set_default_device" not in ctx.source and "set_default_tensor_type" not in ctx.source
+
+    @property
+    def model_names(self) -> frozenset[str]:
+        """Names the file treats as a model whatever they are called (``retinanet``): their ``.parameters()`` go to an
+        optimizer or a clipper, or they are wrapped in ``DataParallel`` / ``DistributedDataParallel``."""
+        if self._model_names is None:
+            self._model_names = frozenset(model_names(self.ctx))
+        return self._model_names
 
     def is_tensor(self, node: ast.AST, region: HotRegion | None = None, strict: bool = False) -> bool | None:
         """True / False / None (unknown) for an expression.
@@ -200,7 +210,7 @@ class TensorOracle:
                 return True  # ``sum(p.grad.norm() for p in params)``: a tensor when its terms are
             if func.id == "self" and node.args:
                 return True  # self(x) in a LightningModule is its forward
-            if MODEL_CALLEE.match(func.id) and (node.args or node.keywords):
+            if (MODEL_CALLEE.match(func.id) or func.id in self.model_names) and (node.args or node.keywords):
                 return True
             return self._returns_of(self.ctx.functions.get(func.id, ()), depth)
         if not isinstance(func, ast.Attribute):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ...findings import Applicability, Fix, Severity
 from ..fixes import call_method, replace_expression
@@ -16,6 +16,7 @@ from ._steplog import enclosing_log_call, guard_statement_fix, step_counter
 from ._forward_code import forward_calls
 from ._tensor_facts import registered_tensors
 from ._tensors import oracle
+from .tt103_tensor_branch import is_branch_test
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
 _METRIC_WRITES = frozenset({"add_scalar", "add_scalars", "log", "log_metrics"})
@@ -377,8 +378,45 @@ class HostSyncInStep(Rule):
                 optimizer.step()
             """
         ),
+        Valid(
+            """
+            # a test on a tensor written with bool(...) is TT103's; a sample copied to the host to be saved
+            import torch
+
+            optimizer = torch.optim.Adam(netG.parameters(), fused=True)
+            for steps, (x, voc) in enumerate(train_loader):
+                loss = criterion(netG(voc.cuda(non_blocking=True)), x.cuda(non_blocking=True))
+                if bool(loss == 0):
+                    continue
+                loss.backward()
+                optimizer.step()
+                pred_audio = netG(voc.cuda(non_blocking=True))
+                pred_audio = pred_audio.squeeze().cpu()
+                save_sample(root / f"generated_{steps}.wav", 22050, pred_audio)
+                writer.add_audio("generated", netG(voc.cuda()).squeeze().cpu(), steps)
+            """
+        ),
     )
     INVALID = (
+        Invalid(
+            """
+            # a model known by its parameters going to the optimizer, whatever its name; a metric's host copy is
+            # still a sync when only what the metric computes from it is saved
+            import torch
+
+            retinanet = torch.nn.DataParallel(build_retinanet()).cuda()
+            optimizer = torch.optim.Adam(retinanet.parameters(), lr=1e-5)
+            for iter_num, data in enumerate(dataloader_train):
+                classification_loss, regression_loss = retinanet([data["img"].cuda(non_blocking=True), data["annot"]])
+                loss = classification_loss.mean() + regression_loss.mean()
+                loss.backward()
+                optimizer.step()
+                loss_hist.append(float(loss))
+                _, acc, cnt, pred = accuracy(loss.detach().cpu().numpy(), data["annot"])
+                save_debug_images(data, pred)
+            """,
+            lines=(12, 13),
+        ),
         Invalid(
             """
             # a parameter kept on the module reads as a buffer does, in the score function a dispatch table picks
@@ -761,6 +799,8 @@ class HostSyncInStep(Rule):
                 continue  # printing / logging it is TT102's finding
             if _guards_the_run(ctx, call):
                 continue  # a deliberate per-step check that stops a diverged run
+            if kind == "bool" and is_branch_test(ctx, call):
+                continue  # ``if bool(loss == 0):`` is TT103's branch on a tensor
             if _only_if_a_tensor_arrives(ctx, call, region):
                 continue  # ``if isinstance(v, torch.Tensor): v = v.item()``, never handed a step tensor
             if kind == "cpu" and _cpu_branch_of_device_choice(ctx, call):
@@ -771,6 +811,8 @@ class HostSyncInStep(Rule):
                 continue  # ``pack_padded_sequence`` needs its lengths on the host: a copy the library asks for
             if _feeds_env_step(ctx, call):
                 continue  # the action an environment's ``step`` takes on the host: a copy the simulator needs
+            if kind in ("cpu", "numpy") and _feeds_a_writer(ctx, call):
+                continue  # a sample saved to a file or an audio/image summary: a copy the output needs
             what = f"`{kind}(...)` of a tensor" if kind in ("float", "int", "bool") else f"`.{kind}()`"
             subject = ctx.segment(call.args[0] if kind in ("float", "int", "bool") else call.func.value)  # type: ignore[attr-defined]
             advice = (
@@ -925,30 +967,69 @@ def _lengths_for_packing(ctx: RuleContext, call: ast.Call) -> bool:
 
 
 _ENV = re.compile(r"(^|_)envs?($|_)|^env", re.IGNORECASE)  # ``env``, ``envs``, ``self.train_env``, ``eval_envs``
-_ENV_HOPS = 3  # names followed from the read to the ``env.step`` call (``actions`` -> ``clipped_actions``)
+_WRITER = re.compile(r"^(save|write|imwrite|imsave)(_|$)|_(save|write)$|^save_|^add_(audio|image|images|video|figure)$")
+_HOPS = 3  # names followed from the read to the call that takes it (``actions`` -> ``clipped_actions``)
 
 
 def _feeds_env_step(ctx: RuleContext, call: ast.Call) -> bool:
     """The value read is the action handed to an environment's ``step`` (``env.step(a.item())``, or
     ``actions = q.argmax(1).cpu().numpy()`` ... ``envs.step(clipped_actions)`` in the same function, up to three
     names apart): simulators take host arrays and numbers, so the copy is the one the rollout needs."""
-    steps = [n for n in ast.walk(ctx.enclosing_function(call) or ctx.tree) if _is_env_step(n)]
-    if not steps:
-        return False
-    if any(any(call is n for a in (*s.args, *(k.value for k in s.keywords)) for n in ast.walk(a)) for s in steps):
-        return True
-    names = _bound_by_statement_of(ctx, call)
+    return _feeds(ctx, call, _is_env_step)
+
+
+def _feeds_a_writer(ctx: RuleContext, call: ast.Call) -> bool:
+    """The host copy is what a sample is saved or logged as (``audio = netG(voc).squeeze().cpu()`` then
+    ``save_sample(path, sr, audio)`` or ``writer.add_audio(tag, audio, ...)``): files and image or audio
+    summaries take host data, so the copy is the one the output needs.  Only the copy itself, or a name bound
+    to it (not to what a metric computes from it: ``_, acc, n, pred = accuracy(out.cpu().numpy(), ...)``)."""
+    statement = ctx.enclosing_statement(call)
+    if isinstance(statement, ast.Assign) and not _copy_chain(statement.value, call):
+        return _feeds(ctx, call, _is_writer, follow_names=False)
+    return _feeds(ctx, call, _is_writer)
+
+
+def _copy_chain(value: ast.AST, call: ast.Call) -> bool:
+    """``value`` is ``call`` under tensor methods, attributes and indexing (``x.cpu().numpy()[0]``)."""
+    while value is not call:
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            value = value.func.value
+        elif isinstance(value, (ast.Attribute, ast.Subscript)):
+            value = value.value
+        else:
+            return False
+    return True
+
+
+def _feeds(ctx: RuleContext, call: ast.Call, consumer: Callable[[ast.AST], bool], follow_names: bool = True) -> bool:
+    """The value ``call`` reads reaches a call ``consumer`` accepts in the same function: as its argument, or
+    (``follow_names``) through the names its statement binds, up to three assignments apart."""
     scope = ctx.enclosing_function(call) or ctx.tree
-    for _ in range(_ENV_HOPS):
+    takers = [n for n in ast.walk(scope) if consumer(n)]
+    if not takers:
+        return False
+    arguments = [a for t in takers for a in (*t.args, *(k.value for k in t.keywords))]  # type: ignore[attr-defined]
+    if any(call is n for a in arguments for n in ast.walk(a)):
+        return True
+    names = _bound_by_statement_of(ctx, call) if follow_names else set()
+    for _ in range(_HOPS):
         if not names:
             return False
-        if any(isinstance(n, ast.Name) and n.id in names for s in steps for a in (*s.args, *(k.value for k in s.keywords))
-               for n in ast.walk(a)):
+        if any(isinstance(n, ast.Name) and n.id in names for a in arguments for n in ast.walk(a)):
             return True
         names = {t.id for node in ast.walk(scope) if isinstance(node, ast.Assign)
                  and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node.value))
                  for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name)} - names
     return False
+
+
+def _is_writer(node: ast.AST) -> bool:
+    """``save_sample(path, sr, audio)``, ``imageio.imwrite(path, img)``, ``writer.add_audio(...)``, ``np.save(...)``."""
+    if not (isinstance(node, ast.Call) and (node.args or node.keywords)):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return bool(_WRITER.search(name))
 
 
 def _is_env_step(node: ast.AST) -> bool:

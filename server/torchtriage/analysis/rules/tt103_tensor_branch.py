@@ -30,11 +30,27 @@ def tensor_truth_test(ctx: RuleContext, tensors: TensorOracle, test: ast.AST, re
         return None
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return tensor_truth_test(ctx, tensors, test.operand, region)
+    if is_bool_of(ctx, test):  # ``if bool(loss == 0):`` tests the tensor as ``if loss == 0:`` does
+        return tensor_truth_test(ctx, tensors, test.args[0], region)  # type: ignore[attr-defined]
     if isinstance(test, ast.Call) and (ctx.qualname(test.func) or "") in _BOOL_RESULT_FUNCTIONS:
         if any(tensors.is_tensor(arg, region) is True for arg in test.args):
             return test
         return None
     return test if tensors.is_tensor(test, region, strict=True) is True else None
+
+
+def is_bool_of(ctx: RuleContext, node: ast.AST) -> bool:
+    """``bool(x)`` with the builtin."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "bool" \
+        and "bool" not in ctx.aliases and len(node.args) == 1 and not node.keywords
+
+
+def is_branch_test(ctx: RuleContext, node: ast.AST) -> bool:
+    """``node`` is what an ``if`` / ``while`` / ``assert`` tests (through ``not`` and ``and`` / ``or``): TT103's finding."""
+    parent = ctx.parents.get(node)
+    while isinstance(parent, (ast.BoolOp, ast.UnaryOp)) and (not isinstance(parent, ast.UnaryOp) or isinstance(parent.op, ast.Not)):
+        node, parent = parent, ctx.parents.get(parent)
+    return isinstance(parent, (ast.If, ast.While, ast.Assert, ast.IfExp)) and parent.test is node
 
 
 class TensorBranchInStep(Rule):
@@ -190,6 +206,17 @@ class TensorBranchInStep(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            for iter_num, data in enumerate(dataloader_train):
+                loss = criterion(model(data["img"].cuda()), data["annot"].cuda())
+                if bool(loss == 0):
+                    continue
+                loss.backward()
+                optimizer.step()
+            """,
+            lines=(3,),
+        ),
         Invalid(
             """
             for x, y in loader:
