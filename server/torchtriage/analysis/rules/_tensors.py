@@ -74,8 +74,11 @@ class TensorOracle:
         self._host_parameters: dict[tuple[ast.AST, str], bool] = {}  # (method, parameter) -> host at every call
         self._model_names: frozenset[str] | None = None
         self.buffers = registered_tensors(ctx)
-        # ``torch.zeros(n)`` without ``device=`` is made on the host, unless the file moves the default device
-        self.factories_on_host = "set_default_device" not in ctx.source and "set_default_tensor_type" not in ctx.source
+        # ``torch.zeros(n)`` without ``device=`` is made on the host beside the GPU work, unless the file moves the
+        # default device (in a CPU-only file every tensor is on the host, and the value reads are reported as the
+        # rules say: as they would cost once the run moves to a GPU)
+        self.factories_on_host = ctx.uses_cuda and "set_default_device" not in ctx.source \
+            and "set_default_tensor_type" not in ctx.source
 
     @property
     def model_names(self) -> frozenset[str]:
@@ -231,7 +234,7 @@ class TensorOracle:
             if receiver is True:
                 return True  # (a method no tensor has, ``f.is_file()``, says the receiver was no tensor after all)
             if receiver is False and func.attr not in ("cuda", "to"):
-                return False  # ``lengths.max()`` of a batch tensor not yet moved: on the host too
+                return False  # ``lengths.max()`` of a host tensor (a batch not yet moved, a factory's): on the host too
         if MODEL_CALLEE.match(func.attr) and (node.args or node.keywords):
             return True  # self.model(x), self.criterion(out, y)
         if isinstance(func.value, ast.Name) and func.value.id == "self" and func.attr == "forward":

@@ -344,6 +344,9 @@ class HostSyncInStep(Rule):
             from .utils import to_cuda
 
             class Trainer:
+                def __init__(self, model):
+                    self.model = model.cuda()
+
                 def mask_out(self, x, lengths):
                     pred_mask = torch.from_numpy(np.random.rand(*x.shape) <= 0.15)
                     pred_mask[x == self.pad_index] = 0
@@ -1005,7 +1008,11 @@ def _feeds(ctx: RuleContext, call: ast.Call, consumer: Callable[[ast.AST], bool]
     """The value ``call`` reads reaches a call ``consumer`` accepts in the same function: as its argument, or
     (``follow_names``) through the names its statement binds, up to three assignments apart."""
     scope = ctx.enclosing_function(call) or ctx.tree
-    takers = [n for n in ast.walk(scope) if consumer(n)]
+    key = ("tt101-takers", consumer.__name__, scope)
+    takers = ctx.memo.get(key)
+    if takers is None:  # once per function and kind of taker, not per read
+        takers = ctx.memo[key] = [n for n in ctx.nodes_of(ast.Call) if consumer(n)
+                                  and (scope is ctx.tree or ctx.enclosing_function(n) is scope)]
     if not takers:
         return False
     arguments = [a for t in takers for a in (*t.args, *(k.value for k in t.keywords))]  # type: ignore[attr-defined]
