@@ -1008,11 +1008,11 @@ def _feeds(ctx: RuleContext, call: ast.Call, consumer: Callable[[ast.AST], bool]
     """The value ``call`` reads reaches a call ``consumer`` accepts in the same function: as its argument, or
     (``follow_names``) through the names its statement binds, up to three assignments apart."""
     scope = ctx.enclosing_function(call) or ctx.tree
-    key = ("tt101-takers", consumer.__name__, scope)
-    takers = ctx.memo.get(key)
-    if takers is None:  # once per function and kind of taker, not per read
-        takers = ctx.memo[key] = [n for n in ctx.nodes_of(ast.Call) if consumer(n)
-                                  and (scope is ctx.tree or ctx.enclosing_function(n) is scope)]
+    key = ("tt101-takers", consumer.__name__)
+    found = ctx.memo.get(key)
+    if found is None:  # the module's takers of this kind, once per analysis, with their functions
+        found = ctx.memo[key] = [(n, ctx.enclosing_function(n)) for n in ctx.nodes_of(ast.Call) if consumer(n)]
+    takers = [n for n, function in found if scope is ctx.tree or function is scope]  # type: ignore[union-attr]
     if not takers:
         return False
     arguments = [a for t in takers for a in (*t.args, *(k.value for k in t.keywords))]  # type: ignore[attr-defined]
