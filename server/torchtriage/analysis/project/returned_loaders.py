@@ -304,20 +304,9 @@ def _kept_and_iterated(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLo
     for region in hot.step_loops if kept else ():
         loop = region.node
         if isinstance(loop, (ast.For, ast.AsyncFor)) and owner.ctx.enclosing_class(loop) is cls \
-                and iterated_name(loop.iter, {a: a for a in kept}) is not None and _inside_a_loop(owner, loop):
+                and iterated_name(loop.iter, {a: a for a in kept}) is not None and _each_epoch(owner, loop):
             return f"{owner.label}:{loop.lineno}", moves_data_to_device(owner.ctx, [region], hot)
     return None
-
-
-def _inside_a_loop(module: ProjectModule, node: ast.AST) -> bool:
-    """``node`` runs in a loop of its own function (an epoch loop around a step loop)."""
-    assert module.ctx is not None
-    for ancestor in module.ctx.ancestors(node):
-        if isinstance(ancestor, SCOPE_NODES):
-            return False
-        if isinstance(ancestor, LOOPS):
-            return True
-    return False
 
 
 def _local_function(module: ProjectModule, call: ast.Call) -> tuple[ProjectModule, FunctionNode] | None:
@@ -330,12 +319,13 @@ def _local_function(module: ProjectModule, call: ast.Call) -> tuple[ProjectModul
     return None
 
 
-def _each_epoch(module: ProjectModule, node: ast.AST, built: ast.AST) -> bool:
-    """``node`` runs in a loop that does not contain the factory call (so the loader outlives each pass)."""
+def _each_epoch(module: ProjectModule, node: ast.AST, built: ast.AST | None = None) -> bool:
+    """``node`` runs in a loop of its own function that does not contain the factory call ``built`` (so the loader
+    outlives each pass); without ``built``, in any loop of its function (an epoch loop around a step loop)."""
     assert module.ctx is not None
     for ancestor in module.ctx.ancestors(node):
         if isinstance(ancestor, SCOPE_NODES):
             return False
-        if isinstance(ancestor, LOOPS) and not any(a is ancestor for a in module.ctx.ancestors(built)):
+        if isinstance(ancestor, LOOPS) and (built is None or not any(a is ancestor for a in module.ctx.ancestors(built))):
             return True
     return False

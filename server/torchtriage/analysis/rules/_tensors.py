@@ -73,6 +73,7 @@ class TensorOracle:
         self._results: dict[ast.AST, bool | None] = {}  # function -> what its calls return
         self._host_parameters: dict[tuple[ast.AST, str], bool] = {}  # (method, parameter) -> host at every call
         self._model_names: frozenset[str] | None = None
+        self._calls_on_self: dict[str, list[ast.Call]] | None = None  # see _self_calls
         self.buffers = registered_tensors(ctx)
         # ``torch.zeros(n)`` without ``device=`` is made on the host beside the GPU work, unless the file moves the
         # default device (in a CPU-only file every tensor is on the host, and the value reads are reported as the
@@ -446,8 +447,7 @@ class TensorOracle:
             return known
         self._host_parameters[key] = False  # (recursion guard)
         positional = [a.arg for a in (*method.args.posonlyargs, *method.args.args)][1:]  # after ``self``
-        calls = [c for c in self.ctx.nodes_of(ast.Call) if isinstance(c.func, ast.Attribute)  # type: ignore[attr-defined]
-                 and c.func.attr == method.name and isinstance(c.func.value, ast.Name) and c.func.value.id == "self"]
+        calls = self._self_calls().get(method.name, [])
         passed = []
         for call in calls:
             value = next((k.value for k in call.keywords if k.arg == arg.arg), None)  # type: ignore[attr-defined]
@@ -459,6 +459,16 @@ class TensorOracle:
         verdict = bool(calls) and len(passed) == len(calls) and all(self._rooted_before_move(v) for v in passed)
         self._host_parameters[key] = verdict
         return verdict
+
+    def _self_calls(self) -> dict[str, list[ast.Call]]:
+        """The file's ``self.m(...)`` calls by method name, collected once."""
+        if self._calls_on_self is None:
+            self._calls_on_self = {}
+            for call in self.ctx.nodes_of(ast.Call):
+                func = call.func  # type: ignore[attr-defined]
+                if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+                    self._calls_on_self.setdefault(func.attr, []).append(call)  # type: ignore[arg-type]
+        return self._calls_on_self
 
     def _eval_loop_target(
         self, name: str, loop: ast.For | ast.AsyncFor, region: HotRegion | None, depth: int

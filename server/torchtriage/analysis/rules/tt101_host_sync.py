@@ -14,7 +14,6 @@ from ..hotloops.step_markers import is_loader_like
 from ._helpers import is_device_move, method_name
 from ._steplog import enclosing_log_call, guard_statement_fix, step_counter
 from ._forward_code import forward_calls
-from ._tensor_facts import registered_tensors
 from ._tensors import oracle
 from .tt103_tensor_branch import is_branch_test
 from .base import Invalid, Report, Rule, RuleContext, Valid
@@ -828,7 +827,7 @@ class HostSyncInStep(Rule):
                 f"{what} on `{subject[:40]}` every step forces a GPU->CPU sync: {advice}",
                 fix=lambda call=call, region=region: _fix(ctx, call, region),
             )
-        buffers = registered_tensors(ctx)
+        buffers = tensors.buffers  # (the oracle's: the module's registered buffers and parameters, found once)
         for call in forward_calls(ctx) if buffers else ():  # a module's forward pass: every step, whoever calls it
             kind = tensors.sync_kind(call, None)
             if kind is None or call in seen or enclosing_log_call(ctx, call) is not None or _guards_the_run(ctx, call):
