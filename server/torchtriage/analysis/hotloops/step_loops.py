@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import re
 
+from ..incremental.walks import scope_entries
 from .regions import FunctionNode, Loop
 from .loop_kinds import LoopFacts, is_step_function, loop_facts, trains_anywhere
 from ..module_index import ModuleIndex
@@ -170,8 +171,9 @@ class StepLoopJudge:
         if not isinstance(inner, ast.Name) or scope is None:
             return False
         listed = False
-        for node in ast.walk(scope):
-            if not (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == inner.id for t in node.targets)):
+        for node in scope_entries(scope, "name-assignments", (), _name_assignment):  # (any order will do: the first
+            # assignment that is not a list decides, and any decides the same)
+            if not any(isinstance(t, ast.Name) and t.id == inner.id for t in node.targets):
                 continue
             value = node.value
             if isinstance(value, (ast.List, ast.ListComp, ast.Tuple)):
@@ -191,3 +193,8 @@ class StepLoopJudge:
     def _enclosing_name(self, node: ast.AST) -> str | None:
         func = self.ctx.enclosing_function(node)
         return func.name if func is not None else None
+
+
+def _name_assignment(node: ast.AST) -> tuple[ast.Assign, ...]:
+    """``node`` when it assigns to a plain name (``x = ...``, ``a = b = ...``): an entry of ``_built_as_list``'s walk."""
+    return (node,) if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) for t in node.targets) else ()

@@ -361,6 +361,11 @@ def _defaulted_optimizer(ctx: RuleContext, node: ast.Call) -> str | None:
     the enclosing function, or by the class as ``self.optimizer_class = optimizer_class``, or named so among its
     ``__init__``'s parameters (a subclass handing it to its base's ``__init__``)."""
     func = node.func
+    names = ctx.memo.get(_defaulted_optimizer)
+    if names is None:  # the default must name one of the optimizers (``_OPTIMIZERS``): looked for once per analysis
+        names = ctx.memo[_defaulted_optimizer] = "Adam" in ctx.source or "SGD" in ctx.source
+    if not names:
+        return None
     if isinstance(func, ast.Name):
         function = ctx.enclosing_function(node)
         return _optimizer_default(ctx, function, func.id) if function is not None else None
@@ -369,21 +374,36 @@ def _defaulted_optimizer(ctx: RuleContext, node: ast.Call) -> str | None:
     cls = ctx.enclosing_class(node)
     if cls is None:
         return None
+    kept = ctx.memo.get((_defaulted_optimizer, cls))
+    if not isinstance(kept, dict):
+        kept = ctx.memo[(_defaulted_optimizer, cls)] = _kept_optimizer_classes(ctx, cls)
+    return kept.get(func.attr)
+
+
+def _kept_optimizer_classes(ctx: RuleContext, cls: ast.ClassDef) -> dict[str, str]:
+    """``self.<attr>`` -> the optimizer it holds by default, for a class: its ``__init__``'s parameters that default
+    to one, and ``self.<attr> = torch.optim.Adam`` or ``= <parameter defaulting to one>`` in any method (the first
+    found, in the order of the class's methods).  Found once per class and analysis: a class's every
+    ``self.m(...)`` call asks."""
+    kept: dict[str, str] = {}
     for method in cls.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        if method.name == "__init__" and (found := _optimizer_default(ctx, method, func.attr)):
-            return found
+        if method.name == "__init__":
+            for arg, default in parameter_defaults(method.args).items():
+                found = _OPTIMIZERS.get(ctx.qualname(default) or "")
+                if found:
+                    kept.setdefault(arg.arg, found)
         for statement in ast.walk(method):
             if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
-                    and isinstance(target := statement.targets[0], ast.Attribute) and target.attr == func.attr \
-                    and isinstance(target.value, ast.Name) and target.value.id == "self":
+                    and isinstance(target := statement.targets[0], ast.Attribute) \
+                    and isinstance(target.value, ast.Name) and target.value.id == "self" and target.attr not in kept:
                 value = statement.value
                 found = _OPTIMIZERS.get(ctx.qualname(value) or "") or (
                     _optimizer_default(ctx, method, value.id) if isinstance(value, ast.Name) else None)
                 if found:
-                    return found
-    return None
+                    kept[target.attr] = found
+    return kept
 
 
 def _optimizer_default(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> str | None:
