@@ -46,6 +46,17 @@ def positional_before_starred(args: list[ast.expr]) -> list[ast.expr]:
     return args
 
 
+def positional_parameters(args: ast.arguments, call: ast.Call) -> list[tuple[str, ast.expr]]:
+    """(parameter, argument) for a call's positional arguments up to the first ``*args`` (``self`` and ``cls``
+    skipped); those past the named parameters go to the ``*args`` parameter, when there is one."""
+    params = [a.arg for a in [*args.posonlyargs, *args.args] if a.arg not in ("self", "cls")]
+    given = positional_before_starred(call.args)
+    pairs = list(zip(params, given))
+    if args.vararg is not None:
+        pairs.extend((args.vararg.arg, arg) for arg in given[len(params):])
+    return pairs
+
+
 def keyword_value(call: ast.Call, name: str, last: bool = False) -> ast.expr | None:
     """The value passed for keyword argument ``name`` (``f(x, name=value)``); None when it is not
     passed by name (a ``**kwargs`` spread is not looked into).  A parsed call may repeat a keyword

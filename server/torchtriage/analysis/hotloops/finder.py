@@ -56,7 +56,7 @@ from ..incremental.memo import subtree_memo
 from .step_loops import StepLoopJudge
 from ..file_kinds import is_test_file
 from ..module_index import ModuleIndex
-from ..syntax import positional_before_starred
+from ..syntax import positional_before_starred, positional_parameters
 from .epochs import epoch_loops
 from .step_markers import (
     _MODEL_NAME,
@@ -329,6 +329,8 @@ class _Finder:
         if is_lazy_init(stmt) or ends_the_run(self.ctx, stmt.body, stmt.test):
             self.result.rare_guards.append(stmt)
             return True
+        if self._tests_an_inner_index(stmt, region):
+            return False
         if not (
             is_rare_guard(stmt.test, region.counter_names) or is_bounded_guard(stmt)
             or calls_modulo_helper(stmt.test, self.modulo_helpers) or self._rare_flag(stmt, region)
@@ -339,6 +341,20 @@ class _Finder:
             return False
         self.result.rare_guards.append(stmt)
         return True
+
+    def _tests_an_inner_index(self, stmt: ast.If, region: HotRegion) -> bool:
+        """``if idx == 0:`` where ``idx`` counts a loop inside the per-step code (``for idx, t in
+        enumerate(inputs)``), not the steps: that loop runs again every step, and so does the branch."""
+        test = stmt.test
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
+                and all(isinstance(c, ast.Constant) for c in test.comparators)):
+            return False
+        for ancestor in self.ctx.ancestors(stmt):
+            if ancestor is region.node or isinstance(ancestor, SCOPE_NODES):
+                return False
+            if isinstance(ancestor, (ast.For, ast.AsyncFor)) and test.left.id in _loop_indices(ancestor):
+                return True
+        return False
 
     def _walk_body(self, body: list[ast.stmt], region: HotRegion) -> None:
         for index, stmt in enumerate(body):
@@ -393,7 +409,7 @@ class _Finder:
                 continue
             params = [a.arg for a in candidate.args.args if a.arg not in ("self", "cls")]
             batch = {
-                param for param, arg in zip(params, positional_before_starred(call.args))
+                param for param, arg in positional_parameters(candidate.args, call)
                 if names_in(arg) & region.batch_names and not is_shape_read(arg)
             }
             for keyword in call.keywords:
@@ -453,3 +469,15 @@ def _is_main_test(test: ast.expr) -> bool:
     sides = [test.left, test.comparators[0]]
     return any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and \
         any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)
+
+
+def _loop_indices(loop: ast.For | ast.AsyncFor) -> set[str]:
+    """The counter a ``for`` binds: ``i`` of ``for i in range(n)`` or of ``for i, x in enumerate(xs)``."""
+    target, iterable = loop.target, loop.iter
+    if not (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name)):
+        return set()
+    if iterable.func.id == "range" and isinstance(target, ast.Name):
+        return {target.id}
+    if iterable.func.id == "enumerate" and isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
+        return {target.elts[0].id}
+    return set()

@@ -273,13 +273,17 @@ def target_names(target: ast.AST, iterable: ast.AST) -> tuple[set[str], set[str]
 
 
 def propagate_batch_names(body: list[ast.stmt], names: set[str], own: Iterable[ast.AST] | None = None) -> set[str]:
-    """Names assigned from batch names (``x, y = batch``, ``x = x.to(d)``) or fetched batches
-    (``own``: ``own_nodes(body)``, when the caller has it already)."""
+    """Names assigned from batch names (``x, y = batch``, ``x = x.to(d)``) or fetched batches, and the parts of
+    batch containers a ``for`` walks (``own``: ``own_nodes(body)``, when the caller has it already)."""
     result = set(names)
     nodes = own_nodes(body) if own is None else own
-    assigns = [n for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
+    assigns = [n for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
+               or isinstance(n, (ast.For, ast.AsyncFor))]
     for _ in range(2):
         for node in assigns:
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                result |= _elements_of_batch(node.target, node.iter, result)
+                continue
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if is_shape_read(node.value):  # ``B, C, w, h = x.shape``: Python ints, not batch data
                 continue
@@ -287,6 +291,24 @@ def propagate_batch_names(body: list[ast.stmt], names: set[str], own: Iterable[a
                 for target in targets:
                     result |= bound_names(target)
     return result
+
+
+def _elements_of_batch(target: ast.AST, iterable: ast.AST, batch: set[str]) -> set[str]:
+    """The names a ``for`` binds to the parts of step data: ``for t in inputs``, ``for i, t in enumerate(inputs)``,
+    ``for k, t in batch.items()`` and ``for t in batch.values()`` (not the index or the key)."""
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "enumerate" \
+            and len(iterable.args) == 1 and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        return _elements_of_batch(target.elts[1], iterable.args[0], batch)
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and not iterable.args \
+            and iterable.func.attr in ("items", "values"):
+        if iterable.func.attr == "items":
+            if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+                return set()
+            target = target.elts[1]
+        iterable = iterable.func.value
+    if isinstance(iterable, ast.Name) and iterable.id in batch or isinstance(iterable, ast.Attribute) and names_in(iterable) & batch:
+        return bound_names(target)
+    return set()
 
 
 def bound_names(target: ast.AST) -> set[str]:

@@ -89,16 +89,31 @@ class CallGraph:
         return None
 
     def _returned_values(self, func: FunctionNode) -> list[ast.expr]:
-        """What a function returns, a returned name read as the value last assigned to it (also under
-        calls that return the module itself: ``return net.cuda()``)."""
+        """What a function returns (also under calls that return the module itself: ``return net.cuda()``), a
+        returned name read as each call assigned to it that does not re-wrap it (a factory's branches:
+        ``model = SegModel()`` ... ``elif ...: model = Classifier()`` then ``return model``), else (the last value
+        re-wraps it: ``model = DataParallel(model)``) as the value last assigned to it."""
         values = []
         for ret in ast.walk(func):
             if isinstance(ret, ast.Return) and ret.value is not None:
                 expr = _peeled(ret.value, through_names=True)
                 if isinstance(expr, ast.Name):
-                    expr = assigned_value(func, expr.id, self._assignments) or expr
+                    last = assigned_value(func, expr.id, self._assignments)
+                    built = self._built_into(func, expr.id) if last is not None and not _mentions(last, expr.id) else []
+                    if built:
+                        values.extend(value for value in built if value not in values)
+                        continue
+                    expr = last or expr
                 values.append(expr)
         return values
+
+    def _built_into(self, func: FunctionNode, name: str) -> list[ast.expr]:
+        """The calls assigned to ``name`` in ``func`` that do not re-wrap it, by line (called when the last value
+        assigned is not a re-wrap: ``model = DataParallel(model)`` returns the wrapper, as before)."""
+        history = self._history.get(func)
+        if history is None:
+            history = self._history[func] = assignment_history(func)
+        return [value for _, value in history.get(name, ()) if isinstance(value, ast.Call) and not _mentions(value, name)]
 
     def built_classes(self, module: ProjectModule, value: ast.AST, depth: int = 0) -> list[ClassRef]:
         """The project classes an expression may construct: the one :meth:`class_of_value` finds, else each

@@ -22,7 +22,7 @@ from ..hotloops.loop_kinds import loop_facts
 from .modules import FunctionNode, ModuleTable, ProjectModule
 from ..project_view import LoaderRead
 from ..hotloops.step_markers import is_backward_call, is_optimizer_step, is_shape_read, names_in, own_nodes, unwrap_iterable
-from ..syntax import bound_name, parameter_names, positional_before_starred
+from ..syntax import bound_name, parameter_names, positional_parameters
 
 _HOST_READS = frozenset({"item", "tolist", "float", "int", "bool"})
 
@@ -43,7 +43,8 @@ def _is_host_value(graph: CallGraph, module: ProjectModule, expr: ast.AST, at: a
 
 def step_data_params(graph: CallGraph, module: ProjectModule, call: ast.Call, region: HotRegion, func: FunctionNode) -> set[str]:
     """The callee's parameters that receive step data (batch-derived values that are not shapes or
-    host numbers) at this call; a ``**kwargs`` parameter when a keyword or ``**dict`` does."""
+    host numbers) at this call; a ``*args`` parameter when a positional argument past the named ones does, a
+    ``**kwargs`` one when a keyword or ``**dict`` does."""
     params = [a.arg for a in [*func.args.posonlyargs, *func.args.args] if a.arg not in ("self", "cls")]
     keyword_params = set(params) | {a.arg for a in func.args.kwonlyargs}
     spread = func.args.kwarg.arg if func.args.kwarg is not None else None
@@ -51,7 +52,7 @@ def step_data_params(graph: CallGraph, module: ProjectModule, call: ast.Call, re
     def carries(arg: ast.AST) -> bool:
         return bool(names_in(arg) & region.batch_names) and not is_shape_read(arg) and not _is_host_value(graph, module, arg, call)
 
-    batch = {p for p, arg in zip(params, positional_before_starred(call.args)) if carries(arg)}
+    batch = {p for p, arg in positional_parameters(func.args, call) if carries(arg)}  # (``*inputs`` too)
     for keyword in call.keywords:
         if not carries(keyword.value):
             continue
@@ -227,15 +228,19 @@ def trains(graph: CallGraph, module: ProjectModule, region: HotRegion, hot: HotL
     """Whether a step loop trains: itself, or through a per-step call into another project
     file that runs backward or steps an optimizer (``loss_scaler(loss, optimizer)``); ``hot``:
     the module's hot loops."""
-    if region.trains:
-        return True
+    return region.trains or training_callee(graph, module, region, hot) is not None
+
+
+def training_callee(graph: CallGraph, module: ProjectModule, region: HotRegion, hot: HotLoops) -> ProjectModule | None:
+    """The project file of a function a step loop calls every step that runs backward or steps an optimizer
+    (``model.optimize_parameters()``), if any."""
     for call, owner in hot.nodes(ast.Call):
         if owner is not region:
             continue
-        for _target, func in graph.callees(module, call):
+        for target, func in graph.callees(module, call):
             if any(is_backward_call(n) or is_optimizer_step(n) for n in ast.walk(func)):
-                return True
-    return False
+                return target
+    return None
 
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -320,7 +325,13 @@ def training_links(
         if module.ctx is None or module.is_test:
             continue
         hot = hot_of(module)
-        lines = {region.node.lineno for region in hot.step_loops if not region.trains and trains(graph, module, region, hot)}
+        lines: set[int] = set()
+        for region in hot.step_loops:  # step loops that train through another file's function
+            callee = training_callee(graph, module, region, hot) if not region.trains else None
+            if callee is not None:
+                lines.add(region.node.lineno)
+                if callee.ctx is not None and callee.ctx.mentions_cuda:
+                    steps_in.setdefault(module, callee)
         for loop in module.ctx.nodes_of(_LOOPS) if steps else ():  # one its file does not see train: ``policy.train(buffer)``
             forced = elsewhere is not None and loop.lineno in elsewhere.get(module, frozenset())
             if loop.lineno in lines or (not forced and any(r.node is loop for r in hot.step_loops)):

@@ -447,6 +447,25 @@ class NonBlockingTransfer(Rule):
         ),
         Invalid(
             """
+            # the batch reaches a helper through ``*inputs``; ``if i == 0`` counts the inputs, not the steps
+            def to_gpu(*inputs):
+                moved = []
+                for i, tensor in enumerate(inputs):
+                    if i == 0:
+                        moved.append(tensor.to("cuda"))
+                    else:
+                        moved.append(tensor.to("cuda").long())
+                return moved
+
+            for images, labels in train_loader:
+                images, labels = to_gpu(images, labels)
+                loss = model(images).mean()
+                loss.backward()
+            """,
+            lines=(6, 8),
+        ),
+        Invalid(
+            """
             # the branch taken off the other accelerators is the CUDA copy; the XPU and MPS copies are not
             import torch
             for batch in train_loader:
