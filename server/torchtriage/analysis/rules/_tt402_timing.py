@@ -20,6 +20,7 @@ from typing import Iterator
 from .base import RuleContext
 from ..incremental.memo import keyed_memo
 from ..hotloops.finder import is_backward_call, is_optimizer_step
+from ..hotloops.step_markers import is_rare_guard, names_in
 from ..module_index import may_end_in
 from ._helpers import method_name
 from ._steplog import CLOCK_CALLS
@@ -259,13 +260,34 @@ class _Scope:
 
     def _since_before_the_loop(self, read: ast.Call, name: str) -> bool:
         """A read in a loop compared with a reading taken once before it and never again inside it
-        (``eta = (time.time() - start_time) / iteration * left``): the time since the loop began, over
-        all its iterations so far; what may still be queued is a step's work, not each step's error."""
+        (``eta = (time.time() - start_time) / iteration * left``), or again only in a rare branch the read is not
+        in: the time since the loop began (or since that branch last ran), over many iterations; what may still be
+        queued is a step's work, not each step's error."""
         loop = next((a for a in self._ancestors_in_scope(read) if isinstance(a, (ast.For, ast.AsyncFor, ast.While))), None)
         if loop is None:
             return False
         inside = set(map(id, ast.walk(loop)))
-        return not any(id(s) in inside for s in self.assigned.get(name, []))
+        restarts = [s for s in self.assigned.get(name, []) if id(s) in inside]
+        if not restarts:
+            return True
+        # or restarted only now and then, in a rare branch the read is not in (``t0`` taken again after each
+        # synchronised validation, read every step as ``training_time + (now - t0)``): the time since then
+        counters = names_in(loop.target) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
+        around_read = set(map(id, self._ancestors_in_scope(read)))
+        return all(self._in_a_rare_branch(restart, loop, around_read, counters) for restart in restarts)
+
+    def _in_a_rare_branch(self, node: ast.AST, loop: ast.AST, around_read: set[int], counters: set[str]) -> bool:
+        """``node`` is in the body of an ``if`` inside ``loop`` that holds only on some iterations
+        (:func:`..hotloops.step_markers.is_rare_guard`) and does not hold the read too."""
+        child = node
+        for ancestor in self.ctx.ancestors(node):
+            if ancestor is loop:
+                return False
+            if isinstance(ancestor, ast.If) and id(ancestor) not in around_read and any(child is stmt for stmt in ancestor.body) \
+                    and is_rare_guard(ancestor.test, counters):
+                return True
+            child = ancestor
+        return False
 
     def _ancestors_in_scope(self, node: ast.AST) -> Iterator[ast.AST]:
         """The ancestors of ``node`` inside its own function (or module)."""

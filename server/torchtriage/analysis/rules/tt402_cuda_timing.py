@@ -67,6 +67,26 @@ class CudaTimingWithoutSync(Rule):
     VALID = (
         Valid(
             """
+            # the clock is taken again only after each synchronised validation: the time read every step spans all
+            # the steps since then (a running total), where a step's queued work is noise
+            import time
+            import torch
+            t0 = time.perf_counter()
+            for step in range(num_steps + 1):
+                if step == num_steps or step % 250 == 0:
+                    torch.cuda.synchronize()
+                    training_time += time.perf_counter() - t0
+                    validate(model)
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                x, y = next(batches)
+                model(x.cuda(), y.cuda()).backward()
+                optimizer.step()
+                print(f"train_time:{training_time + (time.perf_counter() - t0):.3f}s")
+            """
+        ),
+        Valid(
+            """
             # the time since training began, over all its steps so far (an ETA): a step's queued work is noise
             import time
             import torch
@@ -223,6 +243,22 @@ class CudaTimingWithoutSync(Rule):
                 torch.cuda.synchronize()
                 step_time = time.perf_counter() - t0
             """,
+        ),
+        Invalid(
+            """
+            # the clock is taken again in a branch that holds on every step: each read times one step
+            import time
+            import torch
+            t0 = time.perf_counter()
+            for step in range(num_steps):
+                if model.training:
+                    t0 = time.perf_counter()
+                x, y = next(batches)
+                model(x.cuda(), y.cuda()).backward()
+                optimizer.step()
+                print(f"step_time:{time.perf_counter() - t0:.3f}s")
+            """,
+            lines=(11,),
         ),
         Invalid(
             """
