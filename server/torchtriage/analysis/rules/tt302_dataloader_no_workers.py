@@ -49,17 +49,40 @@ def _hands_out_device_tensors(ctx: "RuleContext", call: ast.Call) -> bool:
     """A dataset of a class of this file whose ``__getitem__`` moves what it returns to the GPU (``return
     seq.cuda()``, the text sampler of many language-model scripts): worker processes cannot use CUDA, so
     the loader stays in the training process; the data already sits in memory."""
+    getitem = _getitem_of_dataset(ctx, call)
+    return getitem is not None and any(isinstance(node, ast.Call) and is_device_move(node, ctx) for node in ast.walk(getitem))
+
+
+def _indexes_held_data(ctx: "RuleContext", call: ast.Call) -> bool:
+    """A dataset of a class of this file whose ``__getitem__`` only indexes what the instance holds and wraps it in
+    tensors (``return torch.tensor(self.encoded[i]), torch.tensor(self.labels[i])``: texts tokenised once in
+    ``__init__``): the ``TensorDataset`` case written by hand; workers would only add IPC."""
+    getitem = _getitem_of_dataset(ctx, call)
+    if getitem is None:
+        return False
+    for node in ast.walk(getitem):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.comprehension, ast.With, ast.Lambda, ast.Await)):
+            return False  # per-element work, files, ...: workers could help
+        if isinstance(node, ast.Call) and (ctx.call_qualname(node) or "") not in _WRAPPING_CALLS:
+            return False
+    return True
+
+
+_WRAPPING_CALLS = frozenset({"torch.tensor", "torch.as_tensor", "torch.LongTensor", "torch.FloatTensor", "torch.from_numpy",
+                             "len", "int", "float", "bool", "list", "tuple", "dict", "min", "max", "range", "slice"})
+
+
+def _getitem_of_dataset(ctx: "RuleContext", call: ast.Call) -> ast.FunctionDef | None:
+    """The ``__getitem__`` of the dataset a DataLoader call is given, when that is an instance of a class of this file."""
     dataset = _dataset_argument(call)
     if isinstance(dataset, ast.Name):
         dataset = resolve_name(ctx, dataset.id, call) or dataset
     if not (isinstance(dataset, ast.Call) and isinstance(dataset.func, ast.Name)):
-        return False
+        return None
     for cls in ctx.nodes_of(ast.ClassDef):
         if isinstance(cls, ast.ClassDef) and cls.name == dataset.func.id:
-            return any(isinstance(method, ast.FunctionDef) and method.name == "__getitem__"
-                       and any(isinstance(node, ast.Call) and is_device_move(node, ctx) for node in ast.walk(method))
-                       for method in cls.body)
-    return False
+            return next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__getitem__"), None)
+    return None
 
 
 def _dataset_argument(call: ast.Call) -> ast.expr | None:
@@ -139,8 +162,9 @@ class DataLoaderNoWorkers(Rule):
         most common bottleneck in first profiles (roughly a quarter of teams),
         with the device idle 30-50 % of every step when `num_workers` is 0 or 1,
         and it is the cheapest one to fix because the model does not change.
-        Datasets that are already tensors in memory (`TensorDataset`) are not
-        flagged (workers only add copying there), nor are iterable-style
+        Datasets that are already in memory (`TensorDataset`, or a dataset class
+        whose `__getitem__` only indexes what `__init__` prepared, such as texts
+        tokenised once) are not flagged (workers only add copying there), nor are iterable-style
         datasets, where every worker replays the stream unless it is sharded.
     """
     fix_description = """
@@ -159,6 +183,26 @@ class DataLoaderNoWorkers(Rule):
         train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=4)
     """
     VALID = (
+        Valid(
+            """
+            # texts tokenised once into memory; __getitem__ only indexes them: a TensorDataset written by hand
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+
+            class SpamDataset(Dataset):
+                def __init__(self, texts, labels, tokenizer):
+                    self.encoded = [tokenizer.encode(t) for t in texts]
+                    self.labels = labels
+
+                def __len__(self):
+                    return len(self.encoded)
+
+                def __getitem__(self, index):
+                    return torch.tensor(self.encoded[index], dtype=torch.long), torch.tensor(self.labels[index])
+
+            loader = DataLoader(SpamDataset(texts, labels, tokenizer), batch_size=8, shuffle=True, num_workers=0)
+            """
+        ),
         Valid(
             """
             # a text sampler that hands out GPU tensors: workers could not use CUDA
@@ -274,6 +318,24 @@ class DataLoaderNoWorkers(Rule):
     INVALID = (
         Invalid(
             """
+            # __getitem__ reads and transforms an image per item: the work workers would take off the step
+            import torch
+            from PIL import Image
+            from torch.utils.data import DataLoader, Dataset
+
+            class Images(Dataset):
+                def __init__(self, paths, transform):
+                    self.paths, self.transform = paths, transform
+
+                def __getitem__(self, index):
+                    return self.transform(Image.open(self.paths[index]))
+
+            loader = DataLoader(Images(paths, transform), batch_size=8, shuffle=True, num_workers=0)
+            """,
+            lines=(13,),
+        ),
+        Invalid(
+            """
             # a batch drawn once, and the same loader walked every epoch: the walk loads in the training process
             import torch
             loader = torch.utils.data.DataLoader(train_set, batch_size=64, shuffle=True)
@@ -347,7 +409,8 @@ class DataLoaderNoWorkers(Rule):
             workers = setting(ctx, call, "num_workers")
             if not workers.all_values(lambda v: is_zero(ctx, v, call), default_matches=True):
                 continue
-            if is_in_memory_dataset(ctx, call) or is_streaming_dataset(ctx, call) or _hands_out_device_tensors(ctx, call):
+            if is_in_memory_dataset(ctx, call) or is_streaming_dataset(ctx, call) or _hands_out_device_tensors(ctx, call) \
+                    or _indexes_held_data(ctx, call):
                 continue
             if _is_one_shot(ctx, call):
                 continue
