@@ -56,7 +56,7 @@ from ..incremental.memo import subtree_memo
 from .step_loops import StepLoopJudge
 from ..file_kinds import is_test_file
 from ..module_index import ModuleIndex
-from ..syntax import positional_before_starred, positional_parameters
+from ..syntax import parameter_names, positional_before_starred, positional_parameters
 from .epochs import epoch_loops
 from .step_markers import (
     _MODEL_NAME,
@@ -66,6 +66,7 @@ from .step_markers import (
     SCOPE_NODES,
     does_optimizer_work,
     incremented_counters,
+    is_batch_fetch_name,
     is_bounded_guard,
     is_backward_call,
     is_loader_like,
@@ -259,6 +260,8 @@ class _Finder:
             return
         self._visited_functions.add(func)
         trains = any(is_backward_call(n) or is_optimizer_step(n) for n in own_nodes(func.body))
+        if is_batch_fetch_name(func.name):  # ``def next_batch(self): ... return x.cuda(), y.cuda()``: it makes the step's batch
+            batch = batch | _returned_names(func)
         region = HotRegion(kind, func, propagate_batch_names(func.body, batch), counters, trains, via, hot_path)
         self._function_regions[func] = region
         self.result.regions.append(region)
@@ -480,4 +483,28 @@ def _loop_indices(loop: ast.For | ast.AsyncFor) -> set[str]:
         return {target.id}
     if iterable.func.id == "enumerate" and isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
         return {target.elts[0].id}
+    return set()
+
+
+def _returned_names(func: FunctionNode) -> set[str]:
+    """The local names a function's own ``return`` statements hand back as results (``x``, ``y`` of ``return x.cuda(),
+    y.cuda()``; both branches of ``x if ... else x[::-1]``, not its test), its parameters left out."""
+    names: set[str] = set()
+    for node in own_nodes(func.body):
+        if isinstance(node, ast.Return) and node.value is not None:
+            names |= _result_names(node.value)
+    return names - set(parameter_names(func.args))
+
+
+def _result_names(expr: ast.AST) -> set[str]:
+    if isinstance(expr, ast.Name):
+        return {expr.id}
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return set().union(*(_result_names(e) for e in expr.elts)) if expr.elts else set()
+    if isinstance(expr, ast.IfExp):
+        return _result_names(expr.body) | _result_names(expr.orelse)
+    if isinstance(expr, (ast.Subscript, ast.Starred)):
+        return _result_names(expr.value)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):  # ``x.cuda()``, ``x.view(B, T)``
+        return _result_names(expr.func.value)
     return set()

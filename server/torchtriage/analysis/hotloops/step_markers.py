@@ -227,6 +227,11 @@ def is_batch_fetch(value: ast.AST) -> bool:
     receiver = value.func.value if isinstance(value.func, ast.Attribute) else None
     if receiver is not None and name == "get" and "queue" in words(last_name(receiver)):
         return True
+    return is_batch_fetch_name(name)
+
+
+def is_batch_fetch_name(name: str) -> bool:
+    """``next_batch``, ``get_batch``, ``sample_batch``: a function named for handing out a batch (not its size)."""
     parts = words(name)
     return any(word in ("batch", "batches") and (i + 1 == len(parts) or parts[i + 1] not in _BATCH_QUALITIES)
                for i, word in enumerate(parts))

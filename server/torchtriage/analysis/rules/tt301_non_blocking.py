@@ -447,6 +447,30 @@ class NonBlockingTransfer(Rule):
         ),
         Invalid(
             """
+            # a hand-written loader's next_batch() hands out the step's batch: what it returns is batch data
+            import numpy as np
+            import torch
+
+            class TokenLoader:
+                def __init__(self, tokens, B, T):
+                    self.tokens, self.B, self.T, self.pos = tokens, B, T, 0
+
+                def next_batch(self):
+                    buf = torch.tensor(self.tokens[self.pos:self.pos + self.B * self.T + 1].astype(np.int64))
+                    x, y = buf[:-1].view(self.B, self.T), buf[1:].view(self.B, self.T)
+                    self.pos += self.B * self.T
+                    return x.cuda(), y.cuda()
+
+            loader = TokenLoader(np.arange(10000), 4, 64)
+            for step in range(1000):
+                x, y = loader.next_batch()
+                model(x, y).backward()
+                optimizer.step()
+            """,
+            lines=(13, 13),
+        ),
+        Invalid(
+            """
             # the batch reaches a helper through ``*inputs``; ``if i == 0`` counts the inputs, not the steps
             def to_gpu(*inputs):
                 moved = []
