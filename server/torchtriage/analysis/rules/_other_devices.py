@@ -1,9 +1,11 @@
 """Code that runs only on an accelerator other than CUDA (Intel XPU, Apple MPS, Ascend NPU, Habana HPU,
 XLA/TPU): CUDA-only rules (TT301's blocking host-to-CUDA copy) do not apply there.
 
-Two shapes: a device named in the call (``x.to("xpu:0")``, ``x.to(torch.device(f"xpu:{rank}"))``) and a
+Three shapes: a device named in the call (``x.to("xpu:0")``, ``x.to(torch.device(f"xpu:{rank}"))``), a
 branch taken only on such a device (``if is_xpu_available(): ...``, ``if mps: ...``; its ``else`` is
-the CUDA path).  Seen in held-out repositories: llama-recipes' XPU branches, yolov5's MPS branch.
+the CUDA path), and the branch a CUDA test leaves to the other devices (nanoGPT's ``if device_type == "cuda":
+... pinned copies ... else: x, y = x.to(device), y.to(device)``).  Seen in held-out repositories: llama-recipes'
+XPU branches, yolov5's MPS branch.
 """
 
 from __future__ import annotations
@@ -38,6 +40,20 @@ def names_other_accelerator(node: ast.AST) -> bool:
     return False
 
 
+def _tests_cuda(test: ast.expr) -> bool:
+    """``device_type == "cuda"``, ``device.type != "cuda"``, ``torch.cuda.is_available()``, ``not use_cuda``: a test
+    of whether the run is on CUDA, whose other branch runs off it (the CPU or another accelerator)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
+        return any(isinstance(side, ast.Constant) and side.value == "cuda" for side in (test.left, *test.comparators))
+    if isinstance(test, ast.Call):
+        return isinstance(test.func, ast.Attribute) and test.func.attr == "is_available" and "cuda" in ast.unparse(test.func)
+    if isinstance(test, (ast.Name, ast.Attribute)):
+        return "cuda" in _words(test.id if isinstance(test, ast.Name) else test.attr)
+    return False
+
+
 def _negated(test: ast.expr) -> bool:
     """``not mps``, ``device.type != "mps"``, ``dev is not xpu``: the test holds off that device."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -54,6 +70,10 @@ def on_other_accelerator(ctx: RuleContext, call: ast.Call) -> bool:
     for parent in ctx.ancestors(call):
         if isinstance(parent, (ast.If, ast.IfExp)) and names_other_accelerator(parent.test):
             branch = parent.orelse if _negated(parent.test) else parent.body  # ``if not mps:``: its else
+            if any(child is stmt for stmt in (branch if isinstance(branch, list) else [branch])):
+                return True
+        elif isinstance(parent, (ast.If, ast.IfExp)) and _tests_cuda(parent.test):
+            branch = parent.body if _negated(parent.test) else parent.orelse  # ``if device_type == "cuda": ... else:``
             if any(child is stmt for stmt in (branch if isinstance(branch, list) else [branch])):
                 return True
         elif isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):

@@ -177,6 +177,28 @@ class NonBlockingTransfer(Rule):
     VALID = (
         Valid(
             """
+            # the CUDA branch pins and copies without blocking; the copy in its else runs off CUDA (CPU, MPS)
+            import numpy as np
+            import torch
+
+            def get_batch(split):
+                ix = torch.randint(len(data) - block_size, (batch_size,))
+                x = torch.stack([torch.from_numpy(data[i:i + block_size].astype(np.int64)) for i in ix])
+                y = torch.stack([torch.from_numpy(data[i + 1:i + 1 + block_size].astype(np.int64)) for i in ix])
+                if device_type == "cuda":
+                    x, y = x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device, non_blocking=True)
+                else:
+                    x, y = x.to(device), y.to(device)
+                return x, y
+
+            for step in range(max_iters):
+                X, Y = get_batch("train")
+                model(X, Y).backward()
+                optimizer.step()
+            """
+        ),
+        Valid(
+            """
             # a prefetcher hands the batch over on the GPU: .to(self.data_type) casts it there, no copy
             import torch
 
