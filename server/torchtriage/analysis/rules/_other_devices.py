@@ -50,8 +50,12 @@ def _tests_cuda(test: ast.expr) -> bool:
     if isinstance(test, ast.Call):
         return isinstance(test.func, ast.Attribute) and test.func.attr == "is_available" and "cuda" in ast.unparse(test.func)
     if isinstance(test, (ast.Name, ast.Attribute)):
-        return "cuda" in _words(test.id if isinstance(test, ast.Name) else test.attr)
+        words = _words(test.id if isinstance(test, ast.Name) else test.attr)
+        return "cuda" in words and not words & _NEGATING  # (``args.no_cuda`` says the opposite: not guessed)
     return False
+
+
+_NEGATING = frozenset({"no", "not", "disable", "disabled", "without", "cpu"})
 
 
 def _negated(test: ast.expr) -> bool:

@@ -469,6 +469,20 @@ class NonBlockingTransfer(Rule):
         ),
         Invalid(
             """
+            # ``if args.no_cuda:`` says the opposite of a CUDA test: its else is the CUDA copy
+            import torch
+            for x, y in loader:
+                if args.no_cuda:
+                    x, y = x.float(), y.float()
+                else:
+                    x, y = x.cuda(), y.cuda()
+                loss = model(x, y).sum()
+                loss.backward()
+            """,
+            lines=(7, 7),
+        ),
+        Invalid(
+            """
             # a hand-written loader's next_batch() hands out the step's batch: what it returns is batch data
             import numpy as np
             import torch
