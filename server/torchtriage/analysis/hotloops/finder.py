@@ -355,7 +355,7 @@ class _Finder:
         for ancestor in self.ctx.ancestors(stmt):
             if ancestor is region.node or isinstance(ancestor, SCOPE_NODES):
                 return False
-            if isinstance(ancestor, (ast.For, ast.AsyncFor)) and test.left.id in _loop_indices(ancestor):
+            if isinstance(ancestor, (ast.For, ast.AsyncFor)) and test.left.id in target_names(ancestor.target, ancestor.iter)[1]:
                 return True
         return False
 
@@ -472,18 +472,6 @@ def _is_main_test(test: ast.expr) -> bool:
     sides = [test.left, test.comparators[0]]
     return any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and \
         any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)
-
-
-def _loop_indices(loop: ast.For | ast.AsyncFor) -> set[str]:
-    """The counter a ``for`` binds: ``i`` of ``for i in range(n)`` or of ``for i, x in enumerate(xs)``."""
-    target, iterable = loop.target, loop.iter
-    if not (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name)):
-        return set()
-    if iterable.func.id == "range" and isinstance(target, ast.Name):
-        return {target.id}
-    if iterable.func.id == "enumerate" and isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
-        return {target.elts[0].id}
-    return set()
 
 
 def _returned_names(func: FunctionNode) -> set[str]:

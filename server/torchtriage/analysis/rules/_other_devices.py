@@ -72,15 +72,22 @@ def on_other_accelerator(ctx: RuleContext, call: ast.Call) -> bool:
         return True
     child: ast.AST = call
     for parent in ctx.ancestors(call):
-        if isinstance(parent, (ast.If, ast.IfExp)) and names_other_accelerator(parent.test):
-            branch = parent.orelse if _negated(parent.test) else parent.body  # ``if not mps:``: its else
-            if any(child is stmt for stmt in (branch if isinstance(branch, list) else [branch])):
-                return True
-        elif isinstance(parent, (ast.If, ast.IfExp)) and _tests_cuda(parent.test):
-            branch = parent.body if _negated(parent.test) else parent.orelse  # ``if device_type == "cuda": ... else:``
-            if any(child is stmt for stmt in (branch if isinstance(branch, list) else [branch])):
+        if isinstance(parent, (ast.If, ast.IfExp)):
+            branch = _off_cuda_branch(parent)
+            if branch is not None and any(child is stmt for stmt in (branch if isinstance(branch, list) else [branch])):
                 return True
         elif isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             return False
         child = parent
     return False
+
+
+def _off_cuda_branch(branching: ast.If | ast.IfExp) -> list[ast.stmt] | ast.expr | None:
+    """The branch of an ``if`` that runs off CUDA: the one a test naming another accelerator picks (``if mps:``;
+    the else of ``if not mps:``), or the one a CUDA test leaves (the else of ``if device_type == "cuda":``)."""
+    test = branching.test
+    if names_other_accelerator(test):
+        return branching.orelse if _negated(test) else branching.body
+    if _tests_cuda(test):
+        return branching.body if _negated(test) else branching.orelse
+    return None

@@ -20,7 +20,7 @@ from typing import Iterator
 from .base import RuleContext
 from ..incremental.memo import keyed_memo
 from ..hotloops.finder import is_backward_call, is_optimizer_step
-from ..hotloops.step_markers import is_rare_guard, names_in
+from ..hotloops.step_markers import is_rare_guard, target_names
 from ..module_index import may_end_in
 from ._helpers import method_name
 from ._steplog import CLOCK_CALLS
@@ -272,7 +272,7 @@ class _Scope:
             return True
         # or restarted only now and then, in a rare branch the read is not in (``t0`` taken again after each
         # synchronised validation, read every step as ``training_time + (now - t0)``): the time since then
-        counters = names_in(loop.target) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
+        counters = target_names(loop.target, loop.iter)[1] if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
         around_read = set(map(id, self._ancestors_in_scope(read)))
         return all(self._in_a_rare_branch(restart, loop, around_read, counters) for restart in restarts)
 
