@@ -90,6 +90,9 @@ class ModuleContext(ModuleIndex):
     forward_reached: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     # Names this file imports that are project subclasses of torch's IterableDataset (``CombinedDataset``).
     iterable_datasets: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    # Names of other project files' functions this file's per-step code hands step data to and that copy
+    # it to a device (``model.set_input(images, labels)`` doing ``x.cuda()``; :mod:`.project.batch_movers`).
+    batch_movers: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     # The hot loops for ``hot_entries`` when whoever builds the context has them already (the
     # project model computes them while solving); else :attr:`hot` finds them on first use.
     hot_loops: InitVar[HotLoops | None] = None

@@ -80,6 +80,7 @@ class ProjectView:
     cuda_caller: str | None = None  # a CUDA file whose step loop calls this file every step without importing it
     iterable_datasets: frozenset[str] = frozenset()  # imported names that are project IterableDataset subclasses
     forward_reached: frozenset[str] = frozenset()  # its classes / functions another file's forward code builds / calls
+    batch_movers: frozenset[str] = frozenset()  # called names of project functions that copy the step data handed to them to a device
 
 
 def qualname_of(func: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
@@ -108,7 +109,7 @@ def view_of(ctx) -> ProjectView:  # type: ignore[no-untyped-def]
         tuple(ctx.loader_reads), ctx.trains_via, ctx.device_call, ctx.auxiliary, ctx.imported, tuple(ctx.returned_loaders),
         frozenset(ctx.loader_classes), frozenset(ctx.training_loops), frozenset(ctx.trainer_calls),
         ctx.steps_on_cuda_in, frozenset(ctx.syncing_imports), frozenset(ctx.step_loops), ctx.cuda_caller,
-        frozenset(ctx.iterable_datasets), frozenset(ctx.forward_reached),
+        frozenset(ctx.iterable_datasets), frozenset(ctx.forward_reached), frozenset(ctx.batch_movers),
     )
 
 
@@ -148,4 +149,5 @@ def context_facts(view: ProjectView, index: "ModuleIndex") -> dict[str, Any]:
         "cuda_caller": view.cuda_caller,
         "iterable_datasets": view.iterable_datasets,
         "forward_reached": view.forward_reached,
+        "batch_movers": view.batch_movers,
     }

@@ -29,6 +29,7 @@ from ..defaults import Default, unique
 from ..engine import analyze_context, enabled_rules, has_file_noqa
 from ..hotloops.finder import HotEntry, HotLoops, find_hot_loops
 from ..incremental.reparse import ParsedModule, parse_module
+from .batch_movers import Handoff, batch_movers
 from .forward_reached import forward_reached_names
 from .links import cuda_by_calls, cuda_reach, link_loaders, loops_training_elsewhere, step_data_params, syncing_imports, training_links
 from .returned_loaders import imported_iterable_datasets, imported_loader_classes, returned_loaders
@@ -94,6 +95,7 @@ class Project:
         self._imported: set[ProjectModule] = set()  # files other project files import (:mod:`.roles`)
         self._solved = False
         self._step_loops: dict[ProjectModule, frozenset[int]] = {}  # loops that train through another file (see solve)
+        self._handoffs: dict[ProjectModule, set[Handoff]] = {}  # per-step calls handing step data to another file
 
     @property
     def modules(self) -> dict[str, ProjectModule]:
@@ -193,6 +195,8 @@ class Project:
                 for target_module, func in targets:
                     known = self._entries.setdefault(target_module, {})
                     batch = step_data_params(self.graph, module, call, region, func)
+                    if batch:
+                        self._handoffs.setdefault(module, set()).add((call, target_module, func))
                     entry = known.get(func)
                     if entry is not None and batch <= entry.batch:
                         continue
@@ -249,6 +253,7 @@ class Project:
             device_calls, cuda_from = cuda_reach(self.table)
             cuda_callers = cuda_by_calls(self.table, self._entries, device_calls, cuda_from)
         loaders = link_loaders(self.graph, self._solved_hot_of)
+        movers = batch_movers(self._handoffs, self._solved_hot_of)
         training = training_links(self.graph, self._solved_hot_of, {m: via for m, (_, via) in loaders.items()}, self._step_loops)
         syncing = syncing_imports(self.table)
         reached = forward_reached_names(self.table)
@@ -288,6 +293,7 @@ class Project:
                 cuda_caller=cuda_callers.get(module),
                 forward_reached=reached.get(module, frozenset()),
                 iterable_datasets=iterable_datasets.get(module, frozenset()),
+                batch_movers=movers.get(module, frozenset()),
             )
         self._solved_hot.clear()
 
@@ -312,7 +318,7 @@ class Project:
                 or view.trains_via or view.device_call or view.auxiliary or view.imported or view.returned_loaders
                 or view.loader_classes or view.training_loops or view.trainer_calls or view.steps_on_cuda_in
                 or view.syncing_imports or view.step_loops or view.cuda_caller or view.forward_reached
-                or view.iterable_datasets):
+                or view.iterable_datasets or view.batch_movers):
             return None  # the file analysed alone gives the same findings
         return view
 

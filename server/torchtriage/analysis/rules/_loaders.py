@@ -267,6 +267,17 @@ def _calls_super(call: ast.Call) -> bool:
     )
 
 
+def _local_scope(ctx: "RuleContext", call: ast.Call, name: str) -> ast.AST | None:
+    """The function a loader assigned to a plain name lives in (another function's ``loader`` is
+    another loader), or None for module-level names and attributes (``self.loader``)."""
+    if "." in name:
+        return None
+    function = ctx.enclosing_function(call)
+    if function is None or any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in ast.walk(function)):
+        return None
+    return function
+
+
 def loops_reading(ctx: "RuleContext", call: ast.Call) -> list[HotRegion]:
     """Step loops that iterate this DataLoader, directly, by name, through a parameter, or through
     an iterator over it (``it = cycle(loader)`` ... ``next(it)``, see :mod:`._generators`)."""
@@ -283,7 +294,7 @@ def loops_reading(ctx: "RuleContext", call: ast.Call) -> list[HotRegion]:
         receivers = ctx.memo["loaders-argument-index"] = _argument_index(ctx, ctx.functions)
     found: list[HotRegion] = []
     seen: set[tuple[ast.AST | None, str]] = set()
-    frontier: list[tuple[ast.AST | None, str]] = [(None, name)]
+    frontier: list[tuple[ast.AST | None, str]] = [(_local_scope(ctx, call, name), name)]
     for _ in range(_MAX_LINK_DEPTH):
         next_frontier: list[tuple[ast.AST | None, str]] = []
         for scope, current in frontier:
@@ -360,8 +371,11 @@ def moves_data_to_device(ctx: "RuleContext", regions: list[HotRegion] | None, ho
 
 def _hands_batch_to_device(ctx: "RuleContext", call: ast.Call, region: HotRegion) -> bool:
     """``to_device(batch, device)``, ``prepare(batch, device=args.device)``: the step's data handed to a
-    helper together with a device, which is what such a helper is for."""
+    helper together with a device, which is what such a helper is for; or to a project function that
+    moves it (``model.set_input(images, labels)``, see :mod:`..project.batch_movers`)."""
     values = [*call.args, *(k.value for k in call.keywords)]
+    if ctx.batch_movers and called_name(call) in ctx.batch_movers:  # ``model.set_input(x, y)``: another file moves it
+        return any(is_batch_expression(v, region) for v in values)
     if len(values) < 2 or not any(is_batch_expression(v, region) for v in values):
         return False
     if (ctx.call_qualname(call) or "").startswith("torch."):

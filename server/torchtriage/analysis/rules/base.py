@@ -167,6 +167,11 @@ class RuleContext(Protocol):
         ...
 
     @property
+    def batch_movers(self) -> frozenset[str]:
+        """Called names of other project files' functions that copy the step data handed to them to a device (:mod:`..project.batch_movers`)."""
+        ...
+
+    @property
     def forward_reached(self) -> frozenset[str]:
         """Names of this file's classes and functions another file's forward code builds or calls every pass (:mod:`..project.forward_reached`)."""
         ...

@@ -99,6 +99,23 @@ class DataLoaderNoPinMemory(Rule):
         ),
         Valid(
             """
+            # two functions each with a local ``loader``: only the GPU one's batches are copied, and it pins
+            import torch
+            from torch.utils.data import DataLoader
+
+            def train_gpu(ds, model, optimizer):
+                loader = DataLoader(ds, batch_size=64, num_workers=4, pin_memory=True, persistent_workers=True)
+                for x, y in loader:
+                    loss = model(x.cuda(non_blocking=True)).sum(); loss.backward(); optimizer.step()
+
+            def train_cpu(ds, model, optimizer):
+                loader = DataLoader(ds, batch_size=64, num_workers=4, persistent_workers=True)
+                for x, y in loader:
+                    loss = model(x).sum(); loss.backward(); optimizer.step()
+            """
+        ),
+        Valid(
+            """
             # no CUDA anywhere in the file
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, batch_size=64, num_workers=4)
