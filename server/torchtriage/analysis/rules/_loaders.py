@@ -269,7 +269,7 @@ def _calls_super(call: ast.Call) -> bool:
 
 def _local_scope(ctx: "RuleContext", call: ast.Call, name: str) -> ast.AST | None:
     """The function a loader assigned to a plain name lives in (another function's ``loader`` is
-    another loader), or None for module-level names and attributes (``self.loader``)."""
+    another loader, when its own function iterates it), or None for module-level names and attributes."""
     if "." in name:
         return None
     function = ctx.enclosing_function(call)
@@ -292,18 +292,29 @@ def loops_reading(ctx: "RuleContext", call: ast.Call) -> list[HotRegion]:
     receivers = ctx.memo.get("loaders-argument-index")
     if receivers is None:  # one index per module, shared by every loader and rule
         receivers = ctx.memo["loaders-argument-index"] = _argument_index(ctx, ctx.functions)
+    local = _local_scope(ctx, call, name)
+    found = _loops_reading_name(ctx, name, local, receivers)
+    if not found and local is not None:  # handed on in a container (``loaders = [train_loader, ...]``) and
+        found = _loops_reading_name(ctx, name, None, receivers)  # unpacked under its own name elsewhere
+    return found
+
+
+def _loops_reading_name(
+    ctx: "RuleContext", name: str, scope: ast.AST | None, receivers: dict[str, list[tuple[ast.AST, str]]]
+) -> list[HotRegion]:
+    """Step loops (inside ``scope`` unless it is None) that iterate ``name``, or a parameter it is passed as."""
     found: list[HotRegion] = []
     seen: set[tuple[ast.AST | None, str]] = set()
-    frontier: list[tuple[ast.AST | None, str]] = [(_local_scope(ctx, call, name), name)]
+    frontier: list[tuple[ast.AST | None, str]] = [(scope, name)]
     for _ in range(_MAX_LINK_DEPTH):
         next_frontier: list[tuple[ast.AST | None, str]] = []
-        for scope, current in frontier:
-            if (scope, current) in seen:
+        for within, current in frontier:
+            if (within, current) in seen:
                 continue
-            seen.add((scope, current))
+            seen.add((within, current))
             aliases = iterator_aliases(ctx).get(current, [])
             for region in ctx.hot.step_loops:
-                inside = scope is None or any(a is scope for a in ctx.ancestors(region.node))
+                inside = within is None or any(a is within for a in ctx.ancestors(region.node))
                 if not inside or region in found:
                     continue
                 if _loop_reads(region.node, current) or any(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Union
+from typing import TYPE_CHECKING, Iterable, Iterator, Union
 
 from ..file_kinds import is_test_file
 from ..module_index import may_end_in
@@ -143,8 +143,7 @@ class _Finder:
                     where = f"collate function `{name}`"
                     self.add(DataFunction(function, "collate", where, batch=_first_param(function)))
         named = self.ctx.names_ending_in(_NAMED_CALLS)
-        for call in self.ctx.nodes_of(ast.Call):
-            assert isinstance(call, ast.Call)
+        for call in self._calls_to_read():
             func = call.func
             short = (self.ctx.qualname(func) or "").rsplit(".", 1)[-1] if may_end_in(func, _NAMED_CALLS, named) else ""
             if short in _LISTS_OF_TRANSFORMS and call.args and isinstance(call.args[0], (ast.List, ast.Tuple)):
@@ -157,6 +156,21 @@ class _Finder:
                     self._target(keyword.value, "collate", call, 0)
                 elif keyword.arg in _TRANSFORM_KEYWORDS:
                     self._target(keyword.value, "transform", call, 0)
+
+    def _calls_to_read(self) -> Iterable[ast.Call]:
+        """The calls ``usages`` reads: every call where the text names a transform list or setter,
+        else only those with a ``collate_fn=`` / ``transform=`` keyword (a typed edit re-reads the
+        keywords of a long file, not its every call)."""
+        source = self.ctx.source
+        if any(word in source for word in _NAMED_CALLS):
+            return self.ctx.nodes_of(ast.Call)  # type: ignore[return-value]
+        if "collate_fn" not in source and "transform" not in source:
+            return ()
+        calls: dict[ast.AST, None] = {}
+        for keyword in self.ctx.nodes_of(ast.keyword):
+            if keyword.arg == "collate_fn" or keyword.arg in _TRANSFORM_KEYWORDS:  # type: ignore[attr-defined]
+                calls[self.ctx.parents[keyword]] = None
+        return [call for call in calls if isinstance(call, ast.Call)]
 
     def _target(self, expr: ast.expr, kind: str, at: ast.AST, depth: int) -> None:
         """What a ``collate_fn=`` / ``transform=`` value runs: functions, lambdas, classes' ``__call__``."""
