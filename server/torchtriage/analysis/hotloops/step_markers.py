@@ -281,9 +281,11 @@ def propagate_batch_names(body: list[ast.stmt], names: set[str], own: Iterable[a
     """Names assigned from batch names (``x, y = batch``, ``x = x.to(d)``) or fetched batches, and the parts of
     batch containers a ``for`` walks (``own``: ``own_nodes(body)``, when the caller has it already)."""
     result = set(names)
-    nodes = own_nodes(body) if own is None else own
+    nodes = list(own_nodes(body) if own is None else own)
     assigns = [n for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
                or isinstance(n, (ast.For, ast.AsyncFor))]
+    inner = [n for loop in nodes if isinstance(loop, LOOP_NODES) for n in _inner_loop_nodes(loop)
+             if isinstance(n, ast.Assign) and _is_access_path(n.value)]
     for _ in range(2):
         for node in assigns:
             if isinstance(node, (ast.For, ast.AsyncFor)):
@@ -295,7 +297,33 @@ def propagate_batch_names(body: list[ast.stmt], names: set[str], own: Iterable[a
             if is_batch_fetch(node.value) or names_in(node.value) & result:  # type: ignore[arg-type]
                 for target in targets:
                     result |= bound_names(target)
+        for node in inner:  # a part of the batch taken inside a loop of the step: ``y = waves[i][a:b]``
+            if _root_name(node.value) in result:  # type: ignore[attr-defined]
+                for target in node.targets:  # type: ignore[attr-defined]
+                    result |= bound_names(target)
     return result
+
+
+def _is_access_path(node: ast.expr) -> bool:
+    """``waves[i][a:b]``, ``batch["image"]``: a part of a value reached by indexing, with no call."""
+    return isinstance(node, ast.Subscript) and _root_name(node) is not None and not is_shape_read(node)
+
+
+def _root_name(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _inner_loop_nodes(loop: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a nested loop's body and ``else`` (not of nested definitions)."""
+    stack: list[ast.AST] = [n for n in reversed([*loop.body, *loop.orelse]) if not isinstance(n, SCOPE_NODES)]  # type: ignore[attr-defined]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in child_nodes(node):
+            if not isinstance(child, SCOPE_NODES):
+                stack.append(child)
 
 
 def _elements_of_batch(target: ast.AST, iterable: ast.AST, batch: set[str]) -> set[str]:

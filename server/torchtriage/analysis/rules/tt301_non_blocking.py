@@ -326,6 +326,22 @@ class NonBlockingTransfer(Rule):
     INVALID = (
         Invalid(
             """
+            # a clip of each sample's waveform, sliced from the host batch in a loop of the step and moved
+            import torch
+            for waves, mels in loader:
+                mels = mels.to("cuda", non_blocking=True)
+                clips = []
+                for i in range(len(waves)):
+                    clip = waves[i][0:4800]
+                    clips.append(torch.from_numpy(clip).to("cuda"))
+                loss = model(mels, torch.stack(clips)).mean()
+                loss.backward()
+                optimizer.step()
+            """,
+            lines=(8,),
+        ),
+        Invalid(
+            """
             # the step's batches fetched and moved in one comprehension
             import torch
             iterator = iter(loader)
