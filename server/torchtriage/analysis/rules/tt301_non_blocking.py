@@ -15,6 +15,7 @@ from ._bindings import name_stores
 from ._legacy_tensors import gathered_rows, replay_sample_calls, wrapped_batch
 from ._helpers import is_batch_expression, is_device_move, method_name, names_in
 from ._other_devices import on_other_accelerator
+from ._placed_batches import computed_from_moved, placed_loader_loop
 from ..parsing import LEGACY_ASYNC
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
@@ -177,6 +178,39 @@ class NonBlockingTransfer(Rule):
     VALID = (
         Valid(
             """
+            # Accelerate places every batch of a prepared loader on the device: the .to() copies nothing
+            import torch
+            from accelerate import Accelerator
+
+            accelerator = Accelerator()
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            device = torch.device("cuda")
+            for texts, lengths in loader:
+                texts = texts.to(device)
+                loss = model(texts, lengths.to(device)).mean()
+                accelerator.backward(loss)
+                optimizer.step()
+            """
+        ),
+        Valid(
+            """
+            # a helper's result computed from batch tensors the step already moved is on the device
+            import torch
+
+            def length_to_mask(lengths):
+                return torch.arange(lengths.max(), device=lengths.device)[None] < lengths[:, None]
+
+            for batch in loader:
+                batch = [b.to("cuda", non_blocking=True) for b in batch]
+                texts, lengths = batch
+                mask = length_to_mask(lengths // 2).to("cuda")
+                loss = model(texts, mask).mean()
+                loss.backward()
+                optimizer.step()
+            """
+        ),
+        Valid(
+            """
             # the CUDA branch pins and copies without blocking; the copy in its else runs off CUDA (CPU, MPS)
             import numpy as np
             import torch
@@ -324,6 +358,25 @@ class NonBlockingTransfer(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # a prepared loader's batch holds host arrays too: wrapping one in a tensor and moving it is a real copy
+            import torch
+            from accelerate import Accelerator
+
+            accelerator = Accelerator()
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            for waves, mels in loader:
+                clips = []
+                for i in range(len(waves)):
+                    clip = waves[i][:4800]
+                    clips.append(torch.from_numpy(clip).to("cuda"))
+                loss = model(mels, torch.stack(clips)).mean()
+                accelerator.backward(loss)
+                optimizer.step()
+            """,
+            lines=(11,),
+        ),
         Invalid(
             """
             # a clip of each sample's waveform, sliced from the host batch in a loop of the step and moved
@@ -600,6 +653,8 @@ class NonBlockingTransfer(Rule):
             )
             if not batch_receiver or _model_output_at(ctx, region, receiver, call) or _tokenized(receiver):
                 continue
+            if receiver is not wrapped and (placed_loader_loop(ctx, region) or computed_from_moved(ctx, receiver, region)):
+                continue  # on the device already: placed by accelerate / Fabric, or computed from tensors the step moved
             if receiver is not wrapped and any(isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith("torch.")
                                                for n in ast.walk(receiver)):
                 continue  # a tensor made in the step (torch.tensor(r).to(d)) is TT305's case

@@ -1,0 +1,100 @@
+"""Step data that is already on the device when the step copies it again (TT301's no-op copies).
+
+Two shapes, both common in real training code:
+
+* a loader handed to a library that places every batch on the device itself:
+  ``loader = accelerator.prepare(loader)`` (Hugging Face Accelerate) or
+  ``fabric.setup_dataloaders(loader)`` (Lightning Fabric), then ``x.to(device)``
+  in the loop over it;
+* a value computed from batch tensors the step has already moved
+  (``batch = [b.to(device) for b in batch]``, ``texts, lengths = batch``, then
+  ``length_to_mask(lengths).to(device)``).
+
+Neither copies host memory; a host array wrapped in a tensor (``torch.from_numpy(y)``)
+still does, and callers keep reporting that.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..hotloops.finder import HotRegion
+from ..hotloops.step_markers import bound_names, names_in, unwrap_iterable
+from ..syntax import bound_name
+from ._helpers import is_device_move
+from .base import RuleContext
+
+_PLACING_SETUPS = frozenset({"setup_dataloaders"})  # Fabric: moves every batch by default
+
+
+def placed_loader_loop(ctx: RuleContext, region: HotRegion) -> bool:
+    """Whether ``region`` is a step loop over a loader whose batches a library already puts on the device."""
+    node = region.node
+    if region.kind != "step-loop" or not isinstance(node, (ast.For, ast.AsyncFor)):
+        return False
+    name = bound_name(unwrap_iterable(node.iter))
+    return name is not None and name in _placed_loaders(ctx)
+
+
+def _placed_loaders(ctx: RuleContext) -> frozenset[str]:
+    """Names bound to what ``accelerator.prepare(...)`` / ``fabric.setup_dataloaders(...)`` returns."""
+    found = ctx.memo.get("placed-loaders")
+    if found is None:
+        names: set[str] = set()
+        if "prepare(" in ctx.source or "setup_dataloaders(" in ctx.source:
+            for node in ctx.nodes_of(ast.Assign):
+                value = node.value  # type: ignore[attr-defined]
+                if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and _places_batches(value.func):
+                    for target in node.targets:  # type: ignore[attr-defined]
+                        names |= bound_names(target)
+        found = ctx.memo["placed-loaders"] = frozenset(names)
+    return found  # type: ignore[no-any-return]
+
+
+def _places_batches(func: ast.Attribute) -> bool:
+    if func.attr in _PLACING_SETUPS:
+        return True
+    owner = bound_name(func.value) or ""
+    return func.attr == "prepare" and "accelerator" in owner.lower()
+
+
+def computed_from_moved(ctx: RuleContext, receiver: ast.AST, region: HotRegion) -> bool:
+    """``length_to_mask(lengths)`` where every batch name it reads was moved to the device earlier in the
+    step: a project helper's result from device tensors is on the device already."""
+    if not isinstance(receiver, ast.Call) or (ctx.qualname(receiver.func) or "").startswith("torch."):
+        return False
+    read = set().union(*(names_in(arg) for arg in [*receiver.args, *(k.value for k in receiver.keywords)]))
+    batch = read & region.batch_names
+    return bool(batch) and batch <= _moved_names(ctx, region)
+
+
+def _moved_names(ctx: RuleContext, region: HotRegion) -> frozenset[str]:
+    """Names the region binds to tensors it moved to a device: ``x = x.to(d)``, ``batch = [b.to(d) for b
+    in batch]`` and the names unpacked from such a list (``texts, lengths = batch``)."""
+    key = ("placed-moved-names", id(region))
+    found = ctx.memo.get(key)
+    if found is None:
+        moved: set[str] = set()
+        assigns = sorted((n for n, owner in ctx.hot.nodes(ast.Assign) if owner is region),
+                         key=lambda n: (n.lineno, n.col_offset))
+        for node in assigns:
+            value = node.value
+            if _moves(ctx, value) or (isinstance(value, ast.Name) and value.id in moved):
+                for target in node.targets:
+                    moved |= bound_names(target)
+            else:
+                for target in node.targets:
+                    moved -= bound_names(target)
+        found = ctx.memo[key] = frozenset(moved)
+    return found  # type: ignore[no-any-return]
+
+
+def _moves(ctx: RuleContext, value: ast.expr) -> bool:
+    """A device move, or a list / tuple / comprehension of nothing but device moves."""
+    if isinstance(value, ast.Call):
+        return is_device_move(value, ctx)
+    if isinstance(value, (ast.ListComp, ast.GeneratorExp)):
+        return isinstance(value.elt, ast.Call) and is_device_move(value.elt, ctx)
+    if isinstance(value, (ast.List, ast.Tuple)) and value.elts:
+        return all(isinstance(e, ast.Call) and is_device_move(e, ctx) for e in value.elts)
+    return False
