@@ -127,6 +127,8 @@ class Arrays:
         if qualname.startswith("torch."):
             return ARRAY if torch_function_result(qualname) else None
         if qualname.startswith(_ARRAY_MODULES) and qualname != "numpy.random.seed":
+            if qualname.startswith("numpy.") and node.args and self._per_sample(node.args[0]):
+                return None  # ``np.argsort([b[1].shape[1] for b in batch])`` in a collate: one value per sample
             return ARRAY
         if isinstance(func, ast.Name) and func.id not in self.ctx.aliases:
             if func.id in _SAME_KIND and len(node.args) == 1:
@@ -141,6 +143,21 @@ class Arrays:
                 return None
             return None if func.attr in _SCALAR_METHODS else ARRAY
         return None
+
+    def _per_sample(self, node: ast.expr, depth: int = 0) -> bool:
+        """A list made by walking a parameter that holds no array (a collate's list of samples), directly
+        or through the name it was assigned to: as many values as the batch has samples."""
+        if isinstance(node, ast.Name) and depth < 2:
+            value = self.value_of(node)
+            return value is not None and self._per_sample(value, depth + 1)
+        if not isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+            return False
+        for generator in node.generators:
+            walked = generator.iter
+            binding = self._binding(walked) if isinstance(walked, ast.Name) else None
+            if binding is not None and isinstance(binding[0], ast.arg) and binding[0].arg in self.never.get(id(binding[3]), ()):
+                return True
+        return False
 
     def _name(self, node: ast.Name, depth: int) -> str | None:
         binding = self._binding(node)

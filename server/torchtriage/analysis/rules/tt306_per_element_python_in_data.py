@@ -77,6 +77,26 @@ class PerElementPythonInData(Rule):
     VALID = (
         Valid(
             """
+            # a collate that sorts its samples by length: numpy over one value per sample, then sample loops
+            import numpy as np
+            import torch
+            from torch.utils.data import DataLoader
+
+            def collate(batch):
+                lengths = [b[0].shape[1] for b in batch]
+                order = np.argsort(lengths)[::-1]
+                batch = [batch[i] for i in order]
+                longest = max([b[0].shape[1] for b in batch])
+                mels = torch.zeros(len(batch), 80, longest)
+                for i, (mel, text) in enumerate(batch):
+                    mels[i, :, : mel.shape[1]] = mel
+                return mels
+
+            loader = DataLoader(dataset, batch_size=16, collate_fn=collate, num_workers=4)
+            """
+        ),
+        Valid(
+            """
             # a dataset of one input array or several: under isinstance(..., list) the comprehension walks the inputs
             from typing import List, Optional, Union
 
