@@ -18,7 +18,8 @@ from .regions import FunctionNode, Loop
 from .loop_kinds import LoopFacts, is_step_function, loop_facts, trains_anywhere
 from ..module_index import ModuleIndex
 from ..syntax import parameter_names
-from .step_markers import ITERABLE_WRAPPERS, is_loader_like, last_name, own_nodes, unwrap_iterable
+from ..incremental.levels import child_nodes
+from .step_markers import ITERABLE_WRAPPERS, LOOP_NODES, SCOPE_NODES, is_loader_like, last_name, own_nodes, unwrap_iterable
 
 _NOT_FOLLOWED = frozenset({"forward", "__call__"})
 _LIST_BUILDERS = frozenset({"list", "sorted", "tuple"}) | ITERABLE_WRAPPERS  # calls whose result is a list of their argument's items
@@ -52,6 +53,8 @@ class StepLoopJudge:
             return False, False  # ``for x, y in minibatches: nll += ...`` then ``loss.backward()``: parts of one step
         step = isinstance(loop, (ast.For, ast.AsyncFor)) and is_loader_like(loop.iter, self.loader_vars) \
             and not self._built_as_list(loop)
+        if not step and _around_training_loop(loop):
+            return False, False  # an epoch loop: its own model calls (samples made each epoch) run once per epoch
         if not step and self._calls_model(facts) and self._enclosing_name(loop) not in _NOT_FOLLOWED:
             step = True
         callees = self._loop_callees(loop, facts)
@@ -198,3 +201,15 @@ class StepLoopJudge:
 def _name_assignment(node: ast.AST) -> tuple[ast.Assign, ...]:
     """``node`` when it assigns to a plain name (``x = ...``, ``a = b = ...``): an entry of ``_built_as_list``'s walk."""
     return (node,) if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) for t in node.targets) else ()
+
+
+def _around_training_loop(loop: Loop) -> bool:
+    """Whether a loop nested in this one's body (not in a definition) trains: this one, which iterates no loader,
+    runs once per many steps (an epoch loop), not once per micro-batch (``for chunk in x.split(2)`` in a loader loop)."""
+    stack: list[ast.AST] = list(loop.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, LOOP_NODES) and loop_facts(node).trains:
+            return True
+        stack.extend(child for child in child_nodes(node) if not isinstance(child, (ast.expr, *SCOPE_NODES)))
+    return False

@@ -46,6 +46,21 @@ class PrintTensorInStep(Rule):
     VALID = (
         Valid(
             """
+            # after each epoch's training loop, one sample is made and logged: once per epoch, not per step
+            import torch
+            for epoch in range(epochs):
+                for x, y in loader:
+                    loss = torch.nn.functional.mse_loss(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                with torch.no_grad():
+                    sample = model(noise)
+                print(f"epoch {epoch}: sample mean {sample.mean()}")
+            """
+        ),
+        Valid(
+            """
             # a warning branch: the text is built only when the check fails (the check itself syncs: TT103)
             import logging
             import torch
