@@ -10,7 +10,7 @@ travels (TT301) or a tensor that could have been made on the device (TT305).
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Callable, Optional
 
 from ._bindings import last_assignment
 from .base import RuleContext
@@ -70,7 +70,7 @@ def legacy_created(ctx: RuleContext, expr: ast.AST) -> Optional[str]:
         return None
     if len(args) >= 2 or filled:
         return f"torch.{short}"
-    if _numbers(args[0]) or _range(ctx, args[0]):
+    if _numbers(args[0], lambda node: _range(ctx, node)) or _range(ctx, args[0]):
         return f"torch.{short}"
     return None
 
@@ -81,10 +81,11 @@ def _range(ctx: RuleContext, node: ast.AST) -> bool:
             and node.func.id not in ctx.aliases)
 
 
-def _numbers(node: ast.AST) -> bool:
-    """A number, or a list or tuple of numbers, written out."""
+def _numbers(node: ast.AST, counted: Callable[[ast.AST], bool] = lambda node: False) -> bool:
+    """A number, or a list or tuple of numbers, written out (nested: ``[[0.5, 1.0]]``); with ``counted``, a
+    list may also hold the numbers the code counts out (``[[range(1, n + 2)]]``)."""
     if isinstance(node, (ast.List, ast.Tuple)):
-        return bool(node.elts) and all(_numbers(e) for e in node.elts)
+        return bool(node.elts) and all(_numbers(e, counted) or counted(e) for e in node.elts)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return _numbers(node.operand)
     return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool)

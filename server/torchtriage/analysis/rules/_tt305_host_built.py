@@ -34,6 +34,8 @@ _TENSOR_METHODS = frozenset({"float", "double", "half", "long", "int", "bool", "
                              "reshape", "repeat", "expand", "exp", "sin", "cos", "pow", "sqrt", "t", "transpose", "permute",
                              "flatten", "contiguous", "clone", "type", "type_as"})
 _CASTS = frozenset({"type", "type_as"})  # methods whose argument is a model of the result's type, not data
+# methods whose arguments are sizes or dimensions (``.expand(len(x), n)``): reading the step's data there moves none of it
+_SHAPERS = frozenset({"unsqueeze", "squeeze", "view", "reshape", "repeat", "expand", "transpose", "permute", "flatten"})
 _NUMPY_MAKERS = frozenset({"arange", "zeros", "ones", "full", "empty", "eye", "linspace", "tile", "repeat", "ones_like",
                            "zeros_like", "full_like", "meshgrid", "stack", "concatenate"})
 
@@ -70,7 +72,7 @@ def host_math_factory(ctx: RuleContext, expr: ast.AST, batch_names: Collection[s
         elif head == "math" or (head == "torch" and short in _TORCH_MATH):
             continue
         elif isinstance(node.func, ast.Attribute) and node.func.attr in _TENSOR_METHODS and not qual.startswith("torch."):
-            if node.func.attr in _CASTS:
+            if node.func.attr in _CASTS or node.func.attr in _SHAPERS:  # a cast's model, a shape's sizes: not data
                 how.update(id(n) for argument in _arguments(node) for n in ast.walk(argument))
         elif isinstance(node.func, ast.Attribute) and node.func.attr == "to" and not is_device_move(node, ctx):
             how.update(id(n) for argument in _arguments(node) for n in ast.walk(argument))  # ``.to(x.dtype)``: a cast

@@ -270,6 +270,22 @@ class TensorCreatedThenMoved(Rule):
     INVALID = (
         Invalid(
             """
+            # host-made positions expanded to the batch's size, and harmonics counted out in a nested list
+            import torch
+            from torch import nn
+
+            class Embed(nn.Module):
+                def forward(self, x, n):
+                    t = torch.arange(0, x.shape[1]).unsqueeze(0).expand((len(x), x.shape[1])).to(x.device)
+                    harmonics = torch.FloatTensor([[range(1, n + 2)]]).to(x.device)
+                    return x + t, harmonics
+
+            model = Embed().cuda()
+            """,
+            lines=(7, 8),
+        ),
+        Invalid(
+            """
             # a legacy constructor over range(): numbers counted out on the host, reshaped, then moved
             import torch
             device = torch.device("cuda")
