@@ -14,6 +14,7 @@ from ..hotloops.step_markers import is_loader_like
 from ._helpers import is_device_move, method_name
 from ._steplog import enclosing_log_call, guard_statement_fix, step_counter
 from ._forward_code import forward_calls
+from ._legacy_reads import legacy_scalar_read
 from ._tensors import oracle
 from .tt103_tensor_branch import is_branch_test
 from .base import Invalid, Report, Rule, RuleContext, Valid
@@ -400,6 +401,23 @@ class HostSyncInStep(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # PyTorch 0.3 code: loss.data[0] was the .item() of its day, read every step
+            import torch
+            from torch.autograd import Variable
+            total_loss = 0
+            for x, y in loader:
+                x, y = Variable(x.cuda(async=True)), Variable(y.cuda(async=True))
+                loss = criterion(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total_loss += loss.data[0]
+                first = x.data[0]
+            """,
+            lines=(11,),
+        ),
         Invalid(
             """
             # a model known by its parameters going to the optimizer, whatever its name; a metric's host copy is
@@ -826,6 +844,16 @@ class HostSyncInStep(Rule):
                 call,
                 f"{what} on `{subject[:40]}` every step forces a GPU->CPU sync: {advice}",
                 fix=lambda call=call, region=region: _fix(ctx, call, region),
+            )
+        for node, region in ctx.hot.nodes(ast.Subscript) if ".data[0]" in ctx.source else ():
+            scalar = legacy_scalar_read(node)
+            if scalar is None or enclosing_log_call(ctx, node) is not None:
+                continue  # printing / logging it is TT102's finding
+            yield Report(
+                node,
+                f"`.data[0]` on `{ctx.segment(scalar)[:40]}` (PyTorch 0.3's `.item()`) reads the value on the host "
+                "every step, a GPU->CPU sync: accumulate on the device (`.detach()`) and read it once after the loop "
+                "or every N steps",
             )
         buffers = tensors.buffers  # (the oracle's: the module's registered buffers and parameters, found once)
         for call in forward_calls(ctx) if buffers else ():  # a module's forward pass: every step, whoever calls it
