@@ -106,3 +106,50 @@ def test_the_subclasses_implementation_of_an_abstract_step_method_runs_every_ste
     found = {(f.span.line, f.code) for f in solved.analyze("ranking.py")}
     assert (26, "TT101") in found  # ClassifierTrainer.calculate_loss: the base left it raising NotImplementedError
     assert not any(line == 31 for line, _ in found)  # debug(): a hook called for its effect, not followed
+
+
+# A model base class declares ``calc_loss`` abstract; a subclass of it writes the fit loop that calls
+# ``self.calc_loss(batch)``; the concrete models, subclasses of that one in another file, implement it.
+RECOMMENDER = """
+    import torch
+    from torch import nn
+
+
+    class Recommender(nn.Module):
+        def calc_loss(self, batch):
+            raise NotImplementedError
+
+
+    class GeneralRecommender(Recommender):
+        def fit(self, loader):
+            self.to("cuda")
+            optimizer = torch.optim.Adam(self.parameters(), fused=True)
+            for batch in loader:
+                loss = self.calc_loss(batch)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+"""
+MF = """
+    from torch import nn
+
+    from recommender import GeneralRecommender
+
+
+    class MF(GeneralRecommender):
+        def __init__(self, users, items):
+            super().__init__()
+            self.user, self.item = nn.Embedding(users, 8), nn.Embedding(items, 8)
+
+        def calc_loss(self, batch):
+            user = batch[0].to("cuda")
+            item = batch[1].to("cuda")
+            return -(self.user(user) * self.item(item)).sum(-1).sigmoid().log().mean()
+"""
+
+
+def test_an_inherited_abstract_step_method_runs_the_subclasses_implementation() -> None:
+    files = {"recommender.py": RECOMMENDER, "mf.py": MF}
+    solved = Project((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in files.items())
+    found = {(f.span.line, f.code) for f in solved.analyze("mf.py")}
+    assert {(12, "TT301"), (13, "TT301")} <= found  # MF.calc_loss copies the batch every step of the base's fit loop

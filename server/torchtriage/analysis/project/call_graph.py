@@ -26,7 +26,7 @@ from .containers import element_values, iterated_attribute, self_attribute
 from .class_tree import ClassTree
 from .model_methods import ModelMethods
 from .modules import FunctionNode, ModuleTable, ProjectModule
-from .overrides import Overrides
+from .overrides import Overrides, is_abstract
 from .registries import RegistryIndex
 from ..syntax import assigned_value, assignment_history, parameter_names
 
@@ -457,6 +457,11 @@ class CallGraph:
             owner = owner_class(module.ctx, call)
             if owner is not None and module.method(owner, func.attr) is None:
                 held = self.self_attribute_classes(module, owner, func.attr) or self.container_classes(module, owner, func.attr)
+                if not held and not isinstance(module.ctx.parents.get(call), ast.Expr):
+                    # ``self.calc_loss(batch)`` in a subclass of the base that leaves it abstract: its subclasses' own
+                    inherited = self.table.find_method(module, owner, func.attr)
+                    if inherited is not None and is_abstract(inherited[1]):
+                        return self.overrides.below(owner, func.attr)
                 return [m for cls in held for m in self.callable_methods(*cls)]  # ``self.stem(x)``: a Sequential runs each
             if owner is not None and not isinstance(module.ctx.parents.get(call), ast.Expr):
                 # ``loss = self.calculate_loss(batch)`` left abstract: each subclass's (:mod:`.overrides`); not a hook

@@ -32,6 +32,11 @@ class Overrides:
         method = module.method(cls, name)
         if method is None or not is_abstract(method):
             return []
+        return self.below(cls, name)
+
+    def below(self, cls: ast.ClassDef, name: str) -> list[FunctionRef]:
+        """The concrete overrides of ``name`` in the project subclasses of ``cls`` (transitively); empty
+        when there are more than :data:`MAX_OVERRIDES`."""
         found: list[FunctionRef] = []
         seen: set[ast.ClassDef] = {cls}
         frontier = [cls]
