@@ -347,21 +347,31 @@ def returned_and_iterated(ctx: "RuleContext", call: ast.Call) -> list:
             if name and read.name == name and function is not None and read.factory == function.name]
 
 
-def regions_reached(ctx: "RuleContext", roots: list[HotRegion], hot: HotLoops | None = None) -> list[HotRegion]:
-    """The given regions plus the per-step functions they call, transitively (``hot``: the hot
-    loops to read, ``ctx.hot`` unless given)."""
+def regions_reached(
+    ctx: "RuleContext", roots: list[HotRegion], hot: HotLoops | None = None, nested: bool = False
+) -> list[HotRegion]:
+    """The given regions plus the per-step functions they call (and, with ``nested``, the step loops nested
+    in them), transitively (``hot``: the hot loops to read, ``ctx.hot`` unless given)."""
     hot = ctx.hot if hot is None else hot
     reached = list(roots)
     changed = True
     while changed:
         changed = False
         for region in hot.regions:
-            if region in reached or region.via is None:
+            if region in reached:
                 continue
-            if hot.region_of(region.via) in reached:
+            if region.via is not None and hot.region_of(region.via) in reached or nested and _nested_in(ctx, region, reached):
                 reached.append(region)
                 changed = True
     return reached
+
+
+def _nested_in(ctx: "RuleContext", region: HotRegion, regions: list[HotRegion]) -> bool:
+    """A step loop inside one of ``regions``' loops (``for group in loader: for batch in group: ...``)."""
+    if region.kind != "step-loop":
+        return False
+    loops = {id(r.node) for r in regions if r.kind == "step-loop"}
+    return bool(loops) and any(id(ancestor) in loops for ancestor in ctx.ancestors(region.node))
 
 
 def moves_data_to_device(ctx: "RuleContext", regions: list[HotRegion] | None, hot: HotLoops | None = None) -> bool:
@@ -369,7 +379,7 @@ def moves_data_to_device(ctx: "RuleContext", regions: list[HotRegion] | None, ho
     hot loops to read, ``ctx.hot`` unless given: the project model asks before it builds ``ctx``'s
     final context)."""
     hot = ctx.hot if hot is None else hot
-    allowed = None if regions is None else set(map(id, regions_reached(ctx, regions, hot)))
+    allowed = None if regions is None else set(map(id, regions_reached(ctx, regions, hot, nested=True)))
     for call, region in hot.nodes(ast.Call):
         if allowed is not None and id(region) not in allowed:
             continue

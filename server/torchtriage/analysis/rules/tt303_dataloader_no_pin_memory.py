@@ -148,6 +148,25 @@ class DataLoaderNoPinMemory(Rule):
     INVALID = (
         Invalid(
             """
+            # a collate that returns groups of batches: the step loop is the one over each group's batches
+            import torch
+            from torch.utils.data import DataLoader
+
+            loader = DataLoader(dataset, batch_size=64, collate_fn=dataset.collate_groups, num_workers=4,
+                                persistent_workers=True)
+            for epoch in range(epochs):
+                for groups in loader:
+                    for batch in groups:
+                        batch = to_device(batch, torch.device("cuda"))
+                        loss = model(*batch).mean()
+                        optimizer.zero_grad()
+                        loss.backward()
+                        optimizer.step()
+            """,
+            lines=(5,),
+        ),
+        Invalid(
+            """
             # the batch is handed to a helper together with the device: that is what the helper is for
             import torch
             from torch.utils.data import DataLoader
