@@ -47,6 +47,16 @@ def _last_made(ctx: RuleContext, receiver: ast.AST, call: ast.Call) -> ast.Call 
     return value if isinstance(value, ast.Call) else None
 
 
+def _filled_in_place(ctx: RuleContext, made: ast.Call, call: ast.Call) -> bool:
+    """``zeros.scatter_(1, labels, 1)`` where ``zeros`` was made by a torch factory in the step: a new tensor
+    filled in on the host (TT305's case), not the batch, though the batch says where to write."""
+    func = made.func
+    if not (isinstance(func, ast.Attribute) and func.attr.endswith("_") and isinstance(func.value, ast.Name)):
+        return False
+    factory = _last_made(ctx, func.value, call)
+    return factory is not None and (ctx.qualname(factory.func) or "").startswith("torch.") and not is_device_move(factory, ctx)
+
+
 def _model_outputs(ctx: RuleContext, region: HotRegion) -> set[str]:
     """Names bound to what the model returned (and values computed from it) in one region.
 
@@ -659,7 +669,8 @@ class NonBlockingTransfer(Rule):
                                                for n in ast.walk(receiver)):
                 continue  # a tensor made in the step (torch.tensor(r).to(d)) is TT305's case
             made = _last_made(ctx, receiver, call)
-            if made is not None and (is_device_move(made, ctx) or (ctx.qualname(made.func) or "").startswith("torch.")):
+            if made is not None and (is_device_move(made, ctx) or (ctx.qualname(made.func) or "").startswith("torch.")
+                                     or _filled_in_place(ctx, made, call)):
                 continue  # moved earlier in the step (``y = y.to(d)`` ... ``y[:, -n:].to(d)``: a no-op), or made in it (TT305)
             if on_other_accelerator(ctx, call):
                 continue  # a copy to XPU / MPS / NPU..., or a branch taken only there: not a CUDA copy
