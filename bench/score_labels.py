@@ -1,6 +1,6 @@
 """Precision and recall per rule on hand-labelled real training code (bench/labels/).
 
-    python bench/score_labels.py NAME=FOLDER [NAME=FOLDER ...] [--python PY] [--pythonpath DIR]
+    python bench/score_labels.py NAME=FOLDER [NAME=FOLDER ...] [--map FILE] [--jobs N] [--python PY] [--pythonpath DIR]
 
 Each FOLDER is a checkout of the repository NAME of the labels file at its pinned
 commit (e.g. brought with the mirror tool; the code is never committed here).  Runs
@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 LABELS = Path(__file__).parent / "labels"  # every *.json there: {"repos": {NAME: {"hazards": ...}}}
@@ -87,19 +88,26 @@ SAME_READ = {"TT101": "TT102", "TT102": "TT101"}
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("repos", nargs="+", help="NAME=FOLDER")
+    parser.add_argument("repos", nargs="*", help="NAME=FOLDER")
+    parser.add_argument("--map", type=Path, help="a file of NAME=FOLDER lines (bench/labelled_repos.py writes one)")
+    parser.add_argument("--jobs", type=int, default=1, help="repositories checked at once")
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--pythonpath", help="PYTHONPATH for the torchtriage under test")
     args = parser.parse_args()
     labels = load_labels()
+    specs = list(args.repos) + (args.map.read_text().split() if args.map else [])
+    pairs = [spec.partition("=")[::2] for spec in specs]
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:  # each check is a child process
+        results = list(pool.map(
+            lambda pair: findings(Path(pair[1]).resolve(), args.python, args.pythonpath,
+                                  {(p, line, code) for p, line, code in labels[pair[0]]["hazards"]}),
+            pairs))
     tp: Counter[str] = Counter()
     fp: Counter[str] = Counter()
     fn: Counter[str] = Counter()
     rows: dict[str, tuple[int, int, int]] = {}  # repository -> (right, wrong, missed)
-    for spec in args.repos:
-        name, _, folder = spec.partition("=")
+    for (name, _), found in zip(pairs, results):
         hazards = {(p, line, code) for p, line, code in labels[name]["hazards"]}
-        found = findings(Path(folder).resolve(), args.python, args.pythonpath, hazards)
         for key in found:
             (tp if key in hazards else fp)[key[2]] += 1
         for key in hazards - found:
