@@ -119,9 +119,11 @@ class ModuleTable:
         """The project file for a dotted module name: exact, else the one file whose dotted path
         ends with it (the project root need not be the import root), nearest ``near`` first."""
         exact = self.modules.get(name)
-        if exact is not None:
-            return exact
         candidates = self._suffixes.get(name, [])
+        if exact is not None:
+            if near is not None and any(c is not exact for c in candidates):  # a copy of the package beside ``near``
+                return _from_enclosing_root([exact, *(c for c in candidates if c is not exact)], name, near) or exact
+            return exact
         if len(candidates) == 1:
             return candidates[0]
         if candidates and near is not None:
@@ -135,6 +137,7 @@ class ModuleTable:
             best = max(candidates, key=shared)
             if sum(1 for c in candidates if shared(c) == shared(best)) == 1:
                 return best
+            return _from_enclosing_root(candidates, name, near)
         return None
 
     def symbol(self, module: ProjectModule, name: str, depth: int = 0) -> Symbol | ProjectModule | None:
@@ -247,3 +250,18 @@ def _exports(tree: ast.Module) -> frozenset[str] | None:
                 and isinstance(node.value, (ast.List, ast.Tuple))):
             return frozenset(e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
     return None
+
+
+def _from_enclosing_root(candidates: list[ProjectModule], name: str, near: ProjectModule) -> ProjectModule | None:
+    """Of files whose dotted paths end with ``name``, the one whose import root (the folder ``name`` is
+    imported from) holds ``near``, the innermost such root: ``from data_provider.data_factory import ...`` in
+    ``sub/exp/main.py`` is ``sub/data_provider/data_factory.py``, not ``sub/other/data_provider/...`` (a script
+    run from ``sub/`` has ``sub`` on its path)."""
+    own_folder = near.name.rpartition(".")[0] + "." if "." in near.name else ""
+    inside = [c for c in candidates if c is not near and near.name.startswith(root := c.name[: len(c.name) - len(name)])
+              and (root != own_folder or not root)]  # Python 3 imports nothing from the importer's own folder by that name
+    if not inside:
+        return None
+    deepest = max(len(c.name) for c in inside)
+    innermost = [c for c in inside if len(c.name) == deepest]
+    return innermost[0] if len(innermost) == 1 else None
