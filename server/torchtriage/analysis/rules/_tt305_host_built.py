@@ -48,7 +48,7 @@ def host_math_factory(ctx: RuleContext, expr: ast.AST, batch_names: Collection[s
     """``torch.<factory>`` when EXPR is elementwise math over a device-less torch factory call (not the
     bare call: TT305's first shape has that) and none of the step's batch (BATCH_NAMES: data that has to
     travel anyway), else None."""
-    if not isinstance(expr, (ast.BinOp, ast.UnaryOp, ast.Call)):
+    if not isinstance(expr, (ast.BinOp, ast.UnaryOp, ast.Call, ast.Subscript)):  # ``arange(n)[None, :]``: new dims
         return None
     factory = None
     # Nodes that say how, not what: a factory's sizes (``torch.zeros(n.item() + 1)``) and a cast's model

@@ -270,6 +270,21 @@ class TensorCreatedThenMoved(Rule):
     INVALID = (
         Invalid(
             """
+            # positions made on the host, given new dimensions by indexing, then moved in a length regulator
+            import torch
+            from torch import nn
+
+            class LengthRegulator(nn.Module):
+                def forward(self, dur):
+                    token_idx = torch.arange(1, dur.shape[1] + 1)[None, :, None].to(dur.device)
+                    return token_idx <= torch.cumsum(dur, 1)[:, None]
+
+            model = LengthRegulator().cuda()
+            """,
+            lines=(7,),
+        ),
+        Invalid(
+            """
             # host-made positions expanded to the batch's size, and harmonics counted out in a nested list
             import torch
             from torch import nn
