@@ -120,15 +120,32 @@ def _drops_comment(ctx: RuleContext, move: ast.Call, factory: ast.Call) -> bool:
     return any("#" in text for text in [first, *ctx.lines[start_line : end_line - 1], last])
 
 
-def _next_use(ctx: RuleContext, assign: ast.Assign, name: str) -> ast.stmt | None:
-    """The first later statement of the same block that mentions ``name``."""
+def _next_use(ctx: RuleContext, assign: ast.Assign, name: str, host_data: Collection[str]) -> tuple[ast.stmt | None, bool]:
+    """The first later statement of the same block that mentions ``name`` other than to write into it from
+    no host data (``theta[:, :, -1] = theta_i`` in forward code; ``weights[y == 0] = 0.1`` with the loader's ``y``
+    makes it data that travels), and whether such writes came first."""
     parent = ctx.parents.get(assign)
+    filled = False
     for _, body in ast.iter_fields(parent) if parent is not None else ():
         if isinstance(body, list) and assign in body:
             for stmt in body[body.index(assign) + 1 :]:
-                if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt)):
-                    return stmt
-    return None
+                if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt)):
+                    continue
+                if _writes_into(stmt, name) and not any(isinstance(n, ast.Name) and n.id in host_data for n in ast.walk(stmt)):
+                    filled = True
+                    continue
+                return stmt, filled
+    return None, filled
+
+
+def _writes_into(stmt: ast.stmt, name: str) -> bool:
+    """``name[...] = value`` / ``name[...] += value`` where ``value`` does not read ``name``: a fill, not a use."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AugAssign) else []
+    if not targets or not all(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name
+                              for t in targets):
+        return False
+    value = stmt.value  # type: ignore[union-attr]
+    return not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value))
 
 
 def _moves_of(stmt: ast.stmt, name: str) -> list[ast.Call]:
@@ -268,6 +285,25 @@ class TensorCreatedThenMoved(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # a host tensor made, filled in slice by slice, then moved: still made on the wrong device
+            import torch
+            from torch import nn
+
+            class Attention(nn.Module):
+                def forward(self, theta_i):
+                    theta = torch.zeros(theta_i.size(0), 2, 3)
+                    theta[:, :, :2] = 1.0
+                    theta[:, :, -1] = theta_i
+                    if torch.cuda.is_available():
+                        theta = theta.cuda()
+                    return theta
+
+            model = Attention().cuda()
+            """,
+            lines=(7,),
+        ),
         Invalid(
             """
             # positions made on the host, given new dimensions by indexing, then moved in a length regulator
@@ -508,12 +544,16 @@ class TensorCreatedThenMoved(Rule):
                 yield report
         for call in forward_calls(ctx):  # a module's forward pass runs per step wherever it is called
             if call not in seen:
-                report = self._judge(ctx, call, _data_parameters(ctx.enclosing_function(call)))
+                # (forward code's inputs live on the device: values written from them are no host data)
+                report = self._judge(ctx, call, _data_parameters(ctx.enclosing_function(call)), host_data=())
                 if report is not None:
                     yield report
 
-    def _judge(self, ctx: RuleContext, call: ast.Call, batch_names: Collection[str]) -> Report | None:
-        """The report for one per-step call (``batch_names``: data that has to travel anyway), if any."""
+    def _judge(
+        self, ctx: RuleContext, call: ast.Call, batch_names: Collection[str], host_data: Collection[str] | None = None
+    ) -> Report | None:
+        """The report for one per-step call (``batch_names``: data that has to travel anyway; ``host_data``: the
+        names of data on the host, ``batch_names`` unless given), if any."""
         if method_name(call) in ("to", "cuda"):
             factory = call.func.value  # type: ignore[attr-defined]
             if _target_device(ctx, call) is None:
@@ -530,7 +570,7 @@ class TensorCreatedThenMoved(Rule):
                 )
             return self._host_built(ctx, call, factory, batch_names)
         if _factory(ctx, call) is not None:
-            return self._two_statements(ctx, call)
+            return self._two_statements(ctx, call, batch_names if host_data is None else host_data)
         return None
 
     def _chained(self, ctx: RuleContext, move: ast.Call, factory: ast.Call, short: str) -> Report:
@@ -561,14 +601,14 @@ class TensorCreatedThenMoved(Rule):
             )
         return None
 
-    def _two_statements(self, ctx: RuleContext, factory: ast.Call) -> Report | None:
+    def _two_statements(self, ctx: RuleContext, factory: ast.Call, host_data: Collection[str]) -> Report | None:
         assign = ctx.parents.get(factory)
         if not (isinstance(assign, ast.Assign) and assign.value is factory and len(assign.targets) == 1):
             return None
         target = assign.targets[0]
         if not isinstance(target, ast.Name):
             return None
-        following = _next_use(ctx, assign, target.id)
+        following, filled = _next_use(ctx, assign, target.id, host_data)
         moves = _moves_of(following, target.id) if following is not None else []
         if not moves or _target_device(ctx, moves[0]) is None:
             return None
@@ -585,6 +625,6 @@ class TensorCreatedThenMoved(Rule):
                     ctx, factory, keywords, f"Create with device={device}", _applicability(short)
                 )
             )
-            if keywords and dtype is None
+            if keywords and dtype is None and not filled  # (values written in on the host would then go to the device)
             else None,
         )
