@@ -13,12 +13,11 @@ from __future__ import annotations
 import ast
 import re
 
-from ..incremental.walks import scope_entries
+from ..incremental.walks import scope_entries, scope_walk
 from .regions import FunctionNode, Loop
 from .loop_kinds import LoopFacts, is_step_function, loop_facts, trains_anywhere
 from ..module_index import ModuleIndex
 from ..syntax import parameter_names
-from ..incremental.levels import child_nodes
 from .step_markers import ITERABLE_WRAPPERS, LOOP_NODES, SCOPE_NODES, is_loader_like, last_name, own_nodes, unwrap_iterable
 
 _NOT_FOLLOWED = frozenset({"forward", "__call__"})
@@ -206,10 +205,5 @@ def _name_assignment(node: ast.AST) -> tuple[ast.Assign, ...]:
 def _around_training_loop(loop: Loop) -> bool:
     """Whether a loop nested in this one's body (not in a definition) trains: this one, which iterates no loader,
     runs once per many steps (an epoch loop), not once per micro-batch (``for chunk in x.split(2)`` in a loader loop)."""
-    stack: list[ast.AST] = list(loop.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, LOOP_NODES) and loop_facts(node).trains:
-            return True
-        stack.extend(child for child in child_nodes(node) if not isinstance(child, (ast.expr, *SCOPE_NODES)))
-    return False
+    return any(node is not loop and isinstance(node, LOOP_NODES) and loop_facts(node).trains
+               for node in scope_walk(loop, SCOPE_NODES))

@@ -16,6 +16,7 @@ import re
 from typing import Iterable, Iterator
 
 from ..incremental.levels import child_nodes
+from ..incremental.walks import scope_walk
 
 SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
@@ -284,8 +285,8 @@ def propagate_batch_names(body: list[ast.stmt], names: set[str], own: Iterable[a
     nodes = list(own_nodes(body) if own is None else own)
     assigns = [n for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
                or isinstance(n, (ast.For, ast.AsyncFor))]
-    inner = [n for loop in nodes if isinstance(loop, LOOP_NODES) for n in _inner_loop_nodes(loop)
-             if isinstance(n, ast.Assign) and _is_access_path(n.value)]
+    inner = [n for loop in nodes if isinstance(loop, LOOP_NODES) for n in scope_walk(loop, SCOPE_NODES)
+             if isinstance(n, ast.Assign) and _is_access_path(n.value)]  # (assignments in a nested loop's body)
     for _ in range(2):
         for node in assigns:
             if isinstance(node, (ast.For, ast.AsyncFor)):
@@ -313,17 +314,6 @@ def _root_name(node: ast.expr) -> str | None:
     while isinstance(node, ast.Subscript):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
-
-
-def _inner_loop_nodes(loop: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a nested loop's body and ``else`` (not of nested definitions)."""
-    stack: list[ast.AST] = [n for n in reversed([*loop.body, *loop.orelse]) if not isinstance(n, SCOPE_NODES)]  # type: ignore[attr-defined]
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in child_nodes(node):
-            if not isinstance(child, SCOPE_NODES):
-                stack.append(child)
 
 
 def _elements_of_batch(target: ast.AST, iterable: ast.AST, batch: set[str]) -> set[str]:

@@ -13,6 +13,7 @@ import ast
 import re
 
 _SCALAR = re.compile(r"loss|criterion|cost|err|acc|prec|evaluate|metric", re.IGNORECASE)
+_SAME_VALUE = frozenset({"mean", "sum", "exp", "float", "double", "detach", "cpu"})  # ``loss.mean()`` is still the loss
 
 
 def legacy_scalar_read(node: ast.AST) -> ast.expr | None:
@@ -36,9 +37,9 @@ def _name_of(node: ast.expr) -> str | None:
             return func.id
         if not isinstance(func, ast.Attribute):
             return None
-        node = func.value if func.attr in ("mean", "sum", "exp", "float", "double", "detach", "cpu") else func  # type: ignore[assignment]
-        if node is func:
-            return func.attr
+        if func.attr not in _SAME_VALUE:
+            return func.attr  # ``criterion.loss_fn(...)``: named by the method
+        node = func.value
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
