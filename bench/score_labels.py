@@ -12,6 +12,12 @@ statement to the final matmul) also hits a hazard of its code labelled on any li
 spans (labellers mark the scores line or the softmax line), one hazard per finding
 (``match``); since 2026-11-28 (seventeenth session), figures before that used the first
 line only.
+
+A repository's ``scope`` (its labels' list of folders ending in ``/`` and files, ``[""]`` or none for the whole
+repository) is what its labeller judged: a finding outside it is *unjudged*, reported apart and counted neither
+right nor wrong (``--whole`` counts it wrong, the floor used from the twentieth session until scopes were
+recorded).  Files a labeller judged to be inference, export or demo code are inside the scope: findings
+there are wrong.
 """
 
 from __future__ import annotations
@@ -40,6 +46,13 @@ def load_labels(folder: Path = LABELS) -> dict[str, dict]:
 
 
 Key = tuple[str, int, str]  # (path in the repository, line, code)
+
+
+def in_scope(path: str, scope: list[str] | None) -> bool:
+    """Whether a repository-relative path lies in a labeller's scope (folders end in ``/``; "" is everything)."""
+    if not scope:
+        return True
+    return any(entry == "" or path == entry or (entry.endswith("/") and path.startswith(entry)) for entry in scope)
 
 
 def findings(folder: Path, python: str, pythonpath: str | None, hazards: set[Key] = frozenset()) -> set[Key]:
@@ -93,6 +106,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="repositories checked at once")
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--pythonpath", help="PYTHONPATH for the torchtriage under test")
+    parser.add_argument("--whole", action="store_true", help="count findings outside a labeller's scope as wrong")
     args = parser.parse_args()
     labels = load_labels()
     specs = list(args.repos) + (args.map.read_text().split() if args.map else [])
@@ -106,8 +120,15 @@ def main() -> None:
     fp: Counter[str] = Counter()
     fn: Counter[str] = Counter()
     rows: dict[str, tuple[int, int, int]] = {}  # repository -> (right, wrong, missed)
+    unjudged: Counter[str] = Counter()  # repository -> findings outside its scope
     for (name, _), found in zip(pairs, results):
         hazards = {(p, line, code) for p, line, code in labels[name]["hazards"]}
+        scope = None if args.whole else labels[name].get("scope")
+        outside = {key for key in found - hazards if not in_scope(key[0], scope)}
+        for key in sorted(outside):
+            print(f"unjudged {name}: {key[0]}:{key[1]} {key[2]}", file=sys.stderr)
+        unjudged[name] = len(outside)
+        found = found - outside
         for key in found:
             (tp if key in hazards else fp)[key[2]] += 1
         for key in hazards - found:
@@ -128,6 +149,11 @@ def main() -> None:
         sums[1] += wrong
         sums[2] += missed
     print(_table("domain", {domain: tuple(sums) for domain, sums in sorted(domains.items())}))  # type: ignore[misc]
+    print()
+    scoped = sum(1 for name in rows if labels[name].get("scope") not in (None, [""]))
+    print(f"Findings outside the labellers' scopes (unjudged, not counted): {sum(unjudged.values())} "
+          f"in {sum(1 for n in unjudged.values() if n)} of {scoped} repositories with a narrowed scope"
+          + (" (--whole: none left out)" if args.whole else ""))
 
 
 def _table(what: str, rows: dict[str, tuple[int, int, int]], domains: dict[str, str] | None = None) -> str:
