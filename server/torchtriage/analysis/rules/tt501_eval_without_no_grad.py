@@ -12,6 +12,7 @@ from ..hotloops.step_markers import is_model_call, unwrap_iterable
 from ..incremental.walks import subtree
 from ..file_kinds import is_test_file
 from ._tt501_grad_mode import NEEDS_GRAD, disables_grad_inside, grad_disabled
+from ._tt501_self_model import is_self_model_call
 from ._tt501_step_eval import step_eval_calls
 from ._loaders import regions_reached
 from ._spans import loop_header
@@ -66,7 +67,7 @@ def _grad_tracked_model_calls(ctx: RuleContext, regions: list[HotRegion], hot: H
     for region in regions:
         for node in subtree(region.node):
             if (
-                is_model_call(node, region.batch_names)
+                (is_model_call(node, region.batch_names) or is_self_model_call(ctx, node, region.batch_names))
                 and hot.region_of(node) is region
                 and _name(node.func) != "generate"  # HF generate() turns autograd off itself
             ):
@@ -272,6 +273,21 @@ class EvalWithoutNoGrad(Rule):
                     out = model(x)
             """
         ),
+        Valid(
+            """
+            # a helper object's evaluation: ``self.scorer`` is no torch.nn layer the class built
+            import torch.nn as nn
+
+            class Evaluator:
+                def __init__(self, scorer):
+                    self.scorer = scorer
+                    self.head = nn.Linear(4, 2)
+
+                def test(self, test_loader):
+                    for users, items in test_loader:
+                        self.results.append(self.scorer(users, items))
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -362,6 +378,36 @@ class EvalWithoutNoGrad(Rule):
                         self.metric.update(self.model(x), y)
             """,
             lines=(13,),
+        ),
+        Invalid(
+            """
+            # a recommender that evaluates itself: its own submodules run on the test batches
+            import torch
+            import torch.nn as nn
+
+            class MF(nn.Module):
+                def __init__(self, users, items, k):
+                    super().__init__()
+                    self.embed_user = nn.Embedding(users, k)
+                    self.embed_item = nn.Embedding(items, k)
+
+                def rank(self, test_loader):
+                    ranked = []
+                    for us, cands in test_loader:
+                        scores = (self.embed_user(us.cuda()).unsqueeze(1) * self.embed_item(cands.cuda())).sum(-1)
+                        ranked.append(torch.argsort(scores, descending=True))
+                    return torch.cat(ranked)
+
+                def evaluate(self, test_loader):
+                    out = []
+                    for u, i in test_loader:
+                        out.append(self.forward(u.cuda(), i.cuda()))
+                    return out
+
+                def forward(self, u, i):
+                    return (self.embed_user(u) * self.embed_item(i)).sum(-1)
+            """,
+            lines=(13, 20),
         ),
     )
 
