@@ -43,3 +43,23 @@ def test_an_import_never_resolves_to_the_importer_or_its_own_folder() -> None:
     project = Project((path, path, text) for path, text in FILES.items())
     assert resolved(project, "utils/model.py", "model") == "model/__init__.py"
     assert resolved(project, "utils/helpers.py", "model") == "model/__init__.py"
+
+
+# A script run with a folder on sys.path (``PYTHONPATH=src/data:src/utils``): ``from data import AudioLoader`` names
+# ``src/data/data.py``, though a package ``src/data/`` of that name exists too.
+PATH_FILES = {
+    "src/data/__init__.py": "",
+    "src/data/data.py": "import torch.utils.data as tud\n\nclass AudioLoader(tud.DataLoader):\n    pass\n",
+    "src/utils/__init__.py": "",
+    "src/utils/data.py": "def pad(x):\n    return x\n",
+    "src/bin/train.py": "from data import AudioLoader\n\nloader = AudioLoader(dataset, num_workers=4)\n",
+}
+
+
+def test_a_name_imported_from_a_module_on_the_path_resolves_to_the_one_file_that_defines_it() -> None:
+    project = Project((path, path, text) for path, text in PATH_FILES.items())
+    train = project.table.by_path["src/bin/train.py"]
+    found = project.table.symbol(train, "AudioLoader")
+    assert isinstance(found, tuple) and found[0].path == "src/data/data.py" and getattr(found[1], "name", "") == "AudioLoader"
+    assert project.context("src/bin/train.py").loader_classes == frozenset({"AudioLoader"})  # type: ignore[union-attr]
+    assert project.table.symbol(train, "pad") is None  # not imported by this file

@@ -159,7 +159,15 @@ class ModuleTable:
             found = self.symbol(owner, attr, depth + 1)
             if found is not None:
                 return found
-        return self.find_module(f"{source}.{attr}", module)  # ``from pkg import submodule``
+        submodule = self.find_module(f"{source}.{attr}", module)  # ``from pkg import submodule``
+        return submodule if submodule is not None else self._defining(source, attr, (module, owner), depth)
+
+    def _defining(self, source: str, name: str, skip: tuple[ProjectModule | None, ...], depth: int) -> Symbol | None:
+        """``from data import AudioDataLoader`` run with a folder on ``sys.path`` (``src/data/data.py`` beside the
+        package ``src/data/``): the one other file of that module name that defines the name."""
+        found = [s for m in self._suffixes.get(source, []) if m not in skip
+                 and isinstance(s := self.symbol(m, name, depth + 1), tuple)]
+        return found[0] if len(found) == 1 else None
 
     def _star_symbol(self, module: ProjectModule, name: str, depth: int) -> Symbol | ProjectModule | None:
         """``name`` from a project module the file imports everything from (``from utils import *``):
