@@ -100,3 +100,69 @@ def test_the_language_servers_view_gives_the_same_findings() -> None:
         text = textwrap.dedent(FILES[path]).lstrip("\n")
         alone = IncrementalAnalyzer(path).analyze(text, project=proj.view(path))
         assert {(f.span.line, f.code) for f in alone} == found(proj, path), path
+
+
+# Two files down: the wrapper hands each part of the batch on to a helper of a third file that moves it
+# (``model.parse_batch(batch)`` -> ``to_gpu(x)`` -> ``x.cuda()``); one that hands it to a helper keeping it on
+# the CPU stays quiet.
+HELPERS = """
+    import torch
+
+
+    def to_gpu(x):
+        x = x.contiguous()
+        if torch.cuda.is_available():
+            x = x.cuda(non_blocking=True)
+        return x
+
+
+    def to_float(x):
+        return x.contiguous().float()
+"""
+PARSER = """
+    import torch
+    from helpers import to_float, to_gpu
+
+
+    class Tacotron(torch.nn.Module):
+        def parse_batch(self, batch):
+            text, mel = batch
+            return to_gpu(text).long(), to_gpu(mel).float()
+
+        def keep_batch(self, batch):
+            text, mel = batch
+            return to_float(text), to_float(mel)
+"""
+DRIVER = """
+    from torch.utils.data import DataLoader
+    from parser import Tacotron
+
+
+    def train(dataset, optimizer):
+        model = Tacotron().cuda()
+        loader = DataLoader(dataset, batch_size=8, num_workers=4, persistent_workers=True)
+        for epoch in range(10):
+            for batch in loader:
+                x, y = model.parse_batch(batch)
+                model(x).sub(y).pow(2).mean().backward()
+                optimizer.step()
+
+
+    def train_on_cpu(dataset, optimizer):
+        model = Tacotron().cuda()
+        loader = DataLoader(dataset, batch_size=8, num_workers=4, persistent_workers=True)
+        for epoch in range(10):
+            for batch in loader:
+                x, y = model.keep_batch(batch)
+                model(x).sub(y).pow(2).mean().backward()
+                optimizer.step()
+"""
+
+
+def test_a_wrapper_that_hands_the_batch_on_to_a_mover_of_another_file_moves_it() -> None:
+    files = {"helpers.py": HELPERS, "parser.py": PARSER, "driver.py": DRIVER}
+    proj = Project((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in files.items())
+    driver = found(proj, "driver.py")
+    assert (7, "TT303") in driver
+    assert (17, "TT303") not in driver
+    assert proj.view("driver.py").batch_movers == frozenset({"parse_batch"})  # type: ignore[union-attr]
