@@ -48,12 +48,21 @@ def positional_before_starred(args: list[ast.expr]) -> list[ast.expr]:
 
 def positional_parameters(args: ast.arguments, call: ast.Call) -> list[tuple[str, ast.expr]]:
     """(parameter, argument) for a call's positional arguments up to the first ``*args`` (``self`` and ``cls``
-    skipped); those past the named parameters go to the ``*args`` parameter, when there is one."""
-    params = [a.arg for a in [*args.posonlyargs, *args.args] if a.arg not in ("self", "cls")]
+    skipped); those past the named parameters go to the ``*args`` parameter, when there is one.  The first
+    ``*spread`` itself (``self.to_device(*items)``) may fill any parameter from its position on that has no
+    default (options with defaults are seldom filled by a spread), and the ``*args`` parameter."""
+    named = [a for a in [*args.posonlyargs, *args.args] if a.arg not in ("self", "cls")]
+    params = [a.arg for a in named]
     given = positional_before_starred(call.args)
     pairs = list(zip(params, given))
     if args.vararg is not None:
         pairs.extend((args.vararg.arg, arg) for arg in given[len(params):])
+    if len(given) < len(call.args):  # a ``*spread`` at this position
+        spread = call.args[len(given)].value  # type: ignore[attr-defined]
+        required = len(named) - len(args.defaults)  # the positional parameters without a default come first
+        pairs.extend((param, spread) for param in params[len(given):required])
+        if args.vararg is not None:
+            pairs.append((args.vararg.arg, spread))
     return pairs
 
 

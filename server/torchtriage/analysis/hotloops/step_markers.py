@@ -373,6 +373,21 @@ def is_shape_read(value: ast.AST | None, depth: int = 0) -> bool:
     return False
 
 
+def names_outside_shapes(node: ast.AST) -> set[str]:
+    """:func:`names_in` of an expression, leaving out what it reads only through a shape read
+    (``table(x.shape[1])[: x.size(1)]`` reads ``table``): a value built from a batch's sizes is not the batch's data."""
+    if is_shape_read(node):
+        return set()
+    if isinstance(node, ast.Name):
+        return {node.id}
+    found: set[str] = set()
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        found.add(f"self.{node.attr}")  # as :func:`names_in` reads it
+    for child in ast.iter_child_nodes(node):
+        found |= names_outside_shapes(child)
+    return found
+
+
 def incremented_counters(body: list[ast.stmt]) -> set[str]:
     """``step += 1`` / ``self.global_step += 1`` in a loop body: names that count steps."""
     found: set[str] = set()

@@ -9,7 +9,7 @@ from ...findings import Applicability, Severity
 from ..fixes import add_keywords_fix
 from ..hotloops.finder import HotRegion
 from ..incremental.memo import subtree_memo
-from ..hotloops.step_markers import is_batch_fetch, is_model_call
+from ..hotloops.step_markers import is_batch_fetch, is_model_call, names_outside_shapes
 from ..syntax import bound_name, keyword_value
 from ._bindings import name_stores
 from ._legacy_tensors import gathered_rows, replay_sample_calls, wrapped_batch
@@ -366,6 +366,22 @@ class NonBlockingTransfer(Rule):
                 loss = model(x, pos, mask).sum(); loss.backward()
             """
         ),
+        Valid(
+            """
+            # a table built from the batch's sizes only is host math moved (TT305's case), not the batch
+            import numpy as np
+            import torch
+
+            def sinusoid_table(n, d):
+                return torch.FloatTensor(np.zeros((n, d)))
+
+            for x, y in loader:
+                x = x.cuda(non_blocking=True)
+                pos = sinusoid_table(x.shape[1], 64)[: x.size(1)].unsqueeze(0).to(x.device)
+                loss = model(x + pos).mean()
+                loss.backward()
+            """
+        ),
     )
     INVALID = (
         Invalid(
@@ -641,6 +657,24 @@ class NonBlockingTransfer(Rule):
                 loss.backward()
             """,
         ),
+        Invalid(
+            """
+            # the batch spread into a helper of the trainer that moves each part
+            import torch
+
+            class Trainer:
+                def cuda(self, *args):
+                    return (item.to("cuda") for item in args)
+
+                def fit(self, loader):
+                    for items in loader:
+                        images, masks = self.cuda(*items)
+                        loss = self.model(images, masks).mean()
+                        loss.backward()
+                        self.optimizer.step()
+            """,
+            lines=(6,),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
@@ -663,6 +697,9 @@ class NonBlockingTransfer(Rule):
             )
             if not batch_receiver or _model_output_at(ctx, region, receiver, call) or _tokenized(receiver):
                 continue
+            if not gathered and not _counter_slice(receiver, region) and not (
+                    names_outside_shapes(receiver) & (region.batch_names | _comprehension_batch_names(ctx, call, region))):
+                continue  # made from the batch's sizes only (``table(x.shape[1])[: x.size(1)].to(x.device)``): TT305's case
             if receiver is not wrapped and (placed_loader_loop(ctx, region) or computed_from_moved(ctx, receiver, region)):
                 continue  # on the device already: placed by accelerate / Fabric, or computed from tensors the step moved
             if receiver is not wrapped and any(isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith("torch.")
