@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 
 from ..hotloops.finder import HotRegion
-from ..hotloops.step_markers import bound_names, names_in, unwrap_iterable
+from ..hotloops.step_markers import bound_names, names_in, names_outside_shapes, unwrap_iterable
 from ..syntax import bound_name
 from ._helpers import is_device_move
 from .base import RuleContext
@@ -87,6 +87,21 @@ def _moved_names(ctx: RuleContext, region: HotRegion) -> frozenset[str]:
                     moved -= bound_names(target)
         found = ctx.memo[key] = frozenset(moved)
     return found  # type: ignore[no-any-return]
+
+
+def moved_before(ctx: RuleContext, region: HotRegion, line: int) -> set[str]:
+    """The names the region has bound by ``line`` to tensors on the device: moved there (``batch_y =
+    batch_y.float().to(d)`` a few lines up), as :func:`_moved_names` reads them, or computed from step data
+    that was (``dec_inp = torch.zeros_like(batch_y[:, -n:])`` after that), in order up to there."""
+    moved: set[str] = set()
+    for node in sorted((n for n, owner in ctx.hot.nodes(ast.Assign) if owner is region and n.lineno < line),
+                       key=lambda n: (n.lineno, n.col_offset)):
+        value = node.value
+        bound = set().union(*(bound_names(target) for target in node.targets))
+        read = names_outside_shapes(value) & region.batch_names
+        on_device = _moves(ctx, value) or (isinstance(value, ast.Name) and value.id in moved) or (read and read <= moved)
+        moved = moved | bound if on_device else moved - bound
+    return moved
 
 
 def _moves(ctx: RuleContext, value: ast.expr) -> bool:

@@ -15,7 +15,7 @@ from ._bindings import name_stores
 from ._legacy_tensors import gathered_rows, replay_sample_calls, wrapped_batch
 from ._helpers import is_batch_expression, is_device_move, method_name, names_in
 from ._other_devices import on_other_accelerator
-from ._placed_batches import computed_from_moved, placed_loader_loop
+from ._placed_batches import computed_from_moved, moved_before, placed_loader_loop
 from ..parsing import LEGACY_ASYNC
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
@@ -133,6 +133,22 @@ def _comprehension_batch_names(ctx: RuleContext, call: ast.AST, region) -> set[s
                 batch |= bound
                 found |= bound
     return found
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_JOINERS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"})
+
+
+def _joins_batch(ctx: RuleContext, receiver: ast.AST, batch: set[str], moved: set[str]) -> bool:
+    """``torch.cat([batch_y[:, :n], dec_inp], 1).float().to(d)``, ``torch.stack(inputs_lst).to(d)``: batch data
+    joined on the host, padding and all, then copied once: the batch's copy, not a tensor made in the step
+    (unless the joined batch data was moved earlier in the step: then the join is on the device already)."""
+    return any(
+        isinstance(node, ast.Call) and (ctx.qualname(node.func) or "").startswith("torch.")
+        and (ctx.qualname(node.func) or "").rsplit(".", 1)[-1] in _JOINERS
+        and any((names_outside_shapes(arg) & batch) - moved for arg in node.args)
+        for node in ast.walk(receiver)
+    )
 
 
 def _tokenized(receiver: ast.AST) -> bool:
@@ -379,6 +395,21 @@ class NonBlockingTransfer(Rule):
                 x = x.cuda(non_blocking=True)
                 pos = sinusoid_table(x.shape[1], 64)[: x.size(1)].unsqueeze(0).to(x.device)
                 loss = model(x + pos).mean()
+                loss.backward()
+            """
+        ),
+        Valid(
+            """
+            # the batch part moved first: the decoder input joined from it is on the device already
+            import torch
+            device = torch.device("cuda")
+
+            for batch_x, batch_y in loader:
+                batch_x = batch_x.float().to(device, non_blocking=True)
+                batch_y = batch_y.float().to(device, non_blocking=True)
+                dec_inp = torch.zeros_like(batch_y[:, -pred_len:, :]).float()
+                dec_inp = torch.cat([batch_y[:, :label_len, :], dec_inp], dim=1).float().to(device)
+                loss = criterion(model(batch_x, dec_inp), batch_y)
                 loss.backward()
             """
         ),
@@ -675,6 +706,21 @@ class NonBlockingTransfer(Rule):
             """,
             lines=(6,),
         ),
+        Invalid(
+            """
+            # batch data joined on the host with its padding, then copied: the batch's copy
+            import torch
+            device = torch.device("cuda")
+
+            for batch_x, batch_y in loader:
+                batch_x = batch_x.float().to(device, non_blocking=True)
+                dec_inp = torch.zeros([batch_y.shape[0], pred_len, batch_y.shape[-1]]).float()
+                dec_inp = torch.cat([batch_y[:, :label_len, :], dec_inp], dim=1).float().to(device)
+                loss = criterion(model(batch_x, dec_inp), batch_y.to(device, non_blocking=True))
+                loss.backward()
+            """,
+            lines=(8,),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
@@ -703,7 +749,10 @@ class NonBlockingTransfer(Rule):
             if receiver is not wrapped and (placed_loader_loop(ctx, region) or computed_from_moved(ctx, receiver, region)):
                 continue  # on the device already: placed by accelerate / Fabric, or computed from tensors the step moved
             if receiver is not wrapped and any(isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith("torch.")
-                                               for n in ast.walk(receiver)):
+                                               for n in ast.walk(receiver)) \
+                    and not (isinstance(region.node, _LOOPS) and _joins_batch(  # (a function reached per step gets device tensors)
+                        ctx, receiver, region.batch_names | _comprehension_batch_names(ctx, call, region),
+                        moved_before(ctx, region, call.lineno))):
                 continue  # a tensor made in the step (torch.tensor(r).to(d)) is TT305's case
             made = _last_made(ctx, receiver, call)
             if made is not None and (is_device_move(made, ctx) or (ctx.qualname(made.func) or "").startswith("torch.")
