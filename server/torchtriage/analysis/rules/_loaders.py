@@ -202,13 +202,31 @@ def set_keyword_fix(
 
 
 def loader_name(ctx: "RuleContext", call: ast.Call) -> str | None:
-    """The variable or attribute a DataLoader is assigned to (``train_loader``, ``self.dl``)."""
+    """The variable or attribute a DataLoader is assigned to (``train_loader``, ``self.dl``), or the entry of a
+    dict of loaders it is kept under (``loaders["train"]`` for ``loaders = {"train": DataLoader(...)}`` or
+    ``self.data_loader["train"] = DataLoader(...)``: see :func:`held_name`)."""
     parent = ctx.parents.get(call)
+    key = None
+    if isinstance(parent, ast.Dict) and call in parent.values:  # ``{"train": DataLoader(...), ...}``
+        entry = parent.keys[parent.values.index(call)]
+        key = entry.value if isinstance(entry, ast.Constant) and isinstance(entry.value, str) else None
+        call, parent = parent, ctx.parents.get(parent)  # type: ignore[assignment]
+        if key is None:
+            return None
     if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is call:
         targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
         if len(targets) == 1:
-            return bound_name(targets[0])
+            holder = held_name(targets[0])
+            return holder if key is None or holder is None or "[" in holder else f"{holder}[{key!r}]"
     return None
+
+
+def held_name(node: ast.AST) -> str | None:
+    """:func:`bound_name`, or ``loaders['train']`` for a string-keyed entry of a bound name (a dict of loaders)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        holder = bound_name(node.value)
+        return f"{holder}[{node.slice.value!r}]" if holder is not None else None
+    return bound_name(node)
 
 
 def _loop_reads(loop: ast.AST, name: str) -> bool:
@@ -216,14 +234,14 @@ def _loop_reads(loop: ast.AST, name: str) -> bool:
     (``metric_logger.log_every(loader, 10, header)``)."""
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return False
-    if bound_name(unwrap_iterable(loop.iter)) == name:
+    if held_name(unwrap_iterable(loop.iter)) == name:
         return True
     node: ast.expr = loop.iter
     for _ in range(4):
         if not (isinstance(node, ast.Call) and node.args):
             return False
         node = node.args[0]
-        if isinstance(node, ast.Name) and node.id == name:
+        if isinstance(node, (ast.Name, ast.Subscript)) and held_name(node) == name:
             return True
     return False
 
@@ -241,8 +259,8 @@ def _argument_index(
     for node in ctx.nodes_of(ast.Call):
         assert isinstance(node, ast.Call)
         # Only names can be followed, and ``super().__init__(...)`` is not a call of this module's functions.
-        passed = [(i, name) for i, name in enumerate(map(bound_name, node.args)) if name]
-        named = [(k.arg, name) for k in node.keywords if k.arg and (name := bound_name(k.value))]
+        passed = [(i, name) for i, name in enumerate(map(held_name, node.args)) if name]
+        named = [(k.arg, name) for k in node.keywords if k.arg and (name := held_name(k.value))]
         if not (passed or named) or _calls_super(node):
             continue
         for func in functions.get(bound_name(node.func) or "", ()):

@@ -10,7 +10,7 @@ from ..hotloops.finder import HotRegion
 from ._generators import batch_generators, repeating_generator
 from ._bindings import parameter_names
 from ._loaders import (
-    called_name, dataloader_calls, handed_on_every_epoch, is_false, literal, loader_name, loader_reads_elsewhere, loops_reading,
+    called_name, dataloader_calls, handed_on_every_epoch, held_name, is_false, literal, loader_name, loader_reads_elsewhere, loops_reading,
     resolution_note, set_keyword_fix, setting,
     returned_and_iterated,
 )
@@ -79,7 +79,8 @@ def _read_every_epoch(ctx: RuleContext, region: HotRegion, creation: ast.Call) -
 def _passes(call: ast.Call, name: str) -> bool:
     """The call hands the loader on (``validate(model, val_loader)``), or takes nothing to name it by."""
     arguments = [*call.args, *(k.value for k in call.keywords)]
-    return not arguments or any(isinstance(n, ast.Name) and n.id == name for a in arguments for n in ast.walk(a))
+    return not arguments or any(isinstance(n, (ast.Name, ast.Subscript)) and held_name(n) == name
+                                for a in arguments for n in ast.walk(a))
 
 
 def _mutates_dataset_per_epoch(ctx: RuleContext, loops: list) -> bool:  # type: ignore[type-arg]
@@ -219,8 +220,45 @@ class DataLoaderWorkersNotPersistent(Rule):
                     trainer.train(epoch, fresh)
             """
         ),
+        Valid(
+            """
+            # a dict of loaders whose entries are each iterated once
+            from torch.utils.data import DataLoader
+
+            loaders = {"train": DataLoader(train_set, batch_size=32, num_workers=4)}
+            for x, y in loaders["train"]:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+            """
+        ),
     )
     INVALID = (
+        Invalid(
+            """
+            # loaders kept in a dict, each entry iterated every epoch (the train one through a function)
+            import torch
+            from torch.utils.data import DataLoader
+
+            loaders = {
+                "train": DataLoader(train_set, batch_size=32, shuffle=True, num_workers=4),
+                "test": DataLoader(test_set, batch_size=32, num_workers=4),
+            }
+
+            def train_epoch(loader):
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+
+            for epoch in range(100):
+                train_epoch(loaders["train"])
+                with torch.no_grad():
+                    for x, y in loaders["test"]:
+                        model(x)
+            """,
+            lines=(6, 7),
+        ),
         Invalid(
             """
             # PyG before 2.0 named its loader torch_geometric.data.DataLoader: a torch DataLoader all the same
