@@ -364,7 +364,7 @@ def link_loaders(
     hot loops).  The function may be a method of an object the file made (``solver =
     Solver(...); solver.train()``); its training loop may be in a method of the same class it
     calls (``self._run_one_epoch(epoch)``)."""
-    from ..rules._loaders import moves_data_to_device
+    from ..rules._loaders import held_name, moves_data_to_device
 
     links: dict[ProjectModule, tuple[tuple[LoaderRead, ...], str | None]] = {}
     methods = frozenset(node.name for m in graph.table.by_path.values() for cls in m.classes.values() for node in cls.body
@@ -377,8 +377,9 @@ def link_loaders(
         built = _built_from_project_classes(graph, module)
         for call in module.ctx.nodes_of(ast.Call):
             assert isinstance(call, ast.Call)
-            passed = [(i, a.id) for i, a in enumerate(call.args) if isinstance(a, ast.Name)]
-            named = [(k.arg, k.value.id) for k in call.keywords if k.arg and isinstance(k.value, ast.Name)]
+            passed = [(i, name) for i, a in enumerate(call.args) if isinstance(a, (ast.Name, ast.Subscript)) and (name := held_name(a))]
+            named = [(k.arg, name) for k in call.keywords
+                     if k.arg and isinstance(k.value, (ast.Name, ast.Subscript)) and (name := held_name(k.value))]
             if not (passed or named) and trains_via is not None:
                 continue
             for owner, func in _called_functions(graph, module, call, methods, built):
