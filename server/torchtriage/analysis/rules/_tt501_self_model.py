@@ -33,7 +33,9 @@ def is_self_model_call(ctx: RuleContext, node: ast.AST, data_names: set[str]) ->
     cls = ctx.enclosing_class(node)
     if cls is None:
         return False
-    built = torch_submodules(ctx, cls)
+    built = ctx.memo.get((torch_submodules, cls))
+    if built is None:  # once per class and analysis
+        built = ctx.memo[(torch_submodules, cls)] = torch_submodules(ctx, cls)
     return bool(built) and (attr == "forward" or attr in built)
 
 
