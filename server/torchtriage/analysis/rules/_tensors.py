@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..syntax import bound_name, parameter_defaults
+from ..syntax import assigned_value, bound_name, parameter_defaults
 from .base import RuleContext
 from ..hotloops.finder import HotRegion
 from ._helpers import is_device_move
@@ -62,6 +62,9 @@ def oracle(ctx: RuleContext) -> "TensorOracle":
     if not isinstance(found, TensorOracle):
         found = ctx.memo[key] = TensorOracle(ctx)
     return found
+
+
+_VIEWS = frozenset({"detach", "float", "double", "half", "contiguous", "flatten", "squeeze"})
 
 
 class TensorOracle:
@@ -119,6 +122,9 @@ class TensorOracle:
                 return "tolist"
             if func.attr in ("cpu", "numpy") and verdict is True and self.ctx.uses_cuda:
                 return func.attr
+            if func.attr == "cpu" and verdict is None and self.ctx.uses_cuda and self._read_out(node) \
+                    and self._made_from_tensor(func.value, node, region):
+                return "cpu"  # ``all_gather(rewards, rank).cpu().numpy()``: a helper's result from a step tensor
         if isinstance(func, ast.Attribute) and func.attr == "to" and len(node.args) == 1 and not node.keywords:
             arg = node.args[0]
             if isinstance(arg, ast.Constant) and arg.value == "cpu" and self.ctx.uses_cuda:
@@ -127,6 +133,25 @@ class TensorOracle:
             if func.id not in self.ctx.aliases and self._eval(node.args[0], region, 0) is True:
                 return func.id
         return None
+
+    def _read_out(self, call: ast.Call) -> bool:
+        """``x.cpu().numpy()`` / ``x.cpu().tolist()``: read out to host values, a chain only a tensor answers."""
+        parent = self.ctx.parents.get(call)
+        return (isinstance(parent, ast.Attribute) and parent.attr in ("numpy", "tolist")
+                and isinstance(self.ctx.parents.get(parent), ast.Call))
+
+    def _made_from_tensor(self, value: ast.expr, at: ast.AST, region: HotRegion | None) -> bool:
+        """The value is (a name last set in its function to) the result of a call the oracle cannot follow that is
+        handed a tensor it can (``rewards = all_gather_if_needed(rewards, rank, world_size)``)."""
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _VIEWS \
+                and not value.args:
+            value = value.func.value  # ``.detach()``, ``.float()``
+        if isinstance(value, ast.Name):
+            scope = self.ctx.enclosing_function(at) or self.ctx.tree
+            value = assigned_value(scope, value.id)  # type: ignore[assignment]
+        if not (isinstance(value, ast.Call) and value.args) or (self.ctx.qualname(value.func) or "").startswith("torch."):
+            return False
+        return self._eval(value, region, 0) is None and any(self._eval(arg, region, 0) is True for arg in value.args)
 
     # --- expressions ------------------------------------------------------------
 

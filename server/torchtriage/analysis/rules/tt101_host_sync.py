@@ -399,8 +399,40 @@ class HostSyncInStep(Rule):
                 writer.add_audio("generated", netG(voc.cuda()).squeeze().cpu(), steps)
             """
         ),
+        Valid(
+            """
+            # a helper's result read out, but nothing handed to the helper is a tensor
+            import torch
+            from utils import tally
+
+            model = model.cuda()
+            for x, y in loader:
+                loss = torch.nn.functional.cross_entropy(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+                loss.backward()
+                optimizer.step()
+                counts = tally(names, rank)
+                history.extend(counts.cpu().numpy().tolist())
+            """
+        ),
     )
     INVALID = (
+        Invalid(
+            """
+            # a step tensor gathered by a helper the analysis cannot follow, then read out to the host
+            import torch
+            from utils import all_gather
+
+            model = model.cuda()
+            for x, y in loader:
+                losses = torch.nn.functional.cross_entropy(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True),
+                                                           reduction="none")
+                losses.mean().backward()
+                optimizer.step()
+                gathered = all_gather(losses.detach(), rank)
+                history.extend(gathered.cpu().numpy().tolist())
+            """,
+            lines=(12,),
+        ),
         Invalid(
             """
             # PyTorch 0.3 code: loss.data[0] was the .item() of its day, read every step
