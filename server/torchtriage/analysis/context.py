@@ -28,6 +28,7 @@ _CUDA_PATTERNS = re.compile(
     r"""\.cuda\s*\(|["']cuda(?::\d+)?["']|torch\.accelerator|cuda\.is_available\s*\(|\.to\s*\(\s*["']cuda"""
     r"""|["']cuda:(?:\{[^}'"]*\}|%d)["']"""  # "cuda:{}".format(rank), f"cuda:{local_rank}", "cuda:%d" % rank
     r"""|["']cuda:["']\s*\+"""  # "cuda:" + str(args.gpu)
+    r"""|torch\.backends\.cuda\.matmul\."""  # TF32 for CUDA matmuls (allow_tf32, fp32_precision)
 )
 _LIGHTNING_GPUS = re.compile(r"""\bgpus\s*=(?!=)|\baccelerator\s*=\s*["'](?:gpu|cuda)["']""")  # Trainer(gpus=...), accelerator="gpu"
 

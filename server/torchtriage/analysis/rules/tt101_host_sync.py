@@ -414,8 +414,31 @@ class HostSyncInStep(Rule):
                 history.extend(counts.cpu().numpy().tolist())
             """
         ),
+        Valid(
+            """
+            # nothing says CUDA (the device is a rank number): a copy to the host of a host tensor is free
+            for x, y in loader:
+                loss = model(x.to(rank)).mean()
+                loss.backward()
+                optimizer.step()
+                history.append(loss.detach().cpu().numpy())
+            """
+        ),
     )
     INVALID = (
+        Invalid(
+            """
+            # TF32 for CUDA matmuls: the file runs on CUDA though its device is a rank number
+            import torch
+            torch.backends.cuda.matmul.allow_tf32 = True
+            for x, y in loader:
+                loss = model(x.to(rank)).mean()
+                loss.backward()
+                optimizer.step()
+                history.append(loss.detach().cpu().numpy())
+            """,
+            lines=(8,),
+        ),
         Invalid(
             """
             # a step tensor gathered by a helper the analysis cannot follow, then read out to the host
