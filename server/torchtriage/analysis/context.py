@@ -28,7 +28,7 @@ _CUDA_PATTERNS = re.compile(
     r"""\.cuda\s*\(|["']cuda(?::\d+)?["']|torch\.accelerator|cuda\.is_available\s*\(|\.to\s*\(\s*["']cuda"""
     r"""|["']cuda:(?:\{[^}'"]*\}|%d)["']"""  # "cuda:{}".format(rank), f"cuda:{local_rank}", "cuda:%d" % rank
     r"""|["']cuda:["']\s*\+"""  # "cuda:" + str(args.gpu)
-    r"""|torch\.backends\.cuda\.matmul\."""  # TF32 for CUDA matmuls (allow_tf32, fp32_precision)
+    r"""|torch\.backends\.cuda\.matmul\.|torch\.cuda\.set_device\s*\("""  # TF32 for CUDA matmuls; DDP's device by rank
 )
 _LIGHTNING_GPUS = re.compile(r"""\bgpus\s*=(?!=)|\baccelerator\s*=\s*["'](?:gpu|cuda)["']""")  # Trainer(gpus=...), accelerator="gpu"
 
@@ -94,6 +94,9 @@ class ModuleContext(ModuleIndex):
     # Names of other project files' functions this file's per-step code hands step data to and that copy
     # it to a device (``model.set_input(images, labels)`` doing ``x.cuda()``; :mod:`.project.batch_movers`).
     batch_movers: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    # A project file that imports this one and chooses the precision (FSDP's ``MixedPrecision``, an AMP flag):
+    # the loops here run the model it built (:mod:`.project.precision`).
+    precision_from: str | None = field(default=None, repr=False, compare=False)
     # The hot loops for ``hot_entries`` when whoever builds the context has them already (the
     # project model computes them while solving); else :attr:`hot` finds them on first use.
     hot_loops: InitVar[HotLoops | None] = None

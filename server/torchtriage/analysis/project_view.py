@@ -81,6 +81,7 @@ class ProjectView:
     iterable_datasets: frozenset[str] = frozenset()  # imported names that are project IterableDataset subclasses
     forward_reached: frozenset[str] = frozenset()  # its classes / functions another file's forward code builds / calls
     batch_movers: frozenset[str] = frozenset()  # called names of project functions that copy the step data handed to them to a device
+    precision_from: str | None = None  # a project file that imports this one and chooses the precision (FSDP MixedPrecision, AMP)
 
 
 def qualname_of(func: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
@@ -109,7 +110,7 @@ def view_of(ctx) -> ProjectView:  # type: ignore[no-untyped-def]
         tuple(ctx.loader_reads), ctx.trains_via, ctx.device_call, ctx.auxiliary, ctx.imported, tuple(ctx.returned_loaders),
         frozenset(ctx.loader_classes), frozenset(ctx.training_loops), frozenset(ctx.trainer_calls),
         ctx.steps_on_cuda_in, frozenset(ctx.syncing_imports), frozenset(ctx.step_loops), ctx.cuda_caller,
-        frozenset(ctx.iterable_datasets), frozenset(ctx.forward_reached), frozenset(ctx.batch_movers),
+        frozenset(ctx.iterable_datasets), frozenset(ctx.forward_reached), frozenset(ctx.batch_movers), ctx.precision_from,
     )
 
 
@@ -150,4 +151,5 @@ def context_facts(view: ProjectView, index: "ModuleIndex") -> dict[str, Any]:
         "iterable_datasets": view.iterable_datasets,
         "forward_reached": view.forward_reached,
         "batch_movers": view.batch_movers,
+        "precision_from": view.precision_from,
     }

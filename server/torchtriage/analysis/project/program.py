@@ -30,6 +30,7 @@ from ..engine import analyze_context, enabled_rules, has_file_noqa
 from ..hotloops.finder import HotEntry, HotLoops, find_hot_loops
 from ..incremental.reparse import ParsedModule, parse_module
 from .batch_movers import Handoff, batch_movers
+from .precision import precision_choosers
 from .forward_reached import forward_reached_names
 from .links import cuda_by_calls, cuda_reach, link_loaders, loops_training_elsewhere, step_data_params, syncing_imports, training_links
 from .returned_loaders import imported_iterable_datasets, imported_loader_classes, returned_loaders
@@ -254,6 +255,7 @@ class Project:
             cuda_callers = cuda_by_calls(self.table, self._entries, device_calls, cuda_from)
         loaders = link_loaders(self.graph, self._solved_hot_of)
         movers = batch_movers(self._handoffs, self._solved_hot_of)
+        precision = precision_choosers(self.table)
         training = training_links(self.graph, self._solved_hot_of, {m: via for m, (_, via) in loaders.items()}, self._step_loops)
         syncing = syncing_imports(self.table)
         reached = forward_reached_names(self.table)
@@ -294,6 +296,7 @@ class Project:
                 forward_reached=reached.get(module, frozenset()),
                 iterable_datasets=iterable_datasets.get(module, frozenset()),
                 batch_movers=movers.get(module, frozenset()),
+                precision_from=precision.get(module),
             )
         self._solved_hot.clear()
 
@@ -318,7 +321,7 @@ class Project:
                 or view.trains_via or view.device_call or view.auxiliary or view.imported or view.returned_loaders
                 or view.loader_classes or view.training_loops or view.trainer_calls or view.steps_on_cuda_in
                 or view.syncing_imports or view.step_loops or view.cuda_caller or view.forward_reached
-                or view.iterable_datasets or view.batch_movers):
+                or view.iterable_datasets or view.batch_movers or view.precision_from):
             return None  # the file analysed alone gives the same findings
         return view
 

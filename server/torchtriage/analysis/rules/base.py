@@ -172,6 +172,11 @@ class RuleContext(Protocol):
         ...
 
     @property
+    def precision_from(self) -> str | None:
+        """A project file that imports this one and chooses the precision (:mod:`..project.precision`)."""
+        ...
+
+    @property
     def forward_reached(self) -> frozenset[str]:
         """Names of this file's classes and functions another file's forward code builds or calls every pass (:mod:`..project.forward_reached`)."""
         ...

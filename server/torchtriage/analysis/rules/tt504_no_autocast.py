@@ -24,7 +24,8 @@ _PRECISION_MARKERS = (
 _PRECISION_SETTING = re.compile(r"\b(precision|amp)\s*=")
 
 
-def _chooses_precision(source: str) -> bool:
+def chooses_precision(source: str) -> bool:
+    """Whether a file's text chooses a precision (autocast, a half model, an AMP flag, FSDP's MixedPrecision ...)."""
     lowered = source.lower()
     return any(marker in lowered for marker in _PRECISION_MARKERS) or bool(_PRECISION_SETTING.search(lowered))
 
@@ -167,8 +168,8 @@ class NoAutocast(Rule):
         loops = [r.node for r in ctx.hot.step_loops if any(reached.trains for reached in regions_reached(ctx, [r]))]
         loops += [n for n in ctx.nodes_of((ast.For, ast.AsyncFor, ast.While)) if n.lineno in ctx.training_loops]  # trains elsewhere
         for loop in sorted(loops, key=lambda n: (n.lineno, n.col_offset)):
-            if _chooses_precision(ctx.source):
-                return
+            if chooses_precision(ctx.source) or ctx.precision_from is not None:
+                return  # chosen here, or by a project file that imports this one (:mod:`..project.precision`)
             yield Report(
                 loop_header(loop),  # type: ignore[arg-type]
                 'This CUDA training loop runs in fp32: try `torch.autocast("cuda", dtype=torch.bfloat16)` '

@@ -1,0 +1,37 @@
+"""Files whose precision another project file chooses.
+
+A training loop in a library file (``utils/train_utils.py``'s ``train(model, loader, ...)``) runs the
+model its caller built, in the precision the caller chose: FSDP's ``MixedPrecision``, ``model.half()``,
+an autocast or ``--amp`` flag set up in ``T5_training.py``.  TT504 reads only its own file, so it asks
+here whether a file that imports it chooses a precision.
+"""
+
+from __future__ import annotations
+
+from .modules import ModuleTable, ProjectModule
+
+
+def precision_choosers(table: ModuleTable) -> dict[ProjectModule, str]:
+    """Per file that chooses no precision itself: the label of a (non-test) project file importing it that does."""
+    from ..rules.tt504_no_autocast import chooses_precision
+
+    chooses = {m: chooses_precision(m.ctx.source) for m in table.by_path.values() if m.ctx is not None}
+    found: dict[ProjectModule, str] = {}
+    for importer, chose in chooses.items():
+        if not chose or importer.is_test:
+            continue
+        for other in _imported_through(table, importer):
+            if other is not importer and other.ctx is not None and not chooses.get(other, True) and other not in found:
+                found[other] = importer.label
+    return found
+
+
+def _imported_through(table: ModuleTable, importer: ProjectModule) -> list[ProjectModule]:
+    """The project files a file imports, and those defining the names it imports through a package's re-exports
+    (``from utils import train`` where ``utils/__init__.py`` does ``from .train_utils import train``)."""
+    found = dict.fromkeys(table.imported(importer))
+    for local, (_, attr) in importer.imports.items():
+        symbol = table.symbol(importer, local) if attr is not None else None
+        if isinstance(symbol, tuple):
+            found[symbol[0]] = None
+    return list(found)

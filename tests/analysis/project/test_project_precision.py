@@ -1,0 +1,72 @@
+"""TT504 and the precision another file chooses: a library file's training loop (``utils/train_utils.py``'s
+``train(model, loader, ...)``) runs the model its caller built, in the caller's precision (FSDP's
+``MixedPrecision``, an AMP flag), also when the caller imports it through a package's re-exports
+(``from utils import train``).  Invented projects, no code of any labelled repository; a caller that
+chooses no precision is the look-alike that keeps the finding."""
+
+from __future__ import annotations
+
+import textwrap
+
+from torchtriage.analysis.engine import IncrementalAnalyzer
+from torchtriage.analysis.project.program import Project
+
+TRAIN_UTILS = """
+    import torch
+
+
+    def train(model, loader, optimizer, rank):
+        for batch in loader:
+            batch = {k: v.to(rank, non_blocking=True) for k, v in batch.items()}
+            loss = model(**batch).loss
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+INIT = "from .train_utils import train\n"
+MAIN_BF16 = """
+    import torch
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, MixedPrecision
+    from utils import train
+
+    torch.cuda.set_device(rank)
+    policy = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16, buffer_dtype=torch.bfloat16)
+    model = FSDP(build_model(), mixed_precision=policy)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    for epoch in range(10):
+        train(model, loader, optimizer, rank)
+"""
+MAIN_FP32 = """
+    import torch
+    from utils import train
+
+    torch.cuda.set_device(rank)
+    model = build_model().to(rank)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    for epoch in range(10):
+        train(model, loader, optimizer, rank)
+"""
+
+
+def project(main: str) -> Project:
+    files = {"utils/__init__.py": INIT, "utils/train_utils.py": TRAIN_UTILS, "main.py": main}
+    return Project((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in files.items())
+
+
+def test_a_library_loop_runs_in_the_precision_its_importer_chooses() -> None:
+    proj = project(MAIN_BF16)
+    assert "TT504" not in {f.code for f in proj.analyze("utils/train_utils.py")}
+    assert proj.view("utils/train_utils.py").precision_from == "main.py"  # type: ignore[union-attr]
+
+
+def test_an_importer_that_chooses_no_precision_leaves_the_fp32_loop_reported() -> None:
+    proj = project(MAIN_FP32)
+    assert (5, "TT504") in {(f.span.line, f.code) for f in proj.analyze("utils/train_utils.py")}  # CUDA by set_device
+
+
+def test_the_language_servers_view_gives_the_same_findings() -> None:
+    for main in (MAIN_BF16, MAIN_FP32):
+        proj = project(main)
+        text = textwrap.dedent(TRAIN_UTILS).lstrip("\n")
+        alone = IncrementalAnalyzer("utils/train_utils.py").analyze(text, project=proj.view("utils/train_utils.py"))
+        assert {(f.span.line, f.code) for f in alone} == {(f.span.line, f.code) for f in proj.analyze("utils/train_utils.py")}
