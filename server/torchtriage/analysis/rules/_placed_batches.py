@@ -74,18 +74,7 @@ def _moved_names(ctx: RuleContext, region: HotRegion) -> frozenset[str]:
     key = ("placed-moved-names", id(region))
     found = ctx.memo.get(key)
     if found is None:
-        moved: set[str] = set()
-        assigns = sorted((n for n, owner in ctx.hot.nodes(ast.Assign) if owner is region),
-                         key=lambda n: (n.lineno, n.col_offset))
-        for node in assigns:
-            value = node.value
-            if _moves(ctx, value) or (isinstance(value, ast.Name) and value.id in moved):
-                for target in node.targets:
-                    moved |= bound_names(target)
-            else:
-                for target in node.targets:
-                    moved -= bound_names(target)
-        found = ctx.memo[key] = frozenset(moved)
+        found = ctx.memo[key] = frozenset(_fold_moves(ctx, region, _region_assigns(ctx, region), derived=False))
     return found  # type: ignore[no-any-return]
 
 
@@ -93,13 +82,31 @@ def moved_before(ctx: RuleContext, region: HotRegion, line: int) -> set[str]:
     """The names the region has bound by ``line`` to tensors on the device: moved there (``batch_y =
     batch_y.float().to(d)`` a few lines up), as :func:`_moved_names` reads them, or computed from step data
     that was (``dec_inp = torch.zeros_like(batch_y[:, -n:])`` after that), in order up to there."""
+    before = [node for node in _region_assigns(ctx, region) if node.lineno < line]
+    return _fold_moves(ctx, region, before, derived=True)
+
+
+def _region_assigns(ctx: RuleContext, region: HotRegion) -> list[ast.Assign]:
+    """The region's own assignments in source order (kept for the analysis)."""
+    key = ("placed-assigns", id(region))
+    found = ctx.memo.get(key)
+    if found is None:
+        found = ctx.memo[key] = sorted((n for n, owner in ctx.hot.nodes(ast.Assign) if owner is region),
+                                       key=lambda n: (n.lineno, n.col_offset))
+    return found  # type: ignore[no-any-return]
+
+
+def _fold_moves(ctx: RuleContext, region: HotRegion, assigns: list[ast.Assign], derived: bool) -> set[str]:
+    """The names bound to device tensors after ``assigns`` in order: a move (or a name already moved) binds its
+    targets, any other value unbinds them; with ``derived``, a value computed only from moved step data binds too."""
     moved: set[str] = set()
-    for node in sorted((n for n, owner in ctx.hot.nodes(ast.Assign) if owner is region and n.lineno < line),
-                       key=lambda n: (n.lineno, n.col_offset)):
+    for node in assigns:
         value = node.value
         bound = set().union(*(bound_names(target) for target in node.targets))
-        read = names_outside_shapes(value) & region.batch_names
-        on_device = _moves(ctx, value) or (isinstance(value, ast.Name) and value.id in moved) or (read and read <= moved)
+        on_device = _moves(ctx, value) or (isinstance(value, ast.Name) and value.id in moved)
+        if derived and not on_device:
+            read = names_outside_shapes(value) & region.batch_names
+            on_device = bool(read) and read <= moved
         moved = moved | bound if on_device else moved - bound
     return moved
 

@@ -9,7 +9,7 @@ from ...findings import Applicability, Severity
 from ..fixes import add_keywords_fix
 from ..hotloops.finder import HotRegion
 from ..incremental.memo import subtree_memo
-from ..hotloops.step_markers import is_batch_fetch, is_model_call, names_outside_shapes
+from ..hotloops.step_markers import LOOP_NODES, is_batch_fetch, is_model_call, names_outside_shapes
 from ..syntax import bound_name, keyword_value
 from ._bindings import name_stores
 from ._legacy_tensors import gathered_rows, replay_sample_calls, wrapped_batch
@@ -135,7 +135,6 @@ def _comprehension_batch_names(ctx: RuleContext, call: ast.AST, region) -> set[s
     return found
 
 
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _JOINERS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"})
 
 
@@ -743,16 +742,15 @@ class NonBlockingTransfer(Rule):
             )
             if not batch_receiver or _model_output_at(ctx, region, receiver, call) or _tokenized(receiver):
                 continue
-            if not gathered and not _counter_slice(receiver, region) and not (
-                    names_outside_shapes(receiver) & (region.batch_names | _comprehension_batch_names(ctx, call, region))):
+            data = region.batch_names | _comprehension_batch_names(ctx, call, region)
+            if not gathered and not _counter_slice(receiver, region) and not names_outside_shapes(receiver) & data:
                 continue  # made from the batch's sizes only (``table(x.shape[1])[: x.size(1)].to(x.device)``): TT305's case
             if receiver is not wrapped and (placed_loader_loop(ctx, region) or computed_from_moved(ctx, receiver, region)):
                 continue  # on the device already: placed by accelerate / Fabric, or computed from tensors the step moved
             if receiver is not wrapped and any(isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith("torch.")
                                                for n in ast.walk(receiver)) \
-                    and not (isinstance(region.node, _LOOPS) and _joins_batch(  # (a function reached per step gets device tensors)
-                        ctx, receiver, region.batch_names | _comprehension_batch_names(ctx, call, region),
-                        moved_before(ctx, region, call.lineno))):
+                    and not (isinstance(region.node, LOOP_NODES)  # (a function reached per step gets device tensors)
+                             and _joins_batch(ctx, receiver, data, moved_before(ctx, region, call.lineno))):
                 continue  # a tensor made in the step (torch.tensor(r).to(d)) is TT305's case
             made = _last_made(ctx, receiver, call)
             if made is not None and (is_device_move(made, ctx) or (ctx.qualname(made.func) or "").startswith("torch.")
