@@ -10,7 +10,7 @@ travels (TT301) or a tensor that could have been made on the device (TT305).
 from __future__ import annotations
 
 import ast
-from typing import Callable, Optional
+from typing import Callable, Collection, Optional
 
 from ._bindings import last_assignment
 from .base import RuleContext
@@ -71,6 +71,35 @@ def legacy_created(ctx: RuleContext, expr: ast.AST) -> Optional[str]:
     if len(args) >= 2 or filled:
         return f"torch.{short}"
     if _numbers(args[0], lambda node: _range(ctx, node)) or _range(ctx, args[0]):
+        return f"torch.{short}"
+    return None
+
+
+def legacy_over_host_data(ctx: RuleContext, expr: ast.AST, inputs: Collection[str], lists_only: bool = False) -> Optional[str]:
+    """``torch.LongTensor(lengths)`` & co. (through conversions and reshapes) over values forward code
+    computes on the host: a name other than the function's ``inputs`` (the batch it is handed: a copy of
+    that is TT301's), or a list holding names or built by a comprehension (``[max_len] * batch_size``,
+    ``[w[:k].sum() for k in counts]``).  ``torch.tensor(lengths, dtype=torch.long, device=...)`` makes
+    such values on the device in one copy.  ``lists_only`` (a step loop's own code): only a list written
+    out, of none of the ``inputs`` (the step's data)."""
+    call = _peel(expr, _CONVERSIONS | _RESHAPES)
+    short = _torch_short(ctx, call)
+    if short not in LEGACY_CONSTRUCTORS:
+        return None
+    assert isinstance(call, ast.Call)
+    if len(call.args) != 1 or call.keywords:
+        return None
+    data = call.args[0]
+    if isinstance(data, ast.BinOp) and isinstance(data.op, ast.Mult):  # ``[n] * batch_size``
+        data = data.left if isinstance(data.left, ast.List) else data.right
+    if isinstance(data, ast.Name) and (lists_only or data.id in inputs):
+        return None
+    if lists_only and isinstance(data, ast.ListComp):  # rows gathered from the batch's items: the batch's copy
+        return None
+    if lists_only and any(isinstance(n, ast.Name) and n.id in inputs for n in ast.walk(data)):
+        return None
+    if isinstance(data, (ast.Name, ast.ListComp)) or (isinstance(data, ast.List) and data.elts
+                                                      and not any(isinstance(e, ast.Starred) for e in data.elts)):
         return f"torch.{short}"
     return None
 

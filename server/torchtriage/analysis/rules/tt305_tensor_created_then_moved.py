@@ -13,7 +13,7 @@ from ..syntax import keyword_value, parameter_defaults
 from ._helpers import method_name
 from ._bindings import parameter_names
 from ._forward_code import forward_calls
-from ._legacy_tensors import legacy_created
+from ._legacy_tensors import legacy_created, legacy_over_host_data
 from ._tt305_host_built import FACTORIES, RANDOM_FACTORIES, host_math_factory, numpy_made
 from ..parsing import LEGACY_ASYNC
 from .base import Invalid, Report, Rule, RuleContext, Valid
@@ -78,6 +78,18 @@ def _target_device(ctx: RuleContext, move: ast.Call) -> tuple[str, str | None] |
     if len(move.args) > 2 or any(k.arg not in allowed | {"device", "dtype"} for k in move.keywords):
         return None
     return ctx.segment(device), (ctx.segment(dtype) if dtype is not None else None)
+
+
+def _moved_to_input(ctx: RuleContext, move: ast.Call) -> bool:
+    """``.to(x)`` in forward code where ``x`` is one of the function's inputs (a tensor of the step, on the
+    device): the result goes to ``x``'s device (and dtype).  Not ``.to(dtype)`` & co. (a cast)."""
+    if method_name(move) != "to" or len(move.args) != 1 or move.keywords or not isinstance(move.args[0], ast.Name):
+        return False
+    name = move.args[0].id
+    lowered = name.lower()
+    if "dtype" in lowered or "type" in lowered or "precision" in lowered:
+        return False
+    return name in _data_parameters(ctx.enclosing_function(move))
 
 
 def _factory_keywords(factory: ast.Call, device: str, dtype: str | None) -> list[tuple[str, str]] | None:
@@ -275,6 +287,29 @@ class TensorCreatedThenMoved(Rule):
         ),
         Valid(
             """
+            # forward's inputs wrapped and moved: the batch's copy (TT301's case); a cast to an input's dtype; in
+            # the loops, rows gathered from the batch's items and a list of the step's data are the batch's too
+            import torch
+            from torch import nn
+
+            class SeqModel(nn.Module):
+                def forward(self, log_seqs, dtype):
+                    seqs = self.emb(torch.LongTensor(log_seqs).to(self.dev))
+                    return seqs.to(dtype)
+
+            model = SeqModel().cuda()
+            device = torch.device("cuda")
+            for step in range(iterations):
+                batch_graph = [train_graphs[i] for i in sample(step)]
+                labels = torch.LongTensor([graph.label for graph in batch_graph]).to(device)
+                loss = (model(batch_graph, torch.float32) - labels).sum(); loss.backward()
+            for graphs, sizes in loader:
+                counts = torch.LongTensor([sizes]).to(device)
+                loss = (model(graphs, torch.float32) * counts).sum(); loss.backward()
+            """
+        ),
+        Valid(
+            """
             # a batch array wrapped and copied: data that travels anyway (TT301's case, not this rule's)
             import torch
             device = torch.device("cuda")
@@ -364,6 +399,28 @@ class TensorCreatedThenMoved(Rule):
             model = Attention().cuda()
             """,
             lines=(7, 8, 9),
+        ),
+        Invalid(
+            """
+            # forward's own host values wrapped by a legacy constructor, a factory moved to an input's device,
+            # and a list the step writes out itself
+            import torch
+            from torch import nn
+
+            class LengthRegulator(nn.Module):
+                def forward(self, x, duration):
+                    mel_len = [int(d.sum()) for d in duration]
+                    mask = torch.zeros(x.size(0), 1).to(x)
+                    return x * mask, torch.LongTensor(mel_len).to(x.device)
+
+            model = LengthRegulator().cuda()
+            device = torch.device("cuda")
+            for images, durations in loader:
+                lengths = torch.IntTensor([25] * images.size(0)).to(device)
+                out, mel_len = model(images.to(device, non_blocking=True), durations)
+                loss = (out.sum() + lengths.sum()); loss.backward()
+            """,
+            lines=(9, 10, 15),
         ),
         Invalid(
             """
@@ -537,31 +594,42 @@ class TensorCreatedThenMoved(Rule):
         if is_test_file(ctx.path, ctx.source):
             return
         seen: set[ast.Call] = set()
+        forward = list(forward_calls(ctx))
+        in_forward = set(forward)
         for call, region in ctx.hot.nodes(ast.Call):
             seen.add(call)
-            report = self._judge(ctx, call, region.batch_names)
+            report = self._judge(ctx, call, region.batch_names, forward=call in in_forward)
             if report is not None:
                 yield report
-        for call in forward_calls(ctx):  # a module's forward pass runs per step wherever it is called
+        for call in forward:  # a module's forward pass runs per step wherever it is called
             if call not in seen:
                 # (forward code's inputs live on the device: values written from them are no host data)
-                report = self._judge(ctx, call, _data_parameters(ctx.enclosing_function(call)), host_data=())
+                report = self._judge(ctx, call, _data_parameters(ctx.enclosing_function(call)), host_data=(), forward=True)
                 if report is not None:
                     yield report
 
     def _judge(
-        self, ctx: RuleContext, call: ast.Call, batch_names: Collection[str], host_data: Collection[str] | None = None
+        self, ctx: RuleContext, call: ast.Call, batch_names: Collection[str], host_data: Collection[str] | None = None,
+        forward: bool = False,
     ) -> Report | None:
         """The report for one per-step call (``batch_names``: data that has to travel anyway; ``host_data``: the
-        names of data on the host, ``batch_names`` unless given), if any."""
+        names of data on the host, ``batch_names`` unless given; ``forward``: the call is in a module's forward
+        code, whose inputs are on the device and whose host values are its own), if any."""
         if method_name(call) in ("to", "cuda"):
             factory = call.func.value  # type: ignore[attr-defined]
+            to_input = False
             if _target_device(ctx, call) is None:
-                return None
+                to_input = forward and _moved_to_input(ctx, call)  # ``.to(x)`` of an input
+                if not to_input:
+                    return None
             short = _factory(ctx, factory)
             if short is not None:
-                return self._chained(ctx, call, factory, short)
+                return self._chained(ctx, call, factory, short, fixable=not to_input)
             legacy = legacy_created(ctx, factory)
+            if legacy is None and forward:  # a forward pass's own host values (its inputs are the batch: TT301's)
+                legacy = legacy_over_host_data(ctx, factory, parameter_names(ctx.enclosing_function(call)))
+            elif legacy is None:  # a list the step writes out itself, of none of its data
+                legacy = legacy_over_host_data(ctx, factory, batch_names, lists_only=True)
             if legacy is not None:
                 return Report(
                     call,
@@ -573,12 +641,12 @@ class TensorCreatedThenMoved(Rule):
             return self._two_statements(ctx, call, batch_names if host_data is None else host_data)
         return None
 
-    def _chained(self, ctx: RuleContext, move: ast.Call, factory: ast.Call, short: str) -> Report:
+    def _chained(self, ctx: RuleContext, move: ast.Call, factory: ast.Call, short: str, fixable: bool = True) -> Report:
         return Report(
             move,
             f"`torch.{short}(...)` is built on the CPU and copied to the GPU every step: "
             "pass `device=` to the factory instead",
-            fix=lambda: _chained_fix(ctx, move, factory, short),
+            fix=(lambda: _chained_fix(ctx, move, factory, short)) if fixable else None,
         )
 
     def _host_built(self, ctx: RuleContext, move: ast.Call, value: ast.expr, batch_names: Collection[str]) -> Report | None:
