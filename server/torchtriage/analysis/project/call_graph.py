@@ -49,6 +49,7 @@ class CallGraph:
         self._built: dict[ast.AST, list[ClassRef]] = {}  # factory -> the classes its registry lookups may build
         self._elements: dict[tuple[ast.ClassDef, str], list[ClassRef]] = {}  # (class, container attribute) -> element classes
         self._constructed: dict[str, set[ClassRef]] | None = None
+        self._constructed_by_module: dict[ProjectModule, dict[str, set[ClassRef]]] = {}
         self._factories: dict[ast.AST, ClassRef | None] = {}
         self._assignments: dict[ast.AST, dict[str, ast.expr]] = {}  # scope -> name -> last value
         self._methods: dict[str, list[FunctionRef]] | None = None  # method name -> project methods
@@ -230,22 +231,27 @@ class CallGraph:
         if self._constructed is None:
             table: dict[str, set[ClassRef]] = {}
             for module in self.table.by_path.values():
-                if module.ctx is None or module.is_test:
-                    continue
-                for node in module.ctx.nodes_of((ast.Assign, ast.AnnAssign)):
-                    value = getattr(node, "value", None)
-                    if not isinstance(value, ast.Call):
-                        continue
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
-                    names = [t.id if isinstance(t, ast.Name) else t.attr for t in targets if isinstance(t, (ast.Name, ast.Attribute))]
-                    if not names:
-                        continue
-                    cls = self.class_of_value(module, value)
-                    if cls is not None:
-                        for name in names:
-                            table.setdefault(name, set()).add(cls)
+                for name, classes in self._constructed_in(module).items():
+                    table.setdefault(name, set()).update(classes)
             self._constructed = table
         return self._constructed
+
+    def _constructed_in(self, module: ProjectModule) -> dict[str, set[ClassRef]]:
+        """Variable or attribute name -> project classes constructed into it in one (non-test) module."""
+        table = self._constructed_by_module.get(module)
+        if table is None:
+            table = self._constructed_by_module[module] = {}
+            for node in module.ctx.nodes_of((ast.Assign, ast.AnnAssign)) if module.ctx is not None and not module.is_test else ():
+                value = getattr(node, "value", None)
+                if not isinstance(value, ast.Call):
+                    continue
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
+                names = [t.id if isinstance(t, ast.Name) else t.attr for t in targets if isinstance(t, (ast.Name, ast.Attribute))]
+                cls = self.class_of_value(module, value) if names else None
+                if cls is not None:
+                    for name in names:
+                        table.setdefault(name, set()).add(cls)
+        return table
 
     def instance_class(self, module: ProjectModule, name: str, at: ast.AST, by_name: bool = True) -> ClassRef | None:
         """The project class of the instance a name holds at ``at`` (``by_name``: else the one class the
@@ -265,7 +271,11 @@ class CallGraph:
             earlier = self._built_before(module, name, at)
             if earlier is not None:
                 return earlier
-        return self.by_name(name) if by_name else None
+        if not by_name:
+            return None
+        # ``train(model, ...)`` in each of several scripts: the class this file builds into the name first
+        own = self._constructed_in(module).get(name, set())
+        return next(iter(own)) if len(own) == 1 else self.by_name(name)
 
     def _built_before(self, module: ProjectModule, name: str, at: ast.AST) -> ClassRef | None:
         """The class built into ``name`` by the latest assignment in its scope, up to ``at``, that does not
