@@ -275,18 +275,48 @@ def _holds_a_line(node: ast.AST, lines: list[int]) -> bool:
     return at < len(lines) and lines[at] <= (node.end_lineno or node.lineno)  # type: ignore[attr-defined]
 
 
+_LOCAL_DEPTH = 2  # own-file helpers followed from a loop to the other file's training step (``self.learn()`` -> ``update_params``)
+
+
 def _calls_training(graph: CallGraph, module: ProjectModule, loop: ast.AST, steps: frozenset[str]) -> ProjectModule | None:
     """A call of the loop's own body runs another file's function that is one training step (``steps``:
     their names): backward and an optimizer's step outside any loop of its own (a function with its own
-    step loop, ``train_one_epoch``, makes the caller's loop an epoch loop, and its own loop the training loop)."""
-    for call in loop_facts(loop).calls:  # type: ignore[arg-type]
+    step loop, ``train_one_epoch``, makes the caller's loop an epoch loop, and its own loop the training loop).
+    The call may be made through the file's own helpers (``self.learn()``, a method of the loop's class,
+    calling ``update_params(optim, loss)``)."""
+    return _reaches_training(graph, module, loop_facts(loop).calls, steps, _LOCAL_DEPTH, set())  # type: ignore[arg-type]
+
+
+def _reaches_training(graph: CallGraph, module: ProjectModule, calls: list[ast.Call], steps: frozenset[str], depth: int,
+                      seen: set[FunctionNode]) -> ProjectModule | None:
+    for call in calls:
         name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
-        if name not in steps:
-            continue  # resolve only the calls that can reach one
-        for target, func in graph.callees(module, call):
-            if _is_training_step(func):
-                return target
+        if name in steps:  # resolve only the calls that can reach one
+            for target, func in graph.callees(module, call):
+                if _is_training_step(func):
+                    return target
+        if depth and name is not None:
+            for helper in _own_helpers(module, call, name):
+                if helper not in seen:
+                    seen.add(helper)
+                    calls_in = [node for node in own_nodes(helper.body) if isinstance(node, ast.Call)]
+                    found = _reaches_training(graph, module, calls_in, steps, depth - 1, seen)
+                    if found is not None:
+                        return found
     return None
+
+
+def _own_helpers(module: ProjectModule, call: ast.Call, name: str) -> list[FunctionNode]:
+    """The file's own functions a call runs: ``helper(...)`` (a module-level function), or ``self.helper(...)``
+    (a method of the class the call is made in)."""
+    assert module.ctx is not None
+    functions = module.ctx.functions.get(name, [])
+    if isinstance(call.func, ast.Name):
+        return [f for f in functions if isinstance(module.ctx.parents.get(f), ast.Module)]
+    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.value.id == "self":
+        owner = module.ctx.enclosing_class(call)
+        return [f for f in functions if owner is not None and module.ctx.parents.get(f) is owner]
+    return []
 
 
 def loops_training_elsewhere(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops]) -> dict[ProjectModule, frozenset[int]]:
