@@ -313,6 +313,35 @@ class HostSyncInStep(Rule):
         ),
         Valid(
             """
+            # the action a policy's chooser returns to the rollout (by its name, or handed to env.step here)
+            import torch
+
+            class Agent:
+                def explore(self, state):
+                    with torch.no_grad():
+                        action = self.policy(torch.as_tensor(state, device="cuda")).sample()
+                    return action.item()
+
+                def decide(self, state):
+                    return self.policy(torch.as_tensor(state, device="cuda")).argmax().item()
+
+                def select_action(self, state):
+                    return self.policy(torch.as_tensor(state, device="cuda")).sample().item()
+
+                def train_episode(self):
+                    state, done = self.env.reset(), False
+                    while not done:
+                        state, reward, done, _ = self.env.step(self.explore(state))
+                        greedy = self.decide(state)
+                        state, reward, done, _ = self.env.step(greedy)
+                        imagined, imagined_reward = self.simulate(self.select_action(state))
+                        loss = self.loss(imagined, imagined_reward)
+                        loss.backward()
+                        self.optimizer.step()
+            """
+        ),
+        Valid(
+            """
             # the action handed to the simulator: env.step takes host arrays and numbers
             import torch
 
@@ -884,7 +913,7 @@ class HostSyncInStep(Rule):
                 continue  # the loader's batch before the loop moves it to the device: already on the host
             if kind in ("cpu", "numpy", "tolist") and _lengths_for_packing(ctx, call):
                 continue  # ``pack_padded_sequence`` needs its lengths on the host: a copy the library asks for
-            if _feeds_env_step(ctx, call):
+            if _feeds_env_step(ctx, call) or _returns_an_action(ctx, call):
                 continue  # the action an environment's ``step`` takes on the host: a copy the simulator needs
             if kind in ("cpu", "numpy") and _feeds_a_writer(ctx, call):
                 continue  # a sample saved to a file or an audio/image summary: a copy the output needs
@@ -1061,6 +1090,26 @@ def _feeds_env_step(ctx: RuleContext, call: ast.Call) -> bool:
     ``actions = q.argmax(1).cpu().numpy()`` ... ``envs.step(clipped_actions)`` in the same function, up to three
     names apart): simulators take host arrays and numbers, so the copy is the one the rollout needs."""
     return _feeds(ctx, call, _is_env_step)
+
+
+_ACTION_CHOOSER = re.compile(r"action|^act($|_)|^(explore|exploit)$", re.IGNORECASE)  # ``select_action``, ``act``, ``explore``
+
+
+def _returns_an_action(ctx: RuleContext, call: ast.Call) -> bool:
+    """The value read is what a policy's action chooser returns (``return action.item()`` in ``explore``,
+    ``select_action``, ``act``): the action the rollout hands to its environment, a copy the simulator needs.
+    A function of such a name, or one whose result this file hands to an environment's ``step``."""
+    statement = ctx.enclosing_statement(call)
+    function = ctx.enclosing_function(call)
+    if not isinstance(statement, ast.Return) or function is None:
+        return False
+    if _ACTION_CHOOSER.search(function.name):
+        return True
+    for site in ctx.nodes_of(ast.Call):
+        callee = site.func.attr if isinstance(site.func, ast.Attribute) else getattr(site.func, "id", None)  # type: ignore[attr-defined]
+        if callee == function.name and _feeds_env_step(ctx, site):  # type: ignore[arg-type]
+            return True
+    return False
 
 
 def _feeds_a_writer(ctx: RuleContext, call: ast.Call) -> bool:
