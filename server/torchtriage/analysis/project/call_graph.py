@@ -273,7 +273,7 @@ class CallGraph:
                 return earlier
         if not by_name:
             return None
-        # ``train(model, ...)`` in each of several scripts: the class this file builds into the name first
+        # ``train(model, ...)`` in each of several scripts: the one class this file builds into the name, before the project's
         own = self._constructed_in(module).get(name, set())
         return next(iter(own)) if len(own) == 1 else self.by_name(name)
 

@@ -1092,7 +1092,9 @@ def _feeds_env_step(ctx: RuleContext, call: ast.Call) -> bool:
     return _feeds(ctx, call, _is_env_step)
 
 
-_ACTION_CHOOSER = re.compile(r"action|^act($|_)|^(explore|exploit)$", re.IGNORECASE)  # ``select_action``, ``act``, ``explore``
+# ``act``, ``explore``, ``select_action``, ``get_action``, ``pick_action_and_get_log_probabilities`` (not ``action_loss``)
+_ACTION_CHOOSER = re.compile(r"^(act|explore|exploit)($|_)|(^|_)(select|choose|get|pick|sample|take|predict)_actions?($|_)",
+                             re.IGNORECASE)
 
 
 def _returns_an_action(ctx: RuleContext, call: ast.Call) -> bool:
