@@ -89,16 +89,18 @@ def is_name(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
 
 
-def _updates_only_from_itself(stmt: ast.stmt, name: str) -> bool:
+def _updates_only_from_itself(stmt: ast.stmt, name: str, nested: bool = False) -> bool:
     """``if cond: name = name.masked_fill(...)`` / ``name = name + bias`` (no ``else``): every
     statement of the body that binds ``name`` rebinds it, whole, from ``name`` itself (the others,
-    ``mask = F.pad(mask, ...)``, prepare the update)."""
-    if not isinstance(stmt, ast.If) or stmt.orelse:
+    ``mask = F.pad(mask, ...)``, prepare the update), or is an ``if`` / ``elif`` chain inside it
+    whose branches do (``if self.position_embedding_type == "relative_key": scores = scores + rel``)."""
+    if not isinstance(stmt, ast.If) or (stmt.orelse and not nested):
         return False
-    updates = [inner for inner in stmt.body if _binds(inner, name)]
+    updates = [inner for inner in (*stmt.body, *stmt.orelse) if _binds(inner, name)]
     return bool(updates) and all(
-        isinstance(inner, ast.Assign) and len(inner.targets) == 1 and is_name(inner.targets[0], name)
-        and any(is_name(n, name) for n in ast.walk(inner.value))
+        (isinstance(inner, ast.Assign) and len(inner.targets) == 1 and is_name(inner.targets[0], name)
+         and any(is_name(n, name) for n in ast.walk(inner.value)))
+        or _updates_only_from_itself(inner, name, nested=True)
         for inner in updates
     )
 

@@ -74,7 +74,7 @@ def match_attention(ctx: RuleContext, final: ast.expr) -> Attention | None:
         found.unsafe.append(f"the softmax runs over dim={dim!r}, SDPA over the last dimension")
     if keyword_value(softmax, "dtype") is not None:
         found.unsafe.append("the softmax is computed in another dtype")
-    if _module_of(ctx, softmax, "torch.nn.Softmax") is not None:
+    if _module_of(ctx, softmax, "torch.nn.Softmax") is not None and not isinstance(softmax.func, ast.Call):
         found.unsafe.append(f"the `{ctx.segment(softmax.func)}` module (an nn.Softmax) is left unused")
     found.statements.sort(key=lambda s: s.lineno)
     return found
@@ -143,6 +143,8 @@ def _module_of(ctx: RuleContext, call: ast.Call, qualname: str) -> ast.Call | No
     """The ``qualname(...)`` construction that the class's ``__init__`` assigns to ``self.name``, when ``call``
     is ``self.name(x)`` (one argument), else None."""
     func = call.func
+    if isinstance(func, ast.Call) and len(call.args) == 1 and not call.keywords and ctx.call_qualname(func) == qualname:
+        return func  # built and called at once: ``nn.Softmax(dim=-1)(scores)``
     if not (isinstance(func, ast.Attribute) and is_name(func.value, "self") and len(call.args) == 1 and not call.keywords):
         return None
     owner = ctx.enclosing_class(call)

@@ -78,6 +78,28 @@ def why_not_fixable(ctx: RuleContext, found: Attention) -> str:
     return ""
 
 
+def weights_feed_the_output(ctx: RuleContext, found: Attention) -> bool:
+    """Whether the attention weights reach the output a second way after ``weights @ v`` (relative-position
+    attention: ``output = output + self._matmul_with_relative_values(rel(p_attn), emb)``): SDPA, which returns
+    no weights, cannot compute that output, so the attention is not SDPA's to take."""
+    softmax_at, final_at = ctx.enclosing_statement(found.softmax), ctx.enclosing_statement(found.final)
+    function = ctx.enclosing_function(found.final)
+    if not (isinstance(softmax_at, ast.Assign) and isinstance(final_at, ast.Assign) and function is not None):
+        return False
+    output = {t.id for t in final_at.targets if isinstance(t, ast.Name)}
+    derived = {t.id for t in softmax_at.targets if isinstance(t, ast.Name)}  # the weights, and what is computed from them
+    for stmt in sorted((n for n in ast.walk(function) if isinstance(n, (ast.Assign, ast.AugAssign))), key=lambda n: n.lineno):
+        if stmt.lineno <= softmax_at.lineno or stmt is final_at:
+            continue
+        if not any(isinstance(n, ast.Name) and n.id in derived for n in ast.walk(stmt.value)):
+            continue
+        targets = {t.id for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) if isinstance(t, ast.Name)}
+        if stmt.lineno > final_at.lineno and targets & output:
+            return True
+        derived |= targets
+    return False
+
+
 def has_sdpa_branch(ctx: RuleContext, node: ast.AST) -> bool:
     """Whether ``node`` is the fallback branch of an ``if fused: scaled_dot_product_attention(...) else: ...`` switch."""
     for ancestor in ctx.ancestors(node):
@@ -157,6 +179,24 @@ class HandWrittenAttention(Rule):
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask != 0, scale=1 / math.sqrt(q.size(-1)))
     """
     VALID = (
+        Valid(
+            """
+            # relative-position attention: the weights reach the output a second way (the relative values),
+            # which SDPA, returning no weights, cannot compute
+            import math
+            import torch
+            import torch.nn.functional as F
+
+            def attention(self, query, key, value):
+                scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(self.k_channels)
+                p_attn = self.drop(F.softmax(scores, dim=-1))
+                output = torch.matmul(p_attn, value)
+                if self.window_size is not None:
+                    relative_weights = self._absolute_position_to_relative_position(p_attn)
+                    output = output + self._matmul_with_relative_values(relative_weights, self.emb_rel_v)
+                return output
+            """
+        ),
         Valid(
             """
             import torch
@@ -239,6 +279,30 @@ class HandWrittenAttention(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # BERT's self-attention: an nn.Softmax built and called at once, relative-position scores added
+            # only under an option (an if / elif inside an if): found, no automatic fix
+            import math
+            import torch
+            from torch import nn
+
+            class SelfAttention(nn.Module):
+                def forward(self, query_layer, key_layer, value_layer, attention_mask):
+                    attention_scores = torch.matmul(query_layer, key_layer.transpose(-1, -2))
+                    if self.position_embedding_type in ("relative_key", "relative_key_query"):
+                        rel = self.distance_embedding(self.distance)
+                        if self.position_embedding_type == "relative_key":
+                            attention_scores = attention_scores + torch.einsum("bhld,lrd->bhlr", query_layer, rel)
+                        elif self.position_embedding_type == "relative_key_query":
+                            attention_scores = attention_scores + torch.einsum("bhrd,lrd->bhlr", key_layer, rel)
+                    attention_scores = attention_scores / math.sqrt(self.attention_head_size)
+                    attention_scores = attention_scores + attention_mask
+                    attention_probs = nn.Softmax(dim=-1)(attention_scores)
+                    return torch.matmul(self.dropout(attention_probs), value_layer)
+            """,
+            lines=(9,),
+        ),
         Invalid(
             """
             # features before positions (b, c, t), as in diffusion U-Nets: found, no automatic fix
@@ -461,12 +525,12 @@ class HandWrittenAttention(Rule):
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
-        if "softmax" not in ctx.source:
+        if "softmax" not in ctx.source and "Softmax" not in ctx.source:
             return
         seen: set[int] = set()
         for node in ctx.nodes_of((ast.BinOp, ast.Call)):
             found = match_attention(ctx, node)  # type: ignore[arg-type]
-            if found is None or id(found.softmax) in seen or has_sdpa_branch(ctx, node):
+            if found is None or id(found.softmax) in seen or has_sdpa_branch(ctx, node) or weights_feed_the_output(ctx, found):
                 continue
             seen.add(id(found.softmax))
             message = (
