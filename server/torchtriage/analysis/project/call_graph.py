@@ -275,7 +275,27 @@ class CallGraph:
             return None
         # ``train(model, ...)`` in each of several scripts: the one class this file builds into the name, before the project's
         own = self._constructed_in(module).get(name, set())
-        return next(iter(own)) if len(own) == 1 else self.by_name(name)
+        return next(iter(own)) if len(own) == 1 else self.by_name(name) or self._nearest_built(module, name)
+
+    def _nearest_built(self, module: ProjectModule, name: str) -> ClassRef | None:
+        """Among the classes the project builds into ``name``, the one defined nearest ``module`` (the longest
+        shared dotted prefix), when one is: copies of one program side by side (``alpaca/util/misc.py`` and
+        ``gorilla/alpaca/util/misc.py`` each define the ``loss_scaler``'s class) each use their own."""
+        classes = self.constructed.get(name, set())
+        if len(classes) < 2:
+            return None
+        here = module.name.split(".")
+
+        def shared(ref: ClassRef) -> int:
+            there = ref[0].name.split(".")
+            count = 0
+            while count < min(len(here), len(there)) and here[count] == there[count]:
+                count += 1
+            return count
+
+        best = max(shared(ref) for ref in classes)
+        nearest = [ref for ref in classes if shared(ref) == best]
+        return nearest[0] if best > 0 and len(nearest) == 1 else None
 
     def _built_before(self, module: ProjectModule, name: str, at: ast.AST) -> ClassRef | None:
         """The class built into ``name`` by the latest assignment in its scope, up to ``at``, that does not
