@@ -70,3 +70,25 @@ def test_the_language_servers_view_gives_the_same_findings() -> None:
         text = textwrap.dedent(TRAIN_UTILS).lstrip("\n")
         alone = IncrementalAnalyzer("utils/train_utils.py").analyze(text, project=proj.view("utils/train_utils.py"))
         assert {(f.span.line, f.code) for f in alone} == {(f.span.line, f.code) for f in proj.analyze("utils/train_utils.py")}
+
+
+BUILDER_FP16 = """
+    import torch
+
+
+    def build_model():
+        torch.set_default_tensor_type(torch.cuda.HalfTensor)
+        model = Transformer()
+        torch.set_default_tensor_type(torch.FloatTensor)
+        return model
+"""
+
+
+def test_a_loop_runs_the_model_its_importers_builder_makes_in_half_precision() -> None:
+    """``main.py`` chooses nothing itself, but the builder it imports makes half precision the default dtype
+    while the model is built: the library loop runs an fp16 model (the look-alike is MAIN_FP32 above)."""
+    main = MAIN_FP32.replace("    from utils import train\n", "    from utils import train\n    from builder import build_model\n")
+    files = {"utils/__init__.py": INIT, "utils/train_utils.py": TRAIN_UTILS, "main.py": main, "builder.py": BUILDER_FP16}
+    proj = Project((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in files.items())
+    assert "TT504" not in {f.code for f in proj.analyze("utils/train_utils.py")}
+    assert proj.view("utils/train_utils.py").precision_from == "main.py"  # type: ignore[union-attr]

@@ -8,16 +8,29 @@ here whether a file that imports it chooses a precision.
 
 from __future__ import annotations
 
+import re
+
 from .modules import ModuleTable, ProjectModule
 
 
+# ``torch.set_default_tensor_type(torch.cuda.HalfTensor)`` / ``torch.set_default_dtype(torch.bfloat16)``: every model
+# built while it holds is in half precision, whichever file builds it
+_HALF_DEFAULT = re.compile(r"set_default_tensor_type\(\s*torch\.(cuda\.)?(Half|BFloat16)Tensor|"
+                           r"set_default_dtype\(\s*torch\.(float16|half|bfloat16)\b")
+
+
 def precision_choosers(table: ModuleTable) -> dict[ProjectModule, str]:
-    """Per file that chooses no precision itself: the label of a (non-test) project file importing it that does."""
+    """Per file that chooses no precision itself: the label of a (non-test) project file importing it that does,
+    or that imports a file which makes half precision the default dtype (a model builder: the model the
+    importer builds with it, and hands to the other file's loop, is in half precision)."""
     from ..rules.tt504_no_autocast import chooses_precision
 
     chooses = {m: chooses_precision(m.ctx.source) for m in table.by_path.values() if m.ctx is not None}
+    half_default = {m for m in chooses if m.ctx is not None and _HALF_DEFAULT.search(m.ctx.source)}
     found: dict[ProjectModule, str] = {}
     for importer, chose in chooses.items():
+        if not chose and half_default:
+            chose = any(other in half_default for other in table.imported(importer))
         if not chose or importer.is_test:
             continue
         for other in _imported_through(table, importer):
