@@ -158,6 +158,24 @@ class PrintTensorInStep(Rule):
     INVALID = (
         Invalid(
             """
+            # one print over several lines reading four tensors: four syncs, one report on each line
+            import torch
+            model.cuda()
+            for epoch in range(epochs):
+                output = model(features.cuda())
+                loss_train = criterion(output[idx_train], labels[idx_train])
+                loss_train.backward()
+                optimizer.step()
+                loss_val = criterion(output[idx_val], labels[idx_val])
+                print("Epoch: {:04d}".format(epoch + 1),
+                      "loss_train: {:.4f}".format(loss_train.item()),
+                      "acc_train: {:.4f}".format(accuracy(output, labels).item()),
+                      "loss_val: {:.4f}".format(loss_val.item()), "acc_val: {:.4f}".format(loss_val.item()))
+            """,
+            lines=(11, 12, 13),
+        ),
+        Invalid(
+            """
             import torch
             best = float("inf")
             for x, y in loader:
@@ -317,18 +335,22 @@ class PrintTensorInStep(Rule):
         for call, region in ctx.hot.nodes(ast.Call):
             if not is_log_call(ctx, call):
                 continue
-            shown = next((v for v in formatted_values(call) if _reads_device_value(tensors, v, region)), None)
-            if shown is None or _in_a_warning_branch(ctx, tensors, call, region):
+            read = [v for v in formatted_values(call) if _reads_device_value(tensors, v, region)]
+            if not read or _in_a_warning_branch(ctx, tensors, call, region):
                 continue
             what = ctx.dotted(call.func) or "log call"
-            # A call over several lines is reported where the tensor is read, not at `print(`.
-            where = shown if call.lineno != call.end_lineno else call
-            yield Report(
-                where,
-                f"`{what}` of `{ctx.segment(shown)[:40]}` every step forces a GPU->CPU sync: "
-                "log every N steps (`if step % 100 == 0:`)",
-                fix=lambda call=call, region=region: _fix(ctx, call, region),
-            )
+            # A call over several lines is reported where each tensor is read (one sync each, one report per
+            # line), not at `print(`; the fix, which guards the whole call, comes with the first.
+            lines: dict[int, ast.expr] = {}
+            for value in read if call.lineno != call.end_lineno else read[:1]:
+                lines.setdefault(value.lineno, value)
+            for index, shown in enumerate(lines.values()):
+                yield Report(
+                    shown if call.lineno != call.end_lineno else call,
+                    f"`{what}` of `{ctx.segment(shown)[:40]}` every step forces a GPU->CPU sync: "
+                    "log every N steps (`if step % 100 == 0:`)",
+                    fix=(lambda call=call, region=region: _fix(ctx, call, region)) if index == 0 else None,
+                )
         for shown, where, what, _ in text_and_sinks(ctx, tensors):
             yield Report(
                 where,
