@@ -328,11 +328,24 @@ class _Finder:
 
         return isinstance(stmt.test, (ast.Name, ast.BoolOp)) and rare(stmt.test, 0)
 
+    def _modulus_defaults_to_one(self, test: ast.expr) -> bool:
+        """``if iter % args.print_every == 0:`` where ``--print_every`` defaults to 1 (an argparse or config default
+        of the project): the guard holds on every step of a default run."""
+        default_of = getattr(self.ctx, "attribute_default", None)  # a ModuleContext's (argparse, config classes)
+        if default_of is None:
+            return False
+        for node in ast.walk(test):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and isinstance(node.right, ast.Attribute):
+                default = default_of(node.right.attr)
+                if default is not None and default.value == 1 and type(default.value) is int:
+                    return True
+        return False
+
     def _is_rare(self, stmt: ast.If, region: HotRegion) -> bool:
         if is_lazy_init(stmt) or ends_the_run(self.ctx, stmt.body, stmt.test):
             self.result.rare_guards.append(stmt)
             return True
-        if self._tests_an_inner_index(stmt, region):
+        if self._tests_an_inner_index(stmt, region) or self._modulus_defaults_to_one(stmt.test):
             return False
         if not (
             is_rare_guard(stmt.test, region.counter_names) or is_bounded_guard(stmt)

@@ -130,6 +130,9 @@ class Project:
                     if constant is not None:
                         constants[local] = constant
             self._defaults[module] = (merged, constants)
+            # The first, syntax-only context sees them too: a guard ``if it % args.print_every == 0:`` with
+            # ``--print_every`` defaulting to 1 in another file holds every step while the hot loops are solved.
+            module.ctx.project_defaults, module.ctx.imported_constants = merged, constants
 
     # --- solving -------------------------------------------------------------------------
 
