@@ -273,7 +273,8 @@ class CallGraph:
                 return earlier
         if not by_name:
             return None
-        # ``train(model, ...)`` in each of several scripts: the one class this file builds into the name, before the project's
+        # ``train(model, ...)`` in each of several scripts: the one class this file builds into the name; else the project's
+        # one class of that name, else (copies of a program side by side) the one defined nearest this file
         own = self._constructed_in(module).get(name, set())
         return next(iter(own)) if len(own) == 1 else self.by_name(name) or self._nearest_built(module, name)
 
