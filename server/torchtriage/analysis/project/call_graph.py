@@ -25,7 +25,7 @@ from ..incremental.walks import scope_walk
 from .containers import element_values, iterated_attribute, self_attribute
 from .class_tree import ClassTree
 from .model_methods import ModelMethods
-from .modules import FunctionNode, ModuleTable, ProjectModule
+from .modules import FunctionNode, ModuleTable, ProjectModule, shared_prefix
 from .overrides import Overrides, is_abstract
 from .registries import RegistryIndex
 from ..syntax import assigned_value, assignment_history, parameter_names
@@ -285,17 +285,8 @@ class CallGraph:
         classes = self.constructed.get(name, set())
         if len(classes) < 2:
             return None
-        here = module.name.split(".")
-
-        def shared(ref: ClassRef) -> int:
-            there = ref[0].name.split(".")
-            count = 0
-            while count < min(len(here), len(there)) and here[count] == there[count]:
-                count += 1
-            return count
-
-        best = max(shared(ref) for ref in classes)
-        nearest = [ref for ref in classes if shared(ref) == best]
+        best = max(shared_prefix(ref[0], module) for ref in classes)
+        nearest = [ref for ref in classes if shared_prefix(ref[0], module) == best]
         return nearest[0] if best > 0 and len(nearest) == 1 else None
 
     def _built_before(self, module: ProjectModule, name: str, at: ast.AST) -> ClassRef | None:

@@ -128,11 +128,7 @@ class ModuleTable:
             return candidates[0]
         if candidates and near is not None:
             def shared(m: ProjectModule) -> int:
-                a, b = m.name.split("."), near.name.split(".")
-                count = 0
-                while count < min(len(a), len(b)) and a[count] == b[count]:
-                    count += 1
-                return count
+                return shared_prefix(m, near)
 
             best = max(candidates, key=shared)
             if sum(1 for c in candidates if shared(c) == shared(best)) == 1:
@@ -273,3 +269,12 @@ def _from_enclosing_root(candidates: list[ProjectModule], name: str, near: Proje
     deepest = max(len(c.name) for c in inside)
     innermost = [c for c in inside if len(c.name) == deepest]
     return innermost[0] if len(innermost) == 1 else None
+
+
+def shared_prefix(a: ProjectModule, b: ProjectModule) -> int:
+    """How many leading parts of their dotted names two files share (``x.util.misc`` and ``x.engine``: 1)."""
+    first, second = a.name.split("."), b.name.split(".")
+    count = 0
+    while count < min(len(first), len(second)) and first[count] == second[count]:
+        count += 1
+    return count

@@ -10,7 +10,7 @@ from ...findings import Applicability, Fix, Severity
 from ..fixes import add_keywords_fix, replace_expression, with_keyword
 from ..file_kinds import is_test_file
 from ..syntax import keyword_value, parameter_defaults
-from ._helpers import method_name
+from ._helpers import is_device_move, method_name
 from ._bindings import parameter_names
 from ._forward_code import forward_calls
 from ._legacy_tensors import legacy_created, legacy_over_host_data
@@ -85,11 +85,10 @@ def _moved_to_input(ctx: RuleContext, move: ast.Call) -> bool:
     device): the result goes to ``x``'s device (and dtype).  Not ``.to(dtype)`` & co. (a cast)."""
     if method_name(move) != "to" or len(move.args) != 1 or move.keywords or not isinstance(move.args[0], ast.Name):
         return False
-    name = move.args[0].id
-    lowered = name.lower()
-    if "dtype" in lowered or "type" in lowered or "precision" in lowered:
+    lowered = move.args[0].id.lower()
+    if not is_device_move(move) or "type" in lowered or "precision" in lowered:  # (is_device_move: not ``.to(dtype)``)
         return False
-    return name in _data_parameters(ctx.enclosing_function(move))
+    return move.args[0].id in _data_parameters(ctx.enclosing_function(move))
 
 
 def _factory_keywords(factory: ast.Call, device: str, dtype: str | None) -> list[tuple[str, str]] | None:
