@@ -19,6 +19,7 @@ from ..file_kinds import is_test_file
 from ..module_index import may_end_in
 from ..syntax import bound_name, keyword_value
 from ._generators import fetches_from, iterator_aliases
+from ._loader_containers import container_aliases, read_name
 from ._helpers import is_batch_expression, is_device_move
 
 if TYPE_CHECKING:
@@ -234,14 +235,14 @@ def _loop_reads(loop: ast.AST, name: str) -> bool:
     (``metric_logger.log_every(loader, 10, header)``)."""
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return False
-    if held_name(unwrap_iterable(loop.iter)) == name:
+    if read_name(unwrap_iterable(loop.iter)) == name:
         return True
     node: ast.expr = loop.iter
     for _ in range(4):
         if not (isinstance(node, ast.Call) and node.args):
             return False
         node = node.args[0]
-        if isinstance(node, (ast.Name, ast.Subscript)) and held_name(node) == name:
+        if isinstance(node, (ast.Name, ast.Subscript)) and read_name(node) == name:
             return True
     return False
 
@@ -259,8 +260,8 @@ def _argument_index(
     for node in ctx.nodes_of(ast.Call):
         assert isinstance(node, ast.Call)
         # Only names can be followed, and ``super().__init__(...)`` is not a call of this module's functions.
-        passed = [(i, name) for i, name in enumerate(map(held_name, node.args)) if name]
-        named = [(k.arg, name) for k in node.keywords if k.arg and (name := held_name(k.value))]
+        passed = [(i, name) for i, name in enumerate(map(read_name, node.args)) if name]
+        named = [(k.arg, name) for k in node.keywords if k.arg and (name := read_name(k.value))]
         if not (passed or named) or _calls_super(node):
             continue
         for func in functions.get(bound_name(node.func) or "", ()):
@@ -324,12 +325,14 @@ def _loops_reading_name(
     found: list[HotRegion] = []
     seen: set[tuple[ast.AST | None, str]] = set()
     frontier: list[tuple[ast.AST | None, str]] = [(scope, name)]
+    containers = container_aliases(ctx)
     for _ in range(_MAX_LINK_DEPTH):
         next_frontier: list[tuple[ast.AST | None, str]] = []
-        for within, current in frontier:
+        for within, current in frontier:  # (grows: the names it is read by in containers join at this depth)
             if (within, current) in seen:
                 continue
             seen.add((within, current))
+            frontier.extend((within, alias) for alias in containers.get(current, ()))
             aliases = iterator_aliases(ctx).get(current, [])
             for region in ctx.hot.step_loops:
                 inside = within is None or any(a is within for a in ctx.ancestors(region.node))

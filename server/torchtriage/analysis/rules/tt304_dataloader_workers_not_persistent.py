@@ -457,6 +457,38 @@ class DataLoaderWorkersNotPersistent(Rule):
             findings=(("7:20-7:47", "Workers of this DataLoader restart every epoch: set `persistent_workers=True` "
                                     "(handed to `trainer.train` in the epoch loop at line 8, every epoch)"),),
         ),
+        Invalid(
+            """
+            # kept in a dict of loaders and read by phase every epoch
+            from torch.utils.data import DataLoader
+            train_loader = DataLoader(train_set, batch_size=20, shuffle=True, num_workers=4)
+            val_loader = DataLoader(val_set, batch_size=20, num_workers=4)
+            loaders = {"train": train_loader, "val": val_loader}
+            for epoch in range(30):
+                for phase in ["train", "val"]:
+                    for x, y in loaders[phase]:
+                        loss = model(x).sum()
+                        if phase == "train":
+                            loss.backward(); optimizer.step()
+            """,
+            lines=(3, 4),
+        ),
+        Invalid(
+            """
+            # evaluated every epoch from a list zipped with the split names
+            from torch.utils.data import DataLoader
+            train_loader = DataLoader(train_set, batch_size=20, shuffle=True, num_workers=4)
+            valid_loader = DataLoader(valid_set, batch_size=20, num_workers=4)
+            test_loader = DataLoader(test_set, batch_size=20, num_workers=4)
+            for epoch in range(30):
+                for x, y in train_loader:
+                    model(x).sum().backward(); optimizer.step()
+                for loader, split in zip([valid_loader, test_loader], ["validation", "test"]):
+                    for x, y in loader:
+                        model(x)
+            """,
+            lines=(3, 4, 5),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
