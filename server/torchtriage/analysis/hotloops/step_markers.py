@@ -231,6 +231,18 @@ def is_batch_fetch(value: ast.AST) -> bool:
     return is_batch_fetch_name(name)
 
 
+def is_fetched_batch(value: ast.AST) -> bool:
+    """A fetched batch moved or cast on the way (``next(it).to(device)``, ``next(it).cuda().float()``): the
+    innermost receiver of a chain of method calls is a fetch (not ``next(model.parameters())``)."""
+    node = value
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        node = node.func.value
+    if node is value or not is_batch_fetch(node):
+        return False
+    return not any(isinstance(n, ast.Attribute) and n.attr in ("parameters", "buffers", "named_parameters", "children", "modules")
+                   for n in ast.walk(node))
+
+
 def is_batch_fetch_name(name: str) -> bool:
     """``next_batch``, ``get_batch``, ``sample_batch``: a function named for handing out a batch (not its size)."""
     parts = words(name)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from ...findings import Applicability, Edit, Fix
 from ..fixes import add_keywords_fix, code_for, parse_expression_snippet
 from ..hotloops.finder import HotLoops, HotRegion, in_main_block, unwrap_iterable
+from ..hotloops.step_markers import is_fetched_batch
 from ._bindings import resolve_dict, resolve_name
 from ..file_kinds import is_test_file
 from ..module_index import may_end_in
@@ -338,7 +339,7 @@ def _loops_reading_name(
                 inside = within is None or any(a is within for a in ctx.ancestors(region.node))
                 if not inside or region in found:
                     continue
-                if _loop_reads(region.node, current) or any(
+                if _loop_reads(region.node, current) or fetches_from(region.node, current) or any(
                     _loop_reads(region.node, alias) or fetches_from(region.node, alias) for alias in aliases
                 ):
                     found.append(region)
@@ -438,7 +439,7 @@ def _names_a_device(ctx: "RuleContext", node: ast.expr) -> bool:
 def _moves_batch(ctx: "RuleContext", call: ast.Call, region: HotRegion) -> bool:
     """``x.to(d)`` on batch data, or inside a comprehension over the batch."""
     receiver = call.func.value  # type: ignore[attr-defined]
-    if is_batch_expression(receiver, region):
+    if is_batch_expression(receiver, region) or is_fetched_batch(call):  # (``next(it).to(d)``: moved as fetched)
         return True
     for ancestor in ctx.ancestors(call):
         if isinstance(ancestor, ast.stmt):

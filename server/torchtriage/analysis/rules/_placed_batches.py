@@ -21,6 +21,7 @@ import ast
 from ..hotloops.finder import HotRegion
 from ..hotloops.step_markers import bound_names, names_in, names_outside_shapes, unwrap_iterable
 from ..syntax import bound_name
+from ._generators import iterator_aliases
 from ._helpers import is_device_move
 from .base import RuleContext
 
@@ -34,6 +35,20 @@ def placed_loader_loop(ctx: RuleContext, region: HotRegion) -> bool:
         return False
     name = bound_name(unwrap_iterable(node.iter))
     return name is not None and name in _placed_loaders(ctx)
+
+
+def fetched_from_placed(ctx: RuleContext, call: ast.Call) -> bool:
+    """``next(it).to(device)`` where ``it`` is such a loader, or an iterator over one (``self.dl = cycle(dl)``)."""
+    node: ast.AST = call
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        node = node.func.value
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "next" and node.args):
+        return False
+    placed = _placed_loaders(ctx)
+    if not placed:
+        return False
+    source = bound_name(node.args[0])
+    return source is not None and (source in placed or any(source in iterator_aliases(ctx).get(name, ()) for name in placed))
 
 
 def _placed_loaders(ctx: RuleContext) -> frozenset[str]:

@@ -9,13 +9,13 @@ from ...findings import Applicability, Severity
 from ..fixes import add_keywords_fix
 from ..hotloops.finder import HotRegion
 from ..incremental.memo import subtree_memo
-from ..hotloops.step_markers import LOOP_NODES, is_batch_fetch, is_model_call, names_outside_shapes
+from ..hotloops.step_markers import LOOP_NODES, is_batch_fetch, is_fetched_batch, is_model_call, names_outside_shapes
 from ..syntax import bound_name, keyword_value
 from ._bindings import name_stores
 from ._legacy_tensors import gathered_rows, replay_sample_calls, wrapped_batch
 from ._helpers import is_batch_expression, is_device_move, method_name, names_in
 from ._other_devices import on_other_accelerator
-from ._placed_batches import computed_from_moved, moved_before, placed_loader_loop
+from ._placed_batches import computed_from_moved, fetched_from_placed, moved_before, placed_loader_loop
 from ..parsing import LEGACY_ASYNC
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
@@ -412,6 +412,22 @@ class NonBlockingTransfer(Rule):
                 loss.backward()
             """
         ),
+        Valid(
+            """
+            # fetched from a cycle over a loader accelerate places on the device: the copy is a no-op
+            import torch
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            device = accelerator.device
+            dl = accelerator.prepare(torch.utils.data.DataLoader(ds, batch_size=32, pin_memory=True, num_workers=4))
+            dl = cycle(dl)
+            for step in range(100000):
+                data = next(dl).to(device)
+                loss = model(data)
+                accelerator.backward(loss); optimizer.step()
+            """,
+            device="cuda",
+        ),
     )
     INVALID = (
         Invalid(
@@ -720,6 +736,19 @@ class NonBlockingTransfer(Rule):
             """,
             lines=(8,),
         ),
+        Invalid(
+            """
+            # the batch moved as it is fetched from an iterator over the loader
+            import torch
+            device = torch.device("cuda")
+            content_iter = iter(torch.utils.data.DataLoader(content_set, batch_size=8, num_workers=16))
+            for i in range(160000):
+                content_images = next(content_iter).to(device)
+                loss = network(content_images)
+                optimizer.zero_grad(); loss.backward(); optimizer.step()
+            """,
+            lines=(6,),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
@@ -734,8 +763,12 @@ class NonBlockingTransfer(Rule):
             gathered = wrapped is not None and gathered_rows(ctx, wrapped)  # ``FloatTensor(self.state[ind])``
             if wrapped is not None and (gathered or is_batch_expression(wrapped, region)):
                 receiver = wrapped
+            fetched = is_fetched_batch(call)  # ``next(it).to(device)``: the batch moved as it is fetched
+            if fetched and fetched_from_placed(ctx, call):
+                continue  # from an iterator over a loader accelerate / Fabric places: on the device already
             batch_receiver = (
                 gathered
+                or fetched
                 or is_batch_expression(receiver, region)
                 or bool(names_in(receiver) & _comprehension_batch_names(ctx, call, region))
                 or _counter_slice(receiver, region)
@@ -743,7 +776,7 @@ class NonBlockingTransfer(Rule):
             if not batch_receiver or _model_output_at(ctx, region, receiver, call) or _tokenized(receiver):
                 continue
             data = region.batch_names | _comprehension_batch_names(ctx, call, region)
-            if not gathered and not _counter_slice(receiver, region) and not names_outside_shapes(receiver) & data:
+            if not gathered and not fetched and not _counter_slice(receiver, region) and not names_outside_shapes(receiver) & data:
                 continue  # made from the batch's sizes only (``table(x.shape[1])[: x.size(1)].to(x.device)``): TT305's case
             if receiver is not wrapped and (placed_loader_loop(ctx, region) or computed_from_moved(ctx, receiver, region)):
                 continue  # on the device already: placed by accelerate / Fabric, or computed from tensors the step moved

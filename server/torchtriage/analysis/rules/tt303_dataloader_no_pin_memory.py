@@ -251,6 +251,44 @@ class DataLoaderNoPinMemory(Rule):
             """,
             lines=(6, 6),
         ),
+        Invalid(
+            """
+            # an iterator made over the loader in place, its batches fetched with next() and copied to the GPU
+            import torch
+            from torch.utils import data
+            content_iter = iter(data.DataLoader(content_set, batch_size=8, num_workers=16))
+            for i in range(160000):
+                images = next(content_iter).to("cuda")
+                loss = network(images)
+                optimizer.zero_grad(); loss.backward(); optimizer.step()
+            """,
+            lines=(4,),
+        ),
+        Invalid(
+            """
+            # handed to the trainer, which rebinds its name to an endless iterator and fetches with next()
+            import torch
+            from torch.utils import data
+
+            def sample_data(loader):
+                while True:
+                    for batch in loader:
+                        yield batch
+
+            def train(args, loader, generator, g_optim, device):
+                loader = sample_data(loader)
+                for idx in range(args.iter):
+                    real_img = next(loader)
+                    real_img = real_img.to(device)
+                    loss = generator(real_img).mean()
+                    g_optim.zero_grad(); loss.backward(); g_optim.step()
+
+            if __name__ == "__main__":
+                loader = data.DataLoader(dataset, batch_size=args.batch, drop_last=True)
+                train(args, loader, generator, g_optim, "cuda")
+            """,
+            lines=(19,),
+        ),
     )
 
     def check(self, ctx: RuleContext) -> Iterator[Report]:
