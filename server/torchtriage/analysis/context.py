@@ -97,6 +97,9 @@ class ModuleContext(ModuleIndex):
     # A project file that imports this one and chooses the precision (FSDP's ``MixedPrecision``, an AMP flag):
     # the loops here run the model it built (:mod:`.project.precision`).
     precision_from: str | None = field(default=None, repr=False, compare=False)
+    # Names of this file's functions the project runs once, outside every loop (a final ``evaluate(test_loader,
+    # model)`` after training): their evaluation loops are one pass, not step loops (:mod:`.project.run_once`).
+    run_once: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     # The hot loops for ``hot_entries`` when whoever builds the context has them already (the
     # project model computes them while solving); else :attr:`hot` finds them on first use.
     hot_loops: InitVar[HotLoops | None] = None
@@ -173,7 +176,7 @@ class ModuleContext(ModuleIndex):
     def hot(self) -> HotLoops:
         """The step loops and per-step functions of this module."""
         return find_hot_loops(self, self.hot_entries, own_loops=self.auxiliary is None, main_block=not self.imported,
-                              step_loops=self.step_loops)
+                              step_loops=self.step_loops, run_once=self.run_once)
 
     @cached_property
     def own_hot(self) -> HotLoops:

@@ -82,6 +82,7 @@ class ProjectView:
     forward_reached: frozenset[str] = frozenset()  # its classes / functions another file's forward code builds / calls
     batch_movers: frozenset[str] = frozenset()  # called names of project functions that copy the step data handed to them to a device
     precision_from: str | None = None  # a project file that imports this one and chooses the precision (FSDP MixedPrecision, AMP)
+    run_once: frozenset[str] = frozenset()  # names of its functions the project runs once, outside every loop (the final test)
 
 
 def qualname_of(func: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
@@ -111,6 +112,7 @@ def view_of(ctx) -> ProjectView:  # type: ignore[no-untyped-def]
         frozenset(ctx.loader_classes), frozenset(ctx.training_loops), frozenset(ctx.trainer_calls),
         ctx.steps_on_cuda_in, frozenset(ctx.syncing_imports), frozenset(ctx.step_loops), ctx.cuda_caller,
         frozenset(ctx.iterable_datasets), frozenset(ctx.forward_reached), frozenset(ctx.batch_movers), ctx.precision_from,
+        frozenset(ctx.run_once),
     )
 
 
@@ -152,4 +154,5 @@ def context_facts(view: ProjectView, index: "ModuleIndex") -> dict[str, Any]:
         "forward_reached": view.forward_reached,
         "batch_movers": view.batch_movers,
         "precision_from": view.precision_from,
+        "run_once": view.run_once,
     }

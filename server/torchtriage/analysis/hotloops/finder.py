@@ -58,6 +58,7 @@ from ..file_kinds import is_test_file
 from ..module_index import ModuleIndex
 from ..syntax import parameter_names, positional_before_starred, positional_parameters
 from .epochs import epoch_loops
+from .run_once import evaluates_once
 from .step_markers import (
     _MODEL_NAME,
     LIGHTNING_BATCH_HOOKS,
@@ -98,8 +99,9 @@ __all__ = [
 
 class _Finder:
     def __init__(self, ctx: ModuleIndex, entries: tuple[HotEntry, ...] = (), own_loops: bool = True,
-                 main_block: bool = True, step_loops: frozenset[int] = frozenset()) -> None:
+                 main_block: bool = True, step_loops: frozenset[int] = frozenset(), run_once: frozenset[str] = frozenset()) -> None:
         self.ctx = ctx
+        self.run_once = run_once
         self.entries = entries
         self.step_loops = step_loops
         self.own_loops = own_loops
@@ -161,6 +163,8 @@ class _Finder:
             is_step, trains = (True, True) if node.lineno in self.step_loops else self.judge.markers(node)
             if is_step and not self.main_block and not trains and in_main_block(self.ctx, node):
                 continue  # a library file's self-test or demo: not a training step
+            if is_step and not trains and self.run_once and evaluates_once(self.ctx, node, self.run_once):
+                continue  # the final evaluation of a function the project runs once: one pass, not per step
             if is_step:
                 loops.append((node, trains, sum(1 for _ in self.ctx.ancestors(node))))
         hooks = [f for name in LIGHTNING_STEP_METHODS | LIGHTNING_BATCH_HOOKS for f in self.functions.get(name, ())]
@@ -452,7 +456,8 @@ class _Finder:
 
 
 def find_hot_loops(ctx: ModuleIndex, entries: tuple[HotEntry, ...] = (), own_loops: bool = True,
-                   main_block: bool = True, step_loops: frozenset[int] = frozenset()) -> HotLoops:
+                   main_block: bool = True, step_loops: frozenset[int] = frozenset(),
+                   run_once: frozenset[str] = frozenset()) -> HotLoops:
     """Compute the per-step code of a module (none in test modules: their loops check
     behaviour, not speed, and an ``assert`` on a tensor is what a test is for).
 
@@ -463,10 +468,13 @@ def find_hot_loops(ctx: ModuleIndex, entries: tuple[HotEntry, ...] = (), own_loo
     ``main_block`` False: the loops of its ``if __name__ == "__main__":`` block that do not train
     are not step code either (a file other project files import: the block is a self-test or demo).
     ``step_loops``: lines of loops the project knows run one training step per pass through another
-    file's function (``algorithm.update(minibatches)``, :func:`.project.links.loops_training_elsewhere`)."""
+    file's function (``algorithm.update(minibatches)``, :func:`.project.links.loops_training_elsewhere`).
+    ``run_once``: names of this module's functions the project runs once, outside every loop (:mod:`.project.run_once`):
+    their loops that evaluate (the model in eval mode, or grad off) and are not nested in another of their loops
+    run one pass in the whole run (the final test), not per step."""
     if is_test_file(ctx.path, ctx.source):
         return HotLoops()
-    return _Finder(ctx, entries, own_loops, main_block, step_loops).run()
+    return _Finder(ctx, entries, own_loops, main_block, step_loops, run_once).run()
 
 
 def in_main_block(ctx: ModuleIndex, node: ast.AST) -> bool:

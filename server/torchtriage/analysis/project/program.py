@@ -35,6 +35,7 @@ from .forward_reached import forward_reached_names
 from .links import cuda_by_calls, cuda_reach, link_loaders, loops_training_elsewhere, step_data_params, syncing_imports, training_links
 from .returned_loaders import imported_iterable_datasets, imported_loader_classes, returned_loaders
 from .roles import AUXILIARY, auxiliary_modules, imported_modules
+from .run_once import run_once_functions
 from .modules import FunctionNode, ModuleTable, ProjectModule, module_name
 from ..project_view import ProjectView, view_of
 from ..hotloops.loop_kinds import loop_facts
@@ -94,6 +95,7 @@ class Project:
         self._auxiliary: dict[ProjectModule, str] = {}  # scripts beside the training code (:mod:`.roles`)
         self._train_elsewhere: frozenset[ProjectModule] = frozenset()  # files that train through another's step
         self._imported: set[ProjectModule] = set()  # files other project files import (:mod:`.roles`)
+        self._run_once: dict[ProjectModule, frozenset[str]] = {}  # functions the project runs once (:mod:`.run_once`)
         self._solved = False
         self._step_loops: dict[ProjectModule, frozenset[int]] = {}  # loops that train through another file (see solve)
         self._handoffs: dict[ProjectModule, set[Handoff]] = {}  # per-step calls handing step data to another file
@@ -141,7 +143,7 @@ class Project:
         assert module.ctx is not None
         entries = tuple(self._entries.get(module, {}).values())
         hot = find_hot_loops(module.ctx, entries, own_loops=module not in self._auxiliary, main_block=module not in self._imported,
-                             step_loops=self._step_loops.get(module, frozenset()))
+                             step_loops=self._step_loops.get(module, frozenset()), run_once=self._run_once.get(module, frozenset()))
         self._last_hot[module] = (entries, hot)
         return hot
 
@@ -153,7 +155,8 @@ class Project:
             hot = self._solved_hot[module] = find_hot_loops(module.ctx, tuple(self._entries.get(module, {}).values()),
                                                             own_loops=module not in self._auxiliary,
                                                             main_block=module not in self._imported,
-                                                            step_loops=self._step_loops.get(module, frozenset()))
+                                                            step_loops=self._step_loops.get(module, frozenset()),
+                                                            run_once=self._run_once.get(module, frozenset()))
         return hot
 
     def _seed_single_steps(self) -> None:
@@ -236,6 +239,7 @@ class Project:
         self._solved = True
         self._auxiliary = auxiliary_modules(self.table)
         self._imported = imported_modules(self.table)
+        self._run_once = run_once_functions(self.table)
         self._seed_single_steps()
         self._propagate([m for m in self.by_path.values() if m.ctx is not None])
         for _ in range(_STEP_LOOP_ROUNDS):  # loops found to train through another file become step loops: propagate from them
@@ -300,6 +304,7 @@ class Project:
                 iterable_datasets=iterable_datasets.get(module, frozenset()),
                 batch_movers=movers.get(module, frozenset()),
                 precision_from=precision.get(module),
+                run_once=self._run_once.get(module, frozenset()),
             )
         self._solved_hot.clear()
 
@@ -324,7 +329,7 @@ class Project:
                 or view.trains_via or view.device_call or view.auxiliary or view.imported or view.returned_loaders
                 or view.loader_classes or view.training_loops or view.trainer_calls or view.steps_on_cuda_in
                 or view.syncing_imports or view.step_loops or view.cuda_caller or view.forward_reached
-                or view.iterable_datasets or view.batch_movers or view.precision_from):
+                or view.iterable_datasets or view.batch_movers or view.precision_from or view.run_once):
             return None  # the file analysed alone gives the same findings
         return view
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from ...findings import Applicability, Edit, Fix
 from ..fixes import add_keywords_fix, code_for, parse_expression_snippet
 from ..hotloops.finder import HotLoops, HotRegion, in_main_block, unwrap_iterable
+from ..hotloops.run_once import evaluates_once
 from ..hotloops.step_markers import is_fetched_batch
 from ._bindings import resolve_dict, resolve_name
 from ..file_kinds import is_test_file
@@ -346,6 +347,15 @@ def _loops_reading_name(
             next_frontier.extend(receivers.get(current, ()))
         frontier = next_frontier
     return found
+
+
+def read_once_only(ctx: "RuleContext", call: ast.Call) -> bool:
+    """The loader is iterated only by the one-pass evaluation of a function the project runs once (the final test)."""
+    name = loader_name(ctx, call) if ctx.run_once else None
+    if name is None:
+        return False
+    readers = [loop for loop in ctx.nodes_of((ast.For, ast.AsyncFor)) if _loop_reads(loop, name)]
+    return bool(readers) and all(evaluates_once(ctx, loop, ctx.run_once) for loop in readers)  # type: ignore[arg-type]
 
 
 def loader_reads_elsewhere(ctx: "RuleContext", call: ast.Call) -> list:

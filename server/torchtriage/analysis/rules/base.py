@@ -177,6 +177,11 @@ class RuleContext(Protocol):
         ...
 
     @property
+    def run_once(self) -> frozenset[str]:
+        """Names of this file's functions the project runs once, outside every loop (:mod:`..project.run_once`)."""
+        ...
+
+    @property
     def forward_reached(self) -> frozenset[str]:
         """Names of this file's classes and functions another file's forward code builds or calls every pass (:mod:`..project.forward_reached`)."""
         ...

@@ -7,7 +7,7 @@ from typing import Iterator
 
 from ...findings import Applicability, Severity
 from ._loaders import (
-    dataloader_calls, is_false, loader_name, loader_reads_elsewhere, resolution_note, loops_reading, moves_data_to_device,
+    dataloader_calls, is_false, loader_name, loader_reads_elsewhere, resolution_note, loops_reading, moves_data_to_device, read_once_only,
     set_keyword_fix, setting, returned_and_iterated,
 )
 from .base import Invalid, Report, Rule, RuleContext, Valid
@@ -297,8 +297,8 @@ class DataLoaderNoPinMemory(Rule):
             if not pinned.all_values(lambda v: is_false(ctx, v, call), default_matches=True):
                 continue
             loops = loops_reading(ctx, call)
-            if not loops and _drawn_only_off_step(ctx, call):
-                continue  # ``next(iter(val_loader))`` in a function no step runs (a sample every N steps)
+            if not loops and (_drawn_only_off_step(ctx, call) or read_once_only(ctx, call)):
+                continue  # ``next(iter(val_loader))`` in a function no step runs (a sample every N steps), or the final test's loader
             note = ""
             if not moves_data_to_device(ctx, loops or None):
                 elsewhere = [r for r in loader_reads_elsewhere(ctx, call) if r.moves_to_device] if not loops else []
