@@ -479,11 +479,12 @@ class CallGraph:
             owner = owner_class(module.ctx, call)
             if owner is not None and module.method(owner, func.attr) is None:
                 held = self.self_attribute_classes(module, owner, func.attr) or self.container_classes(module, owner, func.attr)
-                if not held and not isinstance(module.ctx.parents.get(call), ast.Expr):
+                inherited = self.table.find_method(module, owner, func.attr) if not held else None
+                if inherited is not None and inherited[0] is not module and not is_abstract(inherited[1]):
+                    return [inherited]  # ``self.parse_feature(x)``: a method a base class of another file defines
+                if inherited is not None and not isinstance(module.ctx.parents.get(call), ast.Expr) and is_abstract(inherited[1]):
                     # ``self.calc_loss(batch)`` in a subclass of the base that leaves it abstract: its subclasses' own
-                    inherited = self.table.find_method(module, owner, func.attr)
-                    if inherited is not None and is_abstract(inherited[1]):
-                        return self.overrides.below(owner, func.attr)
+                    return self.overrides.below(owner, func.attr)
                 return [m for cls in held for m in self.callable_methods(*cls)]  # ``self.stem(x)``: a Sequential runs each
             if owner is not None and not isinstance(module.ctx.parents.get(call), ast.Expr):
                 # ``loss = self.calculate_loss(batch)`` left abstract: each subclass's (:mod:`.overrides`); not a hook

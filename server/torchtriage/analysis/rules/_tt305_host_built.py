@@ -90,7 +90,10 @@ def _arguments(call: ast.Call) -> list[ast.expr]:
 
 def numpy_made(ctx: RuleContext, expr: ast.AST, move: ast.Call) -> Optional[str]:
     """The NumPy maker (``numpy.random.choice``) when EXPR is ``torch.from_numpy(<made array>)``, the array
-    made right there or assigned, in code that runs every step, from such a call before ``move``."""
+    made right there or assigned, in code that runs every step, from such a call before ``move``; EXPR may be a name
+    such a tensor was assigned to there (``y = torch.from_numpy(np.repeat(range(n), q))`` ... ``y.cuda()``)."""
+    if isinstance(expr, ast.Name):
+        expr = _assigned_before(ctx, expr.id, move)  # type: ignore[assignment]
     if not (isinstance(expr, ast.Call) and _qualname(ctx, expr) in ("torch.from_numpy", "torch.as_tensor", "torch.tensor")
             and len(expr.args) == 1):
         return None

@@ -525,6 +525,21 @@ class TensorCreatedThenMoved(Rule):
         ),
         Invalid(
             """
+            # episode labels wrapped from a NumPy array in one statement, moved in the next (few-shot training)
+            import numpy as np
+            import torch
+
+            for x, _ in loader:
+                y_query = torch.from_numpy(np.repeat(range(n_way), n_query))
+                y_query = y_query.cuda()
+                loss = loss_fn(model(x.cuda(non_blocking=True)), y_query)
+                loss.backward()
+                optimizer.step()
+            """,
+            lines=(7,),
+        ),
+        Invalid(
+            """
             # a submodule's forward runs every step wherever the model is called (here: nowhere in sight)
             import torch
             from torch import nn
