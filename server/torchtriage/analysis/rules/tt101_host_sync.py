@@ -17,6 +17,7 @@ from ._forward_code import forward_calls
 from ._legacy_reads import legacy_scalar_read
 from ._tensors import oracle
 from .tt103_tensor_branch import is_branch_test
+from ._other_devices import on_other_accelerator
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
 _METRIC_WRITES = frozenset({"add_scalar", "add_scalars", "log", "log_metrics"})
@@ -60,6 +61,24 @@ class HostSyncInStep(Rule):
         print(running_loss.item() / len(loader))  # one sync per epoch
     """
     VALID = (
+        Valid(
+            """
+            # a host copy only in the branch for Apple's MPS (an op it lacks): a CUDA run never takes it
+            import torch
+
+            def spectro(x, n_fft=512):
+                is_mps = x.device.type == "mps"
+                if is_mps:
+                    x = x.cpu()
+                return torch.stft(x, n_fft, window=torch.hann_window(n_fft, device=x.device), return_complex=True)
+
+            for wav, target in loader:
+                wav, target = wav.cuda(non_blocking=True), target.cuda(non_blocking=True)
+                loss = (model(spectro(wav)) - target).abs().mean()
+                loss.backward()
+                optimizer.step()
+            """
+        ),
         Valid(
             """
             # the lengths are read while the batch is still on the host: the step copies it to the GPU below
@@ -909,6 +928,8 @@ class HostSyncInStep(Rule):
                 continue  # ``if isinstance(v, torch.Tensor): v = v.item()``, never handed a step tensor
             if kind == "cpu" and _cpu_branch_of_device_choice(ctx, call):
                 continue  # runs only when the data is not on an accelerator: nothing to wait for
+            if ctx.uses_cuda and on_other_accelerator(ctx, call):
+                continue  # ``if is_mps: x = x.cpu()`` (an op MPS lacks): a branch a CUDA run never takes
             if _host_batch_before_move(ctx, call, kind):
                 continue  # the loader's batch before the loop moves it to the device: already on the host
             if kind in ("cpu", "numpy", "tolist") and _lengths_for_packing(ctx, call):
