@@ -340,6 +340,8 @@ class TensorOracle:
         innermost = True
         while current is not None:
             candidates = self._bindings_in(current).get(name)
+            if candidates and any(_declared_scalar(c[0]) for c in candidates):
+                return False  # ``ref_size: int`` then ``ref_size = ...``: the code says it holds a Python number
             if candidates:
                 chosen = candidates[-1]
                 if innermost:
@@ -590,3 +592,12 @@ class TensorOracle:
         if cached is None:
             cached = self._bindings[scope] = scope_bindings(scope)
         return cached
+
+
+_SCALAR_TYPES = frozenset({"int", "float", "bool", "str"})
+
+
+def _declared_scalar(statement: ast.AST) -> bool:
+    """``n: int`` / ``scale: float = 1.0``: a name annotated with a Python scalar type."""
+    return isinstance(statement, ast.AnnAssign) and isinstance(statement.annotation, ast.Name) \
+        and statement.annotation.id in _SCALAR_TYPES

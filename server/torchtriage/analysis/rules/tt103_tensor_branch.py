@@ -89,6 +89,29 @@ class TensorBranchInStep(Rule):
     VALID = (
         Valid(
             """
+            # a size annotated as an int, set from a shape or from an argument that is not a tensor
+            import torch
+
+            def center_trim(tensor, reference):
+                ref_size: int
+                if isinstance(reference, torch.Tensor):
+                    ref_size = reference.size(-1)
+                else:
+                    ref_size = reference
+                delta = tensor.size(-1) - ref_size
+                if delta < 0:
+                    raise ValueError(f"tensor must be larger than reference, by {delta}")
+                return tensor[..., delta // 2:tensor.size(-1) - (delta - delta // 2)] if delta else tensor
+
+            for x, y in loader:
+                x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+                loss = (center_trim(model(x), y) - y).abs().mean()
+                loss.backward()
+                optimizer.step()
+            """
+        ),
+        Valid(
+            """
             # a helper handed the step's data: what it asks of a value no tensor has (``is_file``) is no tensor
             import torch
             from pathlib import Path
