@@ -94,6 +94,19 @@ def test_the_final_evaluation_after_training_is_no_step() -> None:
     assert {(34, "TT301"), (34, "TT102")} <= utils  # sweep's loop is nested in its loop over the loaders
 
 
+def test_a_final_evaluation_under_attack_is_still_no_step() -> None:
+    attacked = UTILS.replace("                test_loss += F.cross_entropy(model(X), y).item()",
+                             "                test_loss += F.cross_entropy(model(X + attack(model, X, y)), y).item()") + """
+
+    def attack(model, X, y):
+        delta = torch.zeros_like(X, requires_grad=True)
+        F.cross_entropy(model(X + delta), y).backward()  # the inputs' gradient: no optimizer steps
+        return delta.grad.sign()
+"""
+    found = _found({"utils.py": attacked, "train.py": TRAIN}, "utils.py")
+    assert not {line for line, _ in found if 5 <= line <= 12}, found
+
+
 def test_a_loader_read_only_by_the_final_test_needs_no_pinned_memory() -> None:
     trainer = """
         import torch
@@ -148,6 +161,14 @@ def test_a_once_run_loop_that_trains_or_does_not_evaluate_stays_per_step() -> No
     once = TRAIN.replace("        sweep(", "        finetune(few_shot_loader, model, opt)\n        sweep(").replace(
         "from utils import evaluate_standard", "from utils import finetune, evaluate_standard")
     assert (40, "TT301") in _found({"utils.py": finetune, "train.py": once}, "utils.py")  # runs once, but trains
+    helper = finetune.replace("""            F.cross_entropy(model(X.cuda()), y.cuda()).backward()
+            opt.step()""", """            step(model, opt, X.cuda(), y)
+
+
+    def step(model, opt, X, y):
+        F.cross_entropy(model(X), y.cuda()).backward()
+        opt.step()""")
+    assert (40, "TT301") in _found({"utils.py": helper, "train.py": once}, "utils.py")  # trains through its helper
     meta = UTILS.replace("        model.eval()\n        with torch.no_grad():\n            for X, y in test_loader:",
                          "        if True:\n            for X, y in test_loader:")
     assert (10, "TT101") in _found({"utils.py": meta, "train.py": TRAIN}, "utils.py")  # no eval mode, grad on: may train

@@ -163,7 +163,8 @@ class _Finder:
             is_step, trains = (True, True) if node.lineno in self.step_loops else self.judge.markers(node)
             if is_step and not self.main_block and not trains and in_main_block(self.ctx, node):
                 continue  # a library file's self-test or demo: not a training step
-            if is_step and not trains and self.run_once and evaluates_once(self.ctx, node, self.run_once):
+            if is_step and not trains and self.run_once and evaluates_once(self.ctx, node, self.run_once) \
+                    and not self.judge.loop_steps_through_calls(node):
                 continue  # the final evaluation of a function the project runs once: one pass, not per step
             if is_step:
                 loops.append((node, trains, sum(1 for _ in self.ctx.ancestors(node))))

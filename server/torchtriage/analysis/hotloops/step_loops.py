@@ -18,7 +18,9 @@ from .regions import FunctionNode, Loop
 from .loop_kinds import LoopFacts, is_step_function, loop_facts, trains_anywhere
 from ..module_index import ModuleIndex
 from ..syntax import parameter_names
-from .step_markers import ITERABLE_WRAPPERS, LOOP_NODES, SCOPE_NODES, is_loader_like, last_name, own_nodes, unwrap_iterable
+from .step_markers import (
+    ITERABLE_WRAPPERS, LOOP_NODES, SCOPE_NODES, is_loader_like, is_optimizer_step, last_name, own_nodes, unwrap_iterable,
+)
 
 _NOT_FOLLOWED = frozenset({"forward", "__call__"})
 _LIST_BUILDERS = frozenset({"list", "sorted", "tuple"}) | ITERABLE_WRAPPERS  # calls whose result is a list of their argument's items
@@ -77,6 +79,20 @@ class StepLoopJudge:
                 if owner is not None and self.ctx.parents.get(f) is owner
             ]
         return found
+
+    def loop_steps_through_calls(self, loop: Loop) -> bool:
+        """Whether a loop's body steps an optimizer through the functions and ``self.`` methods of this file it
+        calls (``for batch in loader: train_step(model, batch)``); not a helper that runs ``backward()`` for the
+        inputs' gradients only (an adversarial attack, a saliency map)."""
+        return any(self._steps_through_calls(f, 3, set()) for f in self._loop_callees(loop, loop_facts(loop)))
+
+    def _steps_through_calls(self, func: FunctionNode, depth: int, seen: set[FunctionNode]) -> bool:
+        if func in seen:
+            return False
+        seen.add(func)
+        if any(is_optimizer_step(node) for node in ast.walk(func)):
+            return True
+        return depth > 0 and any(self._steps_through_calls(callee, depth - 1, seen) for callee in self._function_callees(func))
 
     def trains_through_calls(self, func: FunctionNode, depth: int) -> bool:
         """Whether a function trains, itself or through the functions and ``self.`` methods of this
