@@ -5,7 +5,9 @@ project calls once, outside every loop; the loop is not nested in another loop o
 function (a per-epoch validation inside ``for epoch ...`` stays per step); and it
 evaluates: the function puts a model in eval mode before the loop (``model.eval()``), or
 grad is off around it (``with torch.no_grad():``, ``@torch.no_grad()``).  A loop that
-trains is never left out.
+trains is never left out: one that runs backward or steps an optimizer itself, or steps one
+through this file's helpers (the finder asks :class:`.step_loops.StepLoopJudge`); a helper
+that runs ``backward()`` only for the inputs' gradient (an adversarial attack) trains nothing.
 """
 
 from __future__ import annotations
