@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Callable
 
 from ..incremental.walks import scope_entries, scope_walk
 from .regions import FunctionNode, Loop
@@ -39,6 +40,7 @@ class StepLoopJudge:
         self.functions = ctx.functions
         self.loader_vars = loader_vars
         self._trains_through: dict[FunctionNode, bool] = {}
+        self._steps_through: dict[FunctionNode, bool] = {}  # (an optimizer stepped, not only backward run)
 
     def markers(self, loop: Loop) -> tuple[bool, bool]:
         """(is a step loop, trains) from the loop's own body.  A loop whose body always ends it on the first
@@ -84,27 +86,24 @@ class StepLoopJudge:
         """Whether a loop's body steps an optimizer through the functions and ``self.`` methods of this file it
         calls (``for batch in loader: train_step(model, batch)``); not a helper that runs ``backward()`` for the
         inputs' gradients only (an adversarial attack, a saliency map)."""
-        return any(self._steps_through_calls(f, 3, set()) for f in self._loop_callees(loop, loop_facts(loop)))
-
-    def _steps_through_calls(self, func: FunctionNode, depth: int, seen: set[FunctionNode]) -> bool:
-        if func in seen:
-            return False
-        seen.add(func)
-        if any(is_optimizer_step(node) for node in ast.walk(func)):
-            return True
-        return depth > 0 and any(self._steps_through_calls(callee, depth - 1, seen) for callee in self._function_callees(func))
+        return any(self._through_calls(f, 3, _steps_anywhere, self._steps_through) for f in self._loop_callees(loop, loop_facts(loop)))
 
     def trains_through_calls(self, func: FunctionNode, depth: int) -> bool:
         """Whether a function trains, itself or through the functions and ``self.`` methods of this
         file it calls (``run_step`` -> ``self.forward_backward`` -> ``loss.backward()``)."""
-        known = self._trains_through.get(func)
-        if known is not None:
-            return known
-        self._trains_through[func] = False  # (recursion guard)
-        result = trains_anywhere(func) or depth > 0 and any(
-            self.trains_through_calls(callee, depth - 1) for callee in self._function_callees(func)
+        return self._through_calls(func, depth, trains_anywhere, self._trains_through)
+
+    def _through_calls(self, func: FunctionNode, depth: int, holds: Callable[[FunctionNode], bool],
+                       known: dict[FunctionNode, bool]) -> bool:
+        """Whether ``holds`` of a function, or of what it calls in this file, ``depth`` calls deep (``known``: the answers so far)."""
+        found = known.get(func)
+        if found is not None:
+            return found
+        known[func] = False  # (recursion guard)
+        result = holds(func) or depth > 0 and any(
+            self._through_calls(callee, depth - 1, holds, known) for callee in self._function_callees(func)
         )
-        self._trains_through[func] = result
+        known[func] = result
         return result
 
     def is_single_step(self, func: FunctionNode) -> bool:
@@ -223,3 +222,8 @@ def _around_training_loop(loop: Loop) -> bool:
     runs once per many steps (an epoch loop), not once per micro-batch (``for chunk in x.split(2)`` in a loader loop)."""
     return any(node is not loop and isinstance(node, LOOP_NODES) and loop_facts(node).trains
                for node in scope_walk(loop, SCOPE_NODES))
+
+
+def _steps_anywhere(func: FunctionNode) -> bool:
+    """Whether an optimizer steps anywhere in the function."""
+    return any(is_optimizer_step(node) for node in ast.walk(func))

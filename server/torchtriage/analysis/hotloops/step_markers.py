@@ -231,16 +231,24 @@ def is_batch_fetch(value: ast.AST) -> bool:
     return is_batch_fetch_name(name)
 
 
-def is_fetched_batch(value: ast.AST) -> bool:
-    """A fetched batch moved or cast on the way (``next(it).to(device)``, ``next(it).cuda().float()``): the
-    innermost receiver of a chain of method calls is a fetch (not ``next(model.parameters())``)."""
+def fetched_call(value: ast.AST) -> ast.Call | None:
+    """The fetch a batch is moved or cast from on the way (``next(it)`` of ``next(it).to(device)``,
+    ``next(it).cuda().float()``): the innermost receiver of a chain of method calls, when it is a fetch
+    (not ``next(model.parameters())``); else None."""
     node = value
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         node = node.func.value
     if node is value or not is_batch_fetch(node):
-        return False
-    return not any(isinstance(n, ast.Attribute) and n.attr in ("parameters", "buffers", "named_parameters", "children", "modules")
-                   for n in ast.walk(node))
+        return None
+    if any(isinstance(n, ast.Attribute) and n.attr in ("parameters", "buffers", "named_parameters", "children", "modules")
+           for n in ast.walk(node)):
+        return None
+    return node  # type: ignore[return-value]
+
+
+def is_fetched_batch(value: ast.AST) -> bool:
+    """A fetched batch moved or cast on the way (see :func:`fetched_call`)."""
+    return fetched_call(value) is not None
 
 
 def is_batch_fetch_name(name: str) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 
 from ..hotloops.finder import HotRegion
-from ..hotloops.step_markers import bound_names, names_in, names_outside_shapes, unwrap_iterable
+from ..hotloops.step_markers import bound_names, fetched_call, names_in, names_outside_shapes, unwrap_iterable
 from ..syntax import bound_name
 from ._generators import iterator_aliases
 from ._helpers import is_device_move
@@ -39,10 +39,8 @@ def placed_loader_loop(ctx: RuleContext, region: HotRegion) -> bool:
 
 def fetched_from_placed(ctx: RuleContext, call: ast.Call) -> bool:
     """``next(it).to(device)`` where ``it`` is such a loader, or an iterator over one (``self.dl = cycle(dl)``)."""
-    node: ast.AST = call
-    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        node = node.func.value
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "next" and node.args):
+    node = fetched_call(call)
+    if not (node is not None and isinstance(node.func, ast.Name) and node.func.id == "next" and node.args):
         return False
     placed = _placed_loaders(ctx)
     if not placed:

@@ -341,12 +341,13 @@ class PrintTensorInStep(Rule):
             what = ctx.dotted(call.func) or "log call"
             # A call over several lines is reported where each tensor is read (one sync each, one report per
             # line), not at `print(`; the fix, which guards the whole call, comes with the first.
+            over_lines = call.lineno != call.end_lineno
             lines: dict[int, ast.expr] = {}
-            for value in read if call.lineno != call.end_lineno else read[:1]:
+            for value in read if over_lines else read[:1]:
                 lines.setdefault(value.lineno, value)
             for index, shown in enumerate(lines.values()):
                 yield Report(
-                    shown if call.lineno != call.end_lineno else call,
+                    shown if over_lines else call,
                     f"`{what}` of `{ctx.segment(shown)[:40]}` every step forces a GPU->CPU sync: "
                     "log every N steps (`if step % 100 == 0:`)",
                     fix=(lambda call=call, region=region: _fix(ctx, call, region)) if index == 0 else None,
