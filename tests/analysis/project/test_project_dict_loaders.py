@@ -5,9 +5,7 @@ repository; an entry handed once, outside the epoch loop, is the look-alike that
 
 from __future__ import annotations
 
-import textwrap
-
-from torchtriage.analysis.engine import IncrementalAnalyzer
+from project_support import assert_views_match, project_of
 from torchtriage.analysis.project.program import Project
 
 UTILS = """
@@ -49,7 +47,7 @@ FILES = {"utils.py": UTILS, "train.py": TRAIN}
 
 
 def project() -> Project:
-    return Project((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in FILES.items())
+    return project_of(FILES)
 
 
 def test_each_entry_handed_to_another_files_epoch_function_restarts_its_workers() -> None:
@@ -59,8 +57,4 @@ def test_each_entry_handed_to_another_files_epoch_function_restarts_its_workers(
 
 
 def test_the_language_servers_view_gives_the_same_findings() -> None:
-    proj = project()
-    for path in FILES:
-        text = textwrap.dedent(FILES[path]).lstrip("\n")
-        alone = IncrementalAnalyzer(path).analyze(text, project=proj.view(path))
-        assert {(f.span.line, f.code) for f in alone} == {(f.span.line, f.code) for f in proj.analyze(path)}, path
+    assert_views_match(project(), FILES)

@@ -6,9 +6,7 @@ the subclass overrides itself is the look-alike: the base's own version never ru
 
 from __future__ import annotations
 
-import textwrap
-
-from torchtriage.analysis.engine import IncrementalAnalyzer
+from project_support import assert_views_match, project_of
 from torchtriage.analysis.project.program import Project
 
 TEMPLATE = """
@@ -69,7 +67,7 @@ FILES = {"methods/meta_template.py": TEMPLATE, "methods/protonet.py": PROTONET, 
 
 
 def project() -> Project:
-    return Project((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in FILES.items())
+    return project_of(FILES)
 
 
 def test_a_base_method_the_subclass_inherits_runs_every_step() -> None:
@@ -79,8 +77,4 @@ def test_a_base_method_the_subclass_inherits_runs_every_step() -> None:
 
 
 def test_the_language_servers_view_gives_the_same_findings() -> None:
-    proj = project()
-    for path in FILES:
-        text = textwrap.dedent(FILES[path]).lstrip("\n")
-        alone = IncrementalAnalyzer(path).analyze(text, project=proj.view(path))
-        assert {(f.span.line, f.code) for f in alone} == {(f.span.line, f.code) for f in proj.analyze(path)}, path
+    assert_views_match(project(), FILES)

@@ -7,9 +7,7 @@ nested in another of its loops, and a once-run function whose loop trains."""
 
 from __future__ import annotations
 
-import textwrap
-
-from torchtriage.analysis.engine import IncrementalAnalyzer
+from project_support import assert_views_match, project_of
 from torchtriage.analysis.project.program import Project
 
 UTILS = """
@@ -79,7 +77,7 @@ TRAIN = """
 
 
 def project(files: dict[str, str]) -> Project:
-    return Project((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in files.items())
+    return project_of(files)
 
 
 def _found(files: dict[str, str], path: str) -> set[tuple[int, str]]:
@@ -185,7 +183,4 @@ def test_the_language_servers_view_gives_the_same_findings() -> None:
     files = {"utils.py": UTILS, "train.py": TRAIN}
     proj = project(files)
     assert proj.view("utils.py").run_once == {"evaluate_standard", "final_test", "sweep"}  # type: ignore[union-attr]
-    for path in files:
-        text = textwrap.dedent(files[path]).lstrip("\n")
-        alone = IncrementalAnalyzer(path).analyze(text, project=proj.view(path))
-        assert {(f.span.line, f.code) for f in alone} == {(f.span.line, f.code) for f in proj.analyze(path)}, path
+    assert_views_match(proj, files)
