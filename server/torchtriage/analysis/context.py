@@ -100,6 +100,9 @@ class ModuleContext(ModuleIndex):
     # Names of this file's functions the project runs once, outside every loop (a final ``evaluate(test_loader,
     # model)`` after training): their evaluation loops are one pass, not step loops (:mod:`.project.run_once`).
     run_once: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    # A file using CUDA whose step loop copies the batches of this file's loaders to the device (the loader is
+    # handed to its function or class, or returned to a caller that does): this file's loaders feed CUDA.
+    loaders_on_cuda_in: str | None = field(default=None, repr=False, compare=False)
     # The hot loops for ``hot_entries`` when whoever builds the context has them already (the
     # project model computes them while solving); else :attr:`hot` finds them on first use.
     hot_loops: InitVar[HotLoops | None] = None
@@ -170,7 +173,8 @@ class ModuleContext(ModuleIndex):
             return True
         if self.settings.device == "cpu":
             return False
-        return self.mentions_cuda or self.cuda_from is not None or self.steps_on_cuda_in is not None or self.cuda_caller is not None
+        return (self.mentions_cuda or self.cuda_from is not None or self.steps_on_cuda_in is not None or self.cuda_caller is not None
+                or self.loaders_on_cuda_in is not None)
 
     @cached_property
     def hot(self) -> HotLoops:

@@ -151,6 +151,9 @@ def _explain_project_context(ctx: ModuleContext, rule: type[Rule], node: ast.AST
         elif ctx.cuda_caller is not None:
             extra["device_from"] = ctx.cuda_caller
             message = f"{_sentence(message)} CUDA is used by {ctx.cuda_caller}, whose step loop runs this code."
+        elif ctx.loaders_on_cuda_in is not None:
+            extra["device_from"] = ctx.loaders_on_cuda_in
+            message = f"{_sentence(message)} CUDA is used by {ctx.loaders_on_cuda_in}, whose step loop copies this file's batches to it."
     if not extra:
         return finding
     return finding.with_changes(message=message, extra={**finding.extra, **extra})

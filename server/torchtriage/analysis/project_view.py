@@ -27,25 +27,29 @@ FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 @dataclass(frozen=True)
 class LoaderRead:
     """A loader passed (``train_one_epoch(model, train_loader, ...)``, at ``line``/``col``) to a
-    function of another project file whose step loop iterates it."""
+    function of another project file whose step loop iterates it, or to the constructor of a class of
+    another file whose methods read it in a step loop (``Solver(train_loader)``, :mod:`.project.kept_loaders`)."""
 
     name: str  # the name passed
     line: int
     col: int
     moves_to_device: bool  # that step loop copies its batches to a device
     where: str  # "engine.py:28", the step loop
+    every_epoch: bool = False  # a class it is handed to (``Solver(loader)``) iterates it inside an epoch loop of its own
 
 
 @dataclass(frozen=True)
 class ReturnedLoader:
     """A loader this file's function builds and returns (``build_loader``), which a caller unpacks
-    (at ``via``) and iterates in the step loop at ``where`` once per epoch (:mod:`.project.returned_loaders`)."""
+    (at ``via``) and iterates in the step loop at ``where`` once per epoch, or hands to a class that reads
+    it there (:mod:`.project.returned_loaders`)."""
 
     name: str  # the loader's variable in the factory
     factory: str  # the function returning it
     via: str  # "main.py:88", the call that unpacks it
     where: str  # "main.py:140", the step loop
     moves_to_device: bool  # that step loop copies its batches to a device
+    every_epoch: bool = True  # iterated every epoch; False: a class that keeps it takes its batches with ``next()``
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,7 @@ class ProjectView:
     batch_movers: frozenset[str] = frozenset()  # called names of project functions that copy the step data handed to them to a device
     precision_from: str | None = None  # a project file that imports this one and chooses the precision (FSDP MixedPrecision, AMP)
     run_once: frozenset[str] = frozenset()  # names of its functions the project runs once, outside every loop (the final test)
+    loaders_on_cuda_in: str | None = None  # a CUDA file whose step loop copies the batches of this file's loaders to the device
 
 
 def qualname_of(func: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
@@ -112,7 +117,7 @@ def view_of(ctx) -> ProjectView:  # type: ignore[no-untyped-def]
         frozenset(ctx.loader_classes), frozenset(ctx.training_loops), frozenset(ctx.trainer_calls),
         ctx.steps_on_cuda_in, frozenset(ctx.syncing_imports), frozenset(ctx.step_loops), ctx.cuda_caller,
         frozenset(ctx.iterable_datasets), frozenset(ctx.forward_reached), frozenset(ctx.batch_movers), ctx.precision_from,
-        frozenset(ctx.run_once),
+        frozenset(ctx.run_once), ctx.loaders_on_cuda_in,
     )
 
 
@@ -155,4 +160,5 @@ def context_facts(view: ProjectView, index: "ModuleIndex") -> dict[str, Any]:
         "batch_movers": view.batch_movers,
         "precision_from": view.precision_from,
         "run_once": view.run_once,
+        "loaders_on_cuda_in": view.loaders_on_cuda_in,
     }

@@ -17,10 +17,11 @@ import bisect
 from typing import Callable
 
 from .call_graph import CallGraph, FunctionRef, owner_class
+from .kept_loaders import kept_read
 from ..hotloops.finder import HotEntry, HotLoops, HotRegion
 from ..hotloops.loop_kinds import loop_facts
 from .modules import FunctionNode, ModuleTable, ProjectModule
-from ..project_view import LoaderRead
+from ..project_view import LoaderRead, ReturnedLoader
 from ..hotloops.step_markers import is_backward_call, is_optimizer_step, is_shape_read, names_in, own_nodes, unwrap_iterable
 from ..syntax import bound_name, parameter_names, positional_parameters
 
@@ -224,6 +225,34 @@ def cuda_by_calls(table: ModuleTable, entries: dict[ProjectModule, dict[Function
     return found
 
 
+def loaders_on_cuda(table: ModuleTable, loaders: dict[ProjectModule, tuple[tuple[LoaderRead, ...], str | None]],
+                    returned: dict[ProjectModule, tuple[ReturnedLoader, ...]],
+                    *on_cuda: dict[ProjectModule, str]) -> dict[ProjectModule, str]:
+    """Files not known to use CUDA whose loaders a step loop of a CUDA file reads and copies to the device
+    (``solver = Solver(loader)`` in a script that never names the device): their loaders feed CUDA.  Each
+    with that file's path.  ``on_cuda``: the other ways a file is known to run on CUDA (device calls, reach,
+    callers); ``loaders``: :func:`link_loaders`'s reads; ``returned``: the factories' returned loaders."""
+    by_label = {m.label: m for m in table.by_path.values()}
+
+    def cuda_file(where: str) -> ProjectModule | None:
+        module = by_label.get(where.rsplit(":", 1)[0])
+        if module is None or module.ctx is None:
+            return None
+        return module if module.ctx.mentions_cuda or any(module in known for known in on_cuda) else None
+
+    found: dict[ProjectModule, str] = {}
+    for module in table.by_path.values():
+        if module.ctx is None or module.ctx.mentions_cuda or any(module in known for known in on_cuda):
+            continue
+        reads = [*loaders.get(module, ((), None))[0], *returned.get(module, ())]
+        for read in reads:
+            source = cuda_file(read.where) if read.moves_to_device else None
+            if source is not None:
+                found[module] = source.path
+                break
+    return found
+
+
 def trains(graph: CallGraph, module: ProjectModule, region: HotRegion, hot: HotLoops) -> bool:
     """Whether a step loop trains: itself, or through a per-step call into another project
     file that runs backward or steps an optimizer (``loss_scaler(loss, optimizer)``); ``hot``:
@@ -399,6 +428,7 @@ def link_loaders(
     links: dict[ProjectModule, tuple[tuple[LoaderRead, ...], str | None]] = {}
     methods = frozenset(node.name for m in graph.table.by_path.values() for cls in m.classes.values() for node in cls.body
                         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    classes = frozenset(name for m in graph.table.by_path.values() for name in m.classes)
     for module in graph.table.by_path.values():
         if module.ctx is None:
             continue
@@ -412,6 +442,8 @@ def link_loaders(
                      if k.arg and isinstance(k.value, (ast.Name, ast.Subscript)) and (name := held_name(k.value))]
             if not (passed or named) and trains_via is not None:
                 continue
+            if (passed or named) and _called_name(call) in classes:
+                reads.extend(_kept_reads(graph, hot_of, module, call, passed, named))
             for owner, func in _called_functions(graph, module, call, methods, built):
                 params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
                 if params and params[0] == "self" and isinstance(call.func, ast.Attribute):
@@ -435,6 +467,37 @@ def link_loaders(
                         reads.append(LoaderRead(by_param[iterated], call.lineno, call.col_offset, moves, f"{owner.label}:{loop.lineno}"))
         links[module] = (tuple(reads), trains_via)
     return links
+
+
+def _called_name(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _kept_reads(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], module: ProjectModule, call: ast.Call,
+                passed: list[tuple[int, str]], named: list[tuple[str, str]]) -> list[LoaderRead]:
+    """The loaders among a constructor call's arguments that the project class keeps and reads in a step
+    loop of its own (``Solver(train_loader, config)``, :mod:`.kept_loaders`), each judged on its own."""
+    reads = []
+    for position, keyword, name in [*((i, None, n) for i, n in passed), *((None, k, n) for k, n in named)]:
+        at = ([position] if position is not None else [], [keyword] if keyword else [])
+        kept = kept_read(graph, hot_of, module, call, *at)
+        if kept is not None:
+            reads.append(LoaderRead(name, call.lineno, call.col_offset, kept.moves_to_device, kept.where, kept.every_epoch))
+            continue
+        for key, loader in _dict_entries(graph.assigned(module, name, call)):  # ``data = {'tr_loader': tr_loader}``
+            kept = kept_read(graph, hot_of, module, call, *at, key=key)
+            if kept is not None:
+                reads.append(LoaderRead(loader, call.lineno, call.col_offset, kept.moves_to_device, kept.where, kept.every_epoch))
+    return reads
+
+
+def _dict_entries(value: ast.AST | None) -> list[tuple[str, str]]:
+    """(key, name) of each string-keyed entry of a dict literal that holds a plain name."""
+    if not isinstance(value, ast.Dict):
+        return []
+    return [(key.value, entry.id) for key, entry in zip(value.keys, value.values)
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(entry, ast.Name)]
 
 
 def _built_from_project_classes(graph: CallGraph, module: ProjectModule) -> frozenset[str]:

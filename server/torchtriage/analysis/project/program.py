@@ -32,7 +32,9 @@ from ..incremental.reparse import ParsedModule, parse_module
 from .batch_movers import Handoff, batch_movers
 from .precision import precision_choosers
 from .forward_reached import forward_reached_names
-from .links import cuda_by_calls, cuda_reach, link_loaders, loops_training_elsewhere, step_data_params, syncing_imports, training_links
+from .links import (
+    cuda_by_calls, cuda_reach, link_loaders, loaders_on_cuda, loops_training_elsewhere, step_data_params, syncing_imports, training_links,
+)
 from .returned_loaders import imported_iterable_datasets, imported_loader_classes, returned_loaders
 from .roles import AUXILIARY, auxiliary_modules, imported_modules
 from .run_once import run_once_functions
@@ -267,6 +269,8 @@ class Project:
         syncing = syncing_imports(self.table)
         reached = forward_reached_names(self.table)
         returned = returned_loaders(self.graph, self._solved_hot_of)
+        loaders_cuda = loaders_on_cuda(self.table, loaders, returned, device_calls, cuda_from, cuda_callers) \
+            if self.settings.device not in ("cuda", "cpu") else {}
         loader_classes = imported_loader_classes(self.table)
         iterable_datasets = imported_iterable_datasets(self.table)
         for module in self.by_path.values():
@@ -305,6 +309,7 @@ class Project:
                 batch_movers=movers.get(module, frozenset()),
                 precision_from=precision.get(module),
                 run_once=self._run_once.get(module, frozenset()),
+                loaders_on_cuda_in=loaders_cuda.get(module),
             )
         self._solved_hot.clear()
 
@@ -329,7 +334,8 @@ class Project:
                 or view.trains_via or view.device_call or view.auxiliary or view.imported or view.returned_loaders
                 or view.loader_classes or view.training_loops or view.trainer_calls or view.steps_on_cuda_in
                 or view.syncing_imports or view.step_loops or view.cuda_caller or view.forward_reached
-                or view.iterable_datasets or view.batch_movers or view.precision_from or view.run_once):
+                or view.iterable_datasets or view.batch_movers or view.precision_from or view.run_once
+                or view.loaders_on_cuda_in):
             return None  # the file analysed alone gives the same findings
         return view
 

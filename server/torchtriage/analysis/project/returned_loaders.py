@@ -14,7 +14,9 @@ tuple) is matched with each project call of that function whose result is unpack
 names; a name that a step loop then iterates, inside a loop that does not also build it
 again (once per epoch), makes a :class:`ReturnedLoader` for the factory's file: the loader
 rules report the DataLoader there (TT304: workers restarted every epoch; TT303: batches
-copied to the GPU in that step loop).  Nothing is executed.
+copied to the GPU in that step loop).  So does a name handed to a project class that keeps
+it and reads it in a step loop of its own (:mod:`.kept_loaders`; taken with ``next()``, it is
+not read every epoch: TT303 only).  Nothing is executed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ..hotloops.finder import HotLoops
 from ..hotloops.step_markers import SCOPE_NODES
 from ..project_view import ReturnedLoader
 from .call_graph import CallGraph
+from .kept_loaders import KeptRead, kept_read
 from .modules import FunctionNode, ModuleTable, ProjectModule
 
 Origin = tuple[ProjectModule, FunctionNode, str, "int | None"]  # the DataLoader's file and function, its variable, return position
@@ -56,11 +59,11 @@ def returned_loaders(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoop
                 continue
             for origin, factory, variable, position in factories[target]:
                 name = _unpacked(assign.targets[0], position)
-                read = _iterated_every_epoch(graph, hot_of, module, assign, name) if name else None
+                read = _iterated(graph, hot_of, module, assign, name) if name else None
                 if read is not None:
-                    where, moves = read
+                    where, moves, every_epoch = read
                     found.setdefault(origin, []).append(
-                        ReturnedLoader(variable, factory.name, f"{module.label}:{assign.lineno}", where, moves))
+                        ReturnedLoader(variable, factory.name, f"{module.label}:{assign.lineno}", where, moves, every_epoch))
     return {module: tuple(reads) for module, reads in found.items()}
 
 
@@ -240,24 +243,28 @@ def _unpacked(target: ast.expr, position: int | None) -> str | None:
     return None
 
 
-def _iterated_every_epoch(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], module: ProjectModule,
-                          built: ast.Assign, name: str) -> tuple[str, bool] | None:
-    """(the step loop, whether it copies batches to a device) when ``name``, unpacked from the factory at
-    ``built``, is iterated by a step loop once per pass of an outer loop that does not rebuild it."""
+def _iterated(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], module: ProjectModule,
+              built: ast.Assign, name: str) -> tuple[str, bool, bool] | None:
+    """(the step loop, whether it copies batches to a device, whether it iterates the loader every epoch) when
+    ``name``, unpacked from the factory at ``built``, is iterated by a step loop once per pass of an outer loop
+    that does not rebuild it, or handed to a project class that reads it in a step loop (:mod:`.kept_loaders`;
+    an every-epoch read is preferred)."""
     from ..rules._loaders import moves_data_to_device
     from .links import iterated_name
 
     assert module.ctx is not None
     scope = module.ctx.enclosing_function(built) or module.ctx.tree
+    fetched: KeptRead | None = None
     for node in ast.walk(scope):
         if isinstance(node, ast.Call):
             passed = [i for i, a in enumerate(node.args) if isinstance(a, ast.Name) and a.id == name]
             keywords = [k.arg for k in node.keywords if k.arg and isinstance(k.value, ast.Name) and k.value.id == name]
             if not (passed or keywords):
                 continue
-            kept = _kept_and_iterated(graph, hot_of, module, node, passed, keywords)
-            if kept is not None:
-                return kept
+            kept = kept_read(graph, hot_of, module, node, passed, keywords)
+            if kept is not None and kept.every_epoch:
+                return kept.where, kept.moves_to_device, True
+            fetched = fetched or kept
             if not _each_epoch(module, node, built):
                 continue
             target = graph.table.resolve_function(module, node.func) or _local_function(module, node)
@@ -271,42 +278,14 @@ def _iterated_every_epoch(graph: CallGraph, hot_of: Callable[[ProjectModule], Ho
                 loop = region.node
                 if owner.ctx is not None and owner.ctx.enclosing_function(loop) is func and isinstance(loop, (ast.For, ast.AsyncFor)) \
                         and iterated_name(loop.iter, wanted) is not None:
-                    return f"{owner.label}:{loop.lineno}", moves_data_to_device(owner.ctx, [region], hot)
+                    return f"{owner.label}:{loop.lineno}", moves_data_to_device(owner.ctx, [region], hot), True
     hot = hot_of(module)
     for region in hot.step_loops:
         loop = region.node
         if isinstance(loop, (ast.For, ast.AsyncFor)) and iterated_name(loop.iter, {name: name}) is not None \
                 and _each_epoch(module, loop, built):
-            return f"{module.label}:{loop.lineno}", moves_data_to_device(module.ctx, [region], hot)
-    return None
-
-
-def _kept_and_iterated(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], module: ProjectModule, call: ast.Call,
-                       passed: list[int], keywords: list[str]) -> tuple[str, bool] | None:
-    """``Solver(config, train_loader, valid_loader)``: a project class keeps the loader (``self.train_loader =
-    train_loader`` in its ``__init__``) and one of its methods iterates it in a step loop inside an epoch loop."""
-    from ..rules._loaders import moves_data_to_device
-    from .links import iterated_name
-
-    found = graph.table.resolve_dotted(module, call.func)
-    if not (isinstance(found, tuple) and isinstance(found[1], ast.ClassDef)):
-        return None
-    owner, cls = found[0], found[1]
-    init = owner.method(cls, "__init__")
-    if init is None or owner.ctx is None:
-        return None
-    params = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]  # after ``self``
-    wanted = {params[i] for i in passed if i < len(params)} | set(keywords)
-    kept = {target.attr for node in ast.walk(init) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
-            and node.value.id in wanted for target in node.targets
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"}
-    hot = hot_of(owner)
-    for region in hot.step_loops if kept else ():
-        loop = region.node
-        if isinstance(loop, (ast.For, ast.AsyncFor)) and owner.ctx.enclosing_class(loop) is cls \
-                and iterated_name(loop.iter, {a: a for a in kept}) is not None and _each_epoch(owner, loop):
-            return f"{owner.label}:{loop.lineno}", moves_data_to_device(owner.ctx, [region], hot)
-    return None
+            return f"{module.label}:{loop.lineno}", moves_data_to_device(module.ctx, [region], hot), True
+    return (fetched.where, fetched.moves_to_device, False) if fetched is not None else None
 
 
 def _local_function(module: ProjectModule, call: ast.Call) -> tuple[ProjectModule, FunctionNode] | None:

@@ -510,7 +510,7 @@ class DataLoaderWorkersNotPersistent(Rule):
                 where = _read_every_epoch_elsewhere(ctx, call)
                 hook = _lightning_hook(ctx, call) if where is None else None
                 generator = repeating_generator(ctx, call, loader_name(ctx, call)) if where is None and hook is None else None
-                returned = returned_and_iterated(ctx, call) if where is None and generator is None else []
+                returned = [r for r in returned_and_iterated(ctx, call) if r.every_epoch] if where is None and generator is None else []
                 handed = handed_on_every_epoch(ctx, call) if where is None and hook is None and generator is None \
                     and not returned else None
                 if hook is not None:
@@ -554,8 +554,11 @@ def _lightning_hook(ctx: RuleContext, creation: ast.Call) -> str | None:
 
 def _read_every_epoch_elsewhere(ctx: RuleContext, creation: ast.Call) -> str | None:
     """A loader handed, inside a loop, to another file's function whose step loop iterates it
-    (``for epoch ...: train_one_epoch(model, loader, ...)``), and created outside that loop."""
+    (``for epoch ...: train_one_epoch(model, loader, ...)``), and created outside that loop; or handed to a
+    class whose method iterates it inside an epoch loop of its own (``Solver(loader)``)."""
     for read in loader_reads_elsewhere(ctx, creation):
+        if read.every_epoch:
+            return read.where
         passing = call_at(ctx, read.line, read.col)
         if passing is None:
             continue

@@ -1,0 +1,161 @@
+"""Loaders a project class keeps and reads in its own step loops.
+
+Training code often hands its loaders to a trainer object and lets that object's methods iterate them::
+
+    # main.py                                   # solver.py
+    loader = get_loader(config)                 class Solver:
+    solver = Solver(loader, config)                 def __init__(self, loader, config):
+    solver.train()                                      self.loader = loader
+                                                    def train(self):
+                                                        data_loader = self.loader
+                                                        data_iter = iter(data_loader)
+                                                        for i in range(num_iters):
+                                                            x, y = next(data_iter)
+
+A loader passed to a project class's constructor, which ``__init__`` stores on ``self`` under a name,
+is read by a step loop of one of the class's methods that iterates that attribute (``for b in
+self.loader``), a local name bound to it (``data_loader = self.loader``, also as one branch of a
+conditional expression), or takes items with ``next()`` from an iterator over either (``it =
+iter(data_loader)``).  Iterating it in a loop nested in another loop of the method restarts its
+workers every epoch; taking items from an iterator does not say how often the iterator is rebuilt.
+Nothing is executed.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Callable
+
+from ..hotloops.finder import HotLoops
+from ..hotloops.step_markers import SCOPE_NODES
+from ..syntax import assignment_history
+from .call_graph import CallGraph
+from .modules import FunctionNode, ProjectModule
+
+_ITERATORS = frozenset({"iter", "cycle", "enumerate"})  # calls that make an iterator over their first argument
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+@dataclass(frozen=True)
+class KeptRead:
+    """A step loop of the keeping class that reads the loader."""
+
+    where: str  # "solver.py:212", the step loop
+    moves_to_device: bool  # that step loop copies its batches to a device
+    every_epoch: bool  # the loop iterates the loader inside another loop of its method
+
+
+def kept_read(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], module: ProjectModule, call: ast.Call,
+              passed: list[int], keywords: list[str], key: str | None = None) -> KeptRead | None:
+    """How the project class ``call`` constructs reads the loader passed at argument positions ``passed``
+    or keywords ``keywords`` (``key``: passed as that entry of a dict, ``self.loader = data['train']``): an
+    every-epoch iteration if there is one, else the first read; None when ``call`` makes no project class,
+    or the class does not keep the loader or read it in a step loop."""
+    found = graph.table.resolve_dotted(module, call.func)
+    if not (isinstance(found, tuple) and isinstance(found[1], ast.ClassDef)):
+        return None
+    owner, cls = found[0], found[1]
+    init = owner.method(cls, "__init__")
+    if init is None or owner.ctx is None:
+        return None
+    params = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]  # after ``self``
+    kept = _kept_attributes(init, {params[i] for i in passed if i < len(params)} | set(keywords), key)
+    if not kept:
+        return None
+    from ..rules._loaders import moves_data_to_device
+
+    hot = hot_of(owner)
+    first: KeptRead | None = None
+    for region in hot.step_loops:
+        loop = region.node
+        method = owner.ctx.enclosing_function(loop)
+        if method is None or owner.ctx.enclosing_class(loop) is not cls:
+            continue
+        names, iterators = _readers(method, kept)
+        iterates = isinstance(loop, (ast.For, ast.AsyncFor)) and _iterates(loop.iter, names)
+        if not iterates and not _fetches(loop, iterators):
+            continue
+        every_epoch = iterates and _in_another_loop(owner, loop, method)
+        read = KeptRead(f"{owner.label}:{loop.lineno}", moves_data_to_device(owner.ctx, [region], hot), every_epoch)
+        if every_epoch:
+            return read
+        first = first or read
+    return first
+
+
+def _kept_attributes(init: FunctionNode, params: set[str], key: str | None) -> frozenset[str]:
+    """The ``self`` attributes ``__init__`` binds to one of ``params`` as it is (``self.loader = loader``), or
+    with ``key`` to that entry of one (``self.tr_loader = data['tr_loader']``)."""
+    def holds(value: ast.expr) -> bool:
+        if key is not None:
+            if not (isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and value.slice.value == key):
+                return False
+            value = value.value
+        return isinstance(value, ast.Name) and value.id in params
+
+    return frozenset(
+        target.attr for node in ast.walk(init) if isinstance(node, ast.Assign) and holds(node.value) for target in node.targets
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+    )
+
+
+def _is_kept(node: ast.AST, kept: frozenset[str]) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr in kept and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _readers(method: FunctionNode, kept: frozenset[str]) -> tuple[set[str], set[str]]:
+    """In ``method``: the names that read a kept loader (``self.loader``; a local bound to it, ``data_loader =
+    self.loader`` or ``self.a if train else self.b``), and the locals bound to an iterator over one
+    (``data_iter = iter(data_loader)``)."""
+    bound = [(name, value) for name, values in assignment_history(method).items() for _, value in values]
+    names = {name for name, value in bound
+             if any(_is_kept(branch, kept) for branch in ([value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]))}
+    names |= {f"self.{attr}" for attr in kept}
+    iterators = {name for name, value in bound if isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+                 and value.func.id in _ITERATORS and value.args and _spelled(value.args[0]) in names}
+    return names, iterators
+
+
+def _is_name_in(node: ast.AST, names: set[str]) -> bool:
+    return isinstance(node, ast.Name) and node.id in names
+
+
+def _spelled(node: ast.AST) -> str | None:
+    """``loader`` or ``self.loader`` as written; None for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return f"self.{node.attr}"
+    return None
+
+
+def _iterates(iterable: ast.expr, names: set[str]) -> bool:
+    """``for b in names``, ``enumerate(tqdm(name))``: the name, or the first argument of wrapping calls."""
+    node: ast.AST = iterable
+    for _ in range(4):
+        if _spelled(node) in names:
+            return True
+        if not (isinstance(node, ast.Call) and node.args):
+            return False
+        node = node.args[0]
+    return _spelled(node) in names
+
+
+def _fetches(loop: ast.AST, iterators: set[str]) -> bool:
+    """Whether the loop takes an item with ``next(it)`` from one of the iterators."""
+    return bool(iterators) and any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "next" and node.args
+        and _is_name_in(node.args[0], iterators) for node in ast.walk(loop)
+    )
+
+
+def _in_another_loop(owner: ProjectModule, loop: ast.AST, method: FunctionNode) -> bool:
+    """Whether the loop sits inside another loop of its own method (an epoch loop)."""
+    assert owner.ctx is not None
+    for ancestor in owner.ctx.ancestors(loop):
+        if ancestor is method or isinstance(ancestor, SCOPE_NODES):
+            return False
+        if isinstance(ancestor, LOOPS):
+            return True
+    return False
