@@ -151,7 +151,7 @@ def test_the_language_servers_view_gives_the_same_findings() -> None:
     source = textwrap.dedent(MAIN).lstrip("\n")
     got = IncrementalAnalyzer("main.py").analyze(source, project=proj.view("main.py"))
     assert [(f.code, f.span, f.message) for f in got] == [(f.code, f.span, f.message) for f in proj.analyze("main.py")]
-    assert proj.view("main.py").training_loops == frozenset({16})
+    assert proj.view("main.py").training_loops == frozenset({20})
 
 
 def test_an_optimizer_factory_a_training_file_calls_builds_the_trainings_optimizer() -> None:
@@ -411,3 +411,63 @@ def test_a_loop_whose_pass_is_another_files_training_step_is_a_step_loop() -> No
     assert (16, "TT101") in algorithms  # update() runs every step
     got = IncrementalAnalyzer("sweep.py").analyze(textwrap.dedent(SWEEP).lstrip("\n"), project=proj.view("sweep.py"))
     assert [(f.code, f.span) for f in got] == [(f.code, f.span) for f in proj.analyze("sweep.py")]
+
+
+def test_a_loop_that_trains_through_a_helper_re_exported_by_a_package_is_no_evaluation_loop() -> None:
+    """``model.train(); for batch_idx in tqdm(lib.make_random_batches(...)): lib.train_step(optimizer, lambda x:
+    loss_fn(apply_model("train", x), Y[x]), batch_idx)``, with
+    ``train_step`` (backward and the optimizer's step) in ``lib/deep.py`` and re-exported by ``lib/__init__.py``'s
+    ``from .deep import *``: the loop trains elsewhere, so TT501 leaves it alone even though the file's evaluation
+    helper calls ``model.eval()``; the validation loop after it, with autograd on, is still reported."""
+    from project_support import assert_views_match, project_of
+
+    files = {
+        "lib/__init__.py": """
+            from .deep import *  # noqa
+        """,
+        "lib/deep.py": """
+            import torch
+
+
+            def make_random_batches(size, batch_size, device):
+                return torch.randperm(size, device=device).split(batch_size)
+
+
+            def train_step(optimizer, step_fn, batch):
+                optimizer.zero_grad()
+                loss = step_fn(batch)
+                loss.backward()
+                optimizer.step()
+                return loss
+        """,
+        "bin/train.py": """
+            import torch
+            from tqdm import tqdm
+            import lib
+
+
+            def main(X, Y, val_loader):
+                model = torch.nn.Linear(8, 2).cuda()
+                optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+
+                def apply_model(part, idx):
+                    return model(X[part][idx])
+
+                @torch.inference_mode()
+                def evaluate(batches):
+                    model.eval()
+                    return [apply_model("val", idx) for idx in batches]
+
+                for epoch in range(10):
+                    model.train()
+                    for batch_idx in tqdm(lib.make_random_batches(len(X), 256, "cuda")):
+                        loss = lib.train_step(optimizer, lambda x: loss_fn(apply_model("train", x), Y[x]), batch_idx)
+                    model.eval()
+                    for x, y in val_loader:
+                        prediction = model(x.cuda(non_blocking=True))
+        """,
+    }
+    proj = project_of(files)
+    assert proj.context("bin/train.py").training_loops == frozenset({20})  # type: ignore[union-attr]
+    assert {(f.span.line, f.code) for f in proj.analyze("bin/train.py") if f.code == "TT501"} == {(23, "TT501")}
+    assert_views_match(proj, files)

@@ -418,8 +418,8 @@ class EvalWithoutNoGrad(Rule):
         hot = ctx.own_hot
         for region in hot.step_loops:
             loop = region.node
-            if not region.batch_names or not _looks_like_evaluation(ctx, loop):
-                continue
+            if not region.batch_names or loop.lineno in ctx.training_loops or not _looks_like_evaluation(ctx, loop):
+                continue  # (a loop that trains through another file's helper, ``lib.train_step(optimizer, ...)``, is no evaluation)
             frozen = _frozen_model(ctx) if frozen is None else frozen
             if frozen:
                 return
