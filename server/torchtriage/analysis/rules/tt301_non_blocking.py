@@ -16,6 +16,7 @@ from ._legacy_tensors import gathered_rows, replay_sample_calls, wrapped_batch
 from ._helpers import is_batch_expression, is_device_move, method_name, names_in
 from ._other_devices import on_other_accelerator
 from ._placed_batches import computed_from_moved, fetched_from_placed, moved_before, placed_loader_loop
+from ._tt305_constant_tables import constant_table
 from ..parsing import LEGACY_ASYNC
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
@@ -201,6 +202,39 @@ class NonBlockingTransfer(Rule):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
     """
     VALID = (
+        Valid(
+            """
+            # the noise schedule's variance, or the model's own in the other branch, handed to the helper that indexes it
+            import numpy as np
+            import torch
+
+            class Diffusion:
+                def __init__(self, betas, learned):
+                    self.posterior_variance = np.cumprod(1.0 - betas)
+                    self.learned = learned
+
+                def p_mean_variance(self, model, x, t):
+                    out = model(x, t)
+                    if self.learned:
+                        variance = torch.exp(out)
+                    else:
+                        variance = self.posterior_variance
+                        variance = _extract(variance, t, x.shape)
+                    return out, variance
+
+            def _extract(arr, timesteps, shape):
+                return torch.from_numpy(arr).to(device=timesteps.device)[timesteps].float()
+
+            diffusion = Diffusion(np.linspace(1e-4, 0.02, 1000), learned=False)
+            for x, _ in loader:
+                x = x.cuda(non_blocking=True)
+                t = torch.randint(0, 1000, (x.shape[0],), device="cuda")
+                out, variance = diffusion.p_mean_variance(model, x, t)
+                loss = (out * variance).mean()
+                loss.backward()
+                optimizer.step()
+            """
+        ),
         Valid(
             """
             # Accelerate places every batch of a prepared loader on the device: the .to() copies nothing
@@ -759,6 +793,8 @@ class NonBlockingTransfer(Rule):
                     or keyword_value(call, LEGACY_ASYNC) is not None:  # ``async=True``: torch 0.3's non_blocking
                 continue
             receiver = call.func.value  # type: ignore[attr-defined]
+            if constant_table(ctx, receiver, call) is not None:
+                continue  # an array the object set in ``__init__``, not the step's data: TT305's case
             wrapped = wrapped_batch(ctx, receiver, call)  # ``torch.from_numpy(batch)``, ``torch.FloatTensor(batch)``
             gathered = wrapped is not None and gathered_rows(ctx, wrapped)  # ``FloatTensor(self.state[ind])``
             if wrapped is not None and (gathered or is_batch_expression(wrapped, region)):

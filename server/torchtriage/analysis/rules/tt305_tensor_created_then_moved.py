@@ -14,6 +14,7 @@ from ._helpers import is_device_move, method_name
 from ._bindings import parameter_names
 from ._forward_code import forward_calls
 from ._legacy_tensors import legacy_created, legacy_over_host_data
+from ._tt305_constant_tables import constant_table
 from ._tt305_host_built import FACTORIES, RANDOM_FACTORIES, host_math_factory, numpy_made
 from ..parsing import LEGACY_ASYNC
 from .base import Invalid, Report, Rule, RuleContext, Valid
@@ -248,6 +249,39 @@ class TensorCreatedThenMoved(Rule):
                 weights[y == 0] = 0.1  # filled on the CPU before the move
                 weights = weights.cuda()
                 loss = (model(x.cuda()) * weights).sum(); loss.backward()
+            """
+        ),
+        Valid(
+            """
+            # the same helper handed an array the step itself fills (set in step(), not __init__), or the step's data
+            import numpy as np
+            import torch
+
+            class Sampler:
+                def __init__(self, n):
+                    self.weights = np.ones(n)
+                    self.scale = np.full(n, 0.5)
+
+                def step(self, x, t):
+                    self.weights = np.random.dirichlet(np.ones(len(self.weights)))
+                    return _extract(self.weights, t, x.shape) * x
+
+                def data(self, x, t, batch_np):
+                    return _gather(batch_np * self.scale, t) * x
+
+            def _extract(arr, timesteps, shape):
+                return torch.from_numpy(arr).to(device=timesteps.device)[timesteps].float()
+
+            def _gather(arr, timesteps):
+                return torch.from_numpy(arr).to(device=timesteps.device)[timesteps].float()
+
+            sampler = Sampler(1000)
+            for x, batch_np in loader:
+                x = x.cuda(non_blocking=True)
+                t = torch.randint(0, 1000, (x.shape[0],), device="cuda")
+                loss = model(sampler.step(x, t) + sampler.data(x, t, batch_np)).mean()
+                loss.backward()
+                optimizer.step()
             """
         ),
         Valid(
@@ -525,6 +559,38 @@ class TensorCreatedThenMoved(Rule):
         ),
         Invalid(
             """
+            # a noise schedule set once in __init__, wrapped and copied by a helper at every call (diffusion training)
+            import numpy as np
+            import torch
+
+            class Diffusion:
+                def __init__(self, betas):
+                    self.alphas_cumprod = np.cumprod(1.0 - betas)
+
+                def q_sample(self, x0, t, noise):
+                    scale = np.sqrt(self.alphas_cumprod)
+                    return _extract(scale, t, x0.shape) * x0 + _extract(1.0 - self.alphas_cumprod, t, x0.shape) * noise
+
+            def _extract(arr, timesteps, shape):
+                return torch.from_numpy(arr).to(device=timesteps.device)[timesteps].float().view(-1, *([1] * (len(shape) - 1)))
+
+            diffusion = Diffusion(np.linspace(1e-4, 0.02, 1000))
+            for x0, _ in loader:
+                x0 = x0.cuda(non_blocking=True)
+                t = torch.randint(0, 1000, (x0.shape[0],), device="cuda")
+                noise = torch.randn_like(x0)
+                loss = ((model(diffusion.q_sample(x0, t, noise), t) - noise) ** 2).mean()
+                loss.backward()
+                optimizer.step()
+            """,
+            findings=(
+                ("14:12-14:61", "the array `self.alphas_cumprod`, set once in `__init__`, is wrapped on the CPU and copied to "
+                 "the GPU on every call: convert it to a device tensor once (a registered buffer, or `.to(device)` in "
+                 "`__init__`)"),
+            ),
+        ),
+        Invalid(
+            """
             # episode labels wrapped from a NumPy array in one statement, moved in the next (few-shot training)
             import numpy as np
             import torch
@@ -672,6 +738,13 @@ class TensorCreatedThenMoved(Rule):
                 move,
                 f"`torch.{short}(...)` and the math on it run on the CPU and the result is copied to the GPU every "
                 "step: pass `device=` to the factory instead",
+            )
+        table = constant_table(ctx, value, move)
+        if table is not None:
+            return Report(
+                move,
+                f"the array `{table}`, set once in `__init__`, is wrapped on the CPU and copied to the GPU on every "
+                "call: convert it to a device tensor once (a registered buffer, or `.to(device)` in `__init__`)",
             )
         maker = numpy_made(ctx, value, move)
         if maker is not None:
