@@ -92,3 +92,55 @@ def test_a_loop_runs_the_model_its_importers_builder_makes_in_half_precision() -
     proj = Project((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in files.items())
     assert "TT504" not in {f.code for f in proj.analyze("utils/train_utils.py")}
     assert proj.view("utils/train_utils.py").precision_from == "main.py"  # type: ignore[union-attr]
+
+
+def test_an_amp_flag_the_importer_only_defines_chooses_for_the_experiments_that_read_it() -> None:
+    """``run.py`` defines ``--use_amp`` and hands ``args`` to the experiment it picks; ``exp_forecast.py`` reads the
+    flag (autocast and a scaler when set), ``exp_classify.py`` never does and trains in fp32: TT504 there only.
+    An importer that reads its flag itself (``if args.fp16: model.half()``) still chooses for what it imports."""
+    from project_support import assert_views_match, project_of
+
+    experiment = """
+        import torch
+
+
+        class Exp:
+            def __init__(self, args):
+                self.args = args
+                self.model = build(args).to(torch.device("cuda"))
+                self.optimizer = torch.optim.Adam(self.model.parameters(), fused=True)
+
+            def train(self, loader):
+                for x, y in loader:
+                    x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+                    {forward}
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+    """
+    files = {
+        "exp_forecast.py": experiment.replace("{forward}", """with torch.autocast("cuda", enabled=self.args.use_amp):
+                        loss = criterion(self.model(x), y)"""),
+        "exp_classify.py": experiment.replace("{forward}", "loss = criterion(self.model(x), y)"),
+        "run.py": """
+            import argparse
+            from exp_classify import Exp as Classify
+            from exp_forecast import Exp as Forecast
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--task", default="forecast")
+            parser.add_argument("--use_amp", action="store_true", help="use automatic mixed precision", default=False)
+            args = parser.parse_args()
+            exp = {"forecast": Forecast, "classify": Classify}[args.task](args)
+            exp.train(loader)
+        """,
+    }
+    proj = project_of(files)
+    assert {(f.span.line, f.code) for f in proj.analyze("exp_classify.py") if f.code == "TT504"} == {(11, "TT504")}
+    assert "TT504" not in {f.code for f in proj.analyze("exp_forecast.py")}
+    assert proj.context("exp_classify.py").precision_from is None  # type: ignore[union-attr]
+    assert_views_match(proj, files)
+
+    reads_flag = "args = parser.parse_args()\n            if args.use_amp:\n                torch.set_float32_matmul_precision('medium')"
+    reading = dict(files, **{"run.py": files["run.py"].replace("args = parser.parse_args()", reads_flag)})
+    assert project_of(reading).context("exp_classify.py").precision_from == "run.py"  # type: ignore[union-attr]

@@ -3,13 +3,17 @@
 A training loop in a library file (``utils/train_utils.py``'s ``train(model, loader, ...)``) runs the
 model its caller built, in the precision the caller chose: FSDP's ``MixedPrecision``, ``model.half()``,
 an autocast or ``--amp`` flag set up in ``T5_training.py``.  TT504 reads only its own file, so it asks
-here whether a file that imports it chooses a precision.
+here whether a file that imports it chooses a precision.  A flag the importer only defines
+(``parser.add_argument("--use_amp")``) and never reads chooses nothing for the files it imports: the
+experiment that reads it chooses, and one that never does runs in fp32.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 
+from ..context import ModuleContext
 from .modules import ModuleTable, ProjectModule
 
 
@@ -29,6 +33,8 @@ def precision_choosers(table: ModuleTable) -> dict[ProjectModule, str]:
     half_default = {m for m in chooses if m.ctx is not None and _HALF_DEFAULT.search(m.ctx.source)}
     found: dict[ProjectModule, str] = {}
     for importer, chose in chooses.items():
+        if chose and importer.ctx is not None and "add_argument" in importer.ctx.source:
+            chose = chooses_precision(_without_flag_definitions(importer.ctx))  # ``--use_amp`` defined, never read here
         if not chose and half_default:
             chose = any(other in half_default for other in table.imported(importer))
         if not chose or importer.is_test:
@@ -37,6 +43,18 @@ def precision_choosers(table: ModuleTable) -> dict[ProjectModule, str]:
             if other is not importer and other.ctx is not None and not chooses.get(other, True) and other not in found:
                 found[other] = importer.label
     return found
+
+
+def _without_flag_definitions(ctx: ModuleContext) -> str:
+    """The file's text with its command-line flag definitions (``parser.add_argument("--use_amp", ...)``) blanked:
+    a flag only defined chooses nothing; the files that read it choose (``if args.use_amp: autocast``)."""
+    lines = ctx.source.splitlines()
+    for call in ctx.nodes_of(ast.Call):
+        func = getattr(call, "func", None)
+        if isinstance(func, ast.Attribute) and func.attr == "add_argument":
+            for line in range(call.lineno - 1, (call.end_lineno or call.lineno)):  # type: ignore[attr-defined]
+                lines[line] = ""
+    return "\n".join(lines)
 
 
 def _imported_through(table: ModuleTable, importer: ProjectModule) -> list[ProjectModule]:
