@@ -163,3 +163,49 @@ def test_a_kept_loader_whose_batches_stay_on_the_host_is_quiet() -> None:
     assert _codes(proj, "main.py") == set()
     assert proj.context("main.py").loaders_on_cuda_in is None  # type: ignore[union-attr]
     assert_views_match(proj, files)
+
+
+def test_a_factory_loader_kept_on_self_and_iterated_through_a_progress_bar_every_epoch() -> None:
+    """``self.train_loader = make_loader(...)`` in the trainer's ``__init__``, iterated as ``t = tqdm(self.train_loader)``
+    inside the epoch loop of another method: the factory's DataLoader gets TT303 and TT304.  Kept under another
+    attribute than the one the loop reads, it adds nothing."""
+    files = {
+        "loaders.py": """
+            from torch.utils import data
+
+
+            def make_loader(path, batch_size, num_workers=8):
+                loader = data.DataLoader(Records(path), batch_size=batch_size, shuffle=True, num_workers=num_workers)
+                return loader
+        """,
+        "framework.py": """
+            import torch
+            from tqdm import tqdm
+            from loaders import make_loader
+
+
+            class SentenceTrainer:
+                def __init__(self, model, train_path, epochs):
+                    self.train_loader = make_loader(train_path, 32)
+                    self.model = model.cuda()
+                    self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1, fused=True)
+                    self.epochs = epochs
+
+                def train_model(self):
+                    for epoch in range(self.epochs):
+                        t = tqdm(self.train_loader)
+                        for step, (x, y) in enumerate(t):
+                            loss = self.model(x.cuda(non_blocking=True), y.cuda(non_blocking=True))
+                            self.optimizer.zero_grad()
+                            loss.backward()
+                            self.optimizer.step()
+        """,
+    }
+    proj = project_of(files)
+    assert _codes(proj, "loaders.py") == {(5, "TT303"), (5, "TT304")}
+    assert "framework.py:16 iterates it every epoch" in next(f.message for f in proj.analyze("loaders.py") if f.code == "TT304")
+    assert_views_match(proj, files)
+
+    elsewhere = dict(files, **{"framework.py": files["framework.py"].replace(
+        "self.train_loader = make_loader(train_path, 32)", "self.loader = make_loader(train_path, 32)")})
+    assert _codes(project_of(elsewhere), "loaders.py") == set()  # the loop reads another attribute

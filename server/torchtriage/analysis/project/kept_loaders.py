@@ -61,11 +61,15 @@ def kept_read(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], mod
         return None
     params = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]  # after ``self``
     kept = _kept_attributes(init, {params[i] for i in passed if i < len(params)} | set(keywords), key)
-    if not kept:
-        return None
+    return class_read(owner, cls, kept, hot_of(owner)) if kept else None
+
+
+def class_read(owner: ProjectModule, cls: ast.ClassDef, kept: frozenset[str], hot: HotLoops) -> KeptRead | None:
+    """How the step loops of ``cls``'s methods read the loader it keeps in one of the ``kept`` attributes: an
+    every-epoch iteration if there is one, else the first read, else None."""
     from ..rules._loaders import moves_data_to_device
 
-    hot = hot_of(owner)
+    assert owner.ctx is not None
     first: KeptRead | None = None
     for region in hot.step_loops:
         loop = region.node
@@ -73,10 +77,10 @@ def kept_read(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], mod
         if method is None or owner.ctx.enclosing_class(loop) is not cls:
             continue
         names, iterators = _readers(method, kept)
-        iterates = isinstance(loop, (ast.For, ast.AsyncFor)) and _iterates(loop.iter, names)
-        if not iterates and not _fetches(loop, iterators):
+        iterated = isinstance(loop, (ast.For, ast.AsyncFor)) and iterates(loop.iter, names)
+        if not iterated and not _fetches(loop, iterators):
             continue
-        every_epoch = iterates and _in_another_loop(owner, loop, method)
+        every_epoch = iterated and _in_another_loop(owner, loop, method)
         read = KeptRead(f"{owner.label}:{loop.lineno}", moves_data_to_device(owner.ctx, [region], hot), every_epoch)
         if every_epoch:
             return read
@@ -106,12 +110,13 @@ def _is_kept(node: ast.AST, kept: frozenset[str]) -> bool:
 
 def _readers(method: FunctionNode, kept: frozenset[str]) -> tuple[set[str], set[str]]:
     """In ``method``: the names that read a kept loader (``self.loader``; a local bound to it, ``data_loader =
-    self.loader`` or ``self.a if train else self.b``), and the locals bound to an iterator over one
-    (``data_iter = iter(data_loader)``)."""
+    self.loader`` or ``self.a if train else self.b``, or to a progress bar over one, ``t = tqdm(self.loader)``),
+    and the locals bound to an iterator over one (``data_iter = iter(data_loader)``)."""
     bound = [(name, value) for name, values in assignment_history(method).items() for _, value in values]
     names = {name for name, value in bound
              if any(_is_kept(branch, kept) for branch in ([value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]))}
     names |= {f"self.{attr}" for attr in kept}
+    names |= {name for name, value in bound if isinstance(value, ast.Call) and iterates(value, names)}  # ``t = tqdm(self.loader)``
     iterators = {name for name, value in bound if isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
                  and value.func.id in _ITERATORS and value.args and _spelled(value.args[0]) in names}
     return names, iterators
@@ -130,7 +135,7 @@ def _spelled(node: ast.AST) -> str | None:
     return None
 
 
-def _iterates(iterable: ast.expr, names: set[str]) -> bool:
+def iterates(iterable: ast.expr, names: set[str]) -> bool:
     """``for b in names``, ``enumerate(tqdm(name))``: the name, or the first argument of wrapping calls."""
     node: ast.AST = iterable
     for _ in range(4):

@@ -28,7 +28,7 @@ from ..hotloops.finder import HotLoops
 from ..hotloops.step_markers import SCOPE_NODES
 from ..project_view import ReturnedLoader
 from .call_graph import CallGraph
-from .kept_loaders import KeptRead, kept_read
+from .kept_loaders import KeptRead, class_read, kept_read
 from .modules import FunctionNode, ModuleTable, ProjectModule
 
 Origin = tuple[ProjectModule, FunctionNode, str, "int | None"]  # the DataLoader's file and function, its variable, return position
@@ -58,7 +58,7 @@ def returned_loaders(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoop
             if target is None or target not in factories:
                 continue
             for origin, factory, variable, position in factories[target]:
-                name = _unpacked(assign.targets[0], position)
+                name = _unpacked(assign.targets[0], position) or _kept_on_self(assign.targets[0], position)
                 read = _iterated(graph, hot_of, module, assign, name) if name else None
                 if read is not None:
                     where, moves, every_epoch = read
@@ -243,12 +243,20 @@ def _unpacked(target: ast.expr, position: int | None) -> str | None:
     return None
 
 
+def _kept_on_self(target: ast.expr, position: int | None) -> str | None:
+    """``self.train_loader = SentenceRELoader(...)``: the attribute the caller keeps the returned loader in, spelled
+    ``self.<attr>`` (only its own class's step loops read it)."""
+    if position is None and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        return f"self.{target.attr}"
+    return None
+
+
 def _iterated(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], module: ProjectModule,
               built: ast.Assign, name: str) -> tuple[str, bool, bool] | None:
     """(the step loop, whether it copies batches to a device, whether it iterates the loader every epoch) when
     ``name``, unpacked from the factory at ``built``, is iterated by a step loop once per pass of an outer loop
     that does not rebuild it, or handed to a project class that reads it in a step loop (:mod:`.kept_loaders`;
-    an every-epoch read is preferred)."""
+    an every-epoch read is preferred).  ``self.<attr>`` (kept on the object): read by its own class's loops."""
     from ..rules._loaders import moves_data_to_device
     from .links import iterated_name
 
@@ -280,7 +288,12 @@ def _iterated(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], mod
                         and iterated_name(loop.iter, wanted) is not None:
                     return f"{owner.label}:{loop.lineno}", moves_data_to_device(owner.ctx, [region], hot), True
     hot = hot_of(module)
-    for region in hot.step_loops:
+    home = module.ctx.enclosing_class(built) if name.startswith("self.") else None
+    if home is not None:  # kept on the object: its own class's step loops read it
+        kept = class_read(module, home, frozenset({name[len("self."):]}), hot)
+        if kept is not None and (kept.every_epoch or fetched is None):
+            return kept.where, kept.moves_to_device, kept.every_epoch
+    for region in hot.step_loops if home is None else ():
         loop = region.node
         if isinstance(loop, (ast.For, ast.AsyncFor)) and iterated_name(loop.iter, {name: name}) is not None \
                 and _each_epoch(module, loop, built):
