@@ -55,6 +55,7 @@ class CallGraph:
         self._methods: dict[str, list[FunctionRef]] | None = None  # method name -> project methods
         self._history: dict[ast.AST, dict[str, list[tuple[int, ast.expr]]]] = {}  # scope -> name -> its assignments
         self._typed: dict[ast.AST, tuple[dict[str, list[ast.Assign]], dict[str, list[ast.expr]]]] = {}  # see _scope_typing
+        self.memo: dict[tuple[str, ast.AST], object] = {}  # (fact, node) -> what another project module derived once per solve
         self._lookups: dict[ProjectModule, frozenset[str]] = {}  # see _lookup_names
 
     def assigned(self, module: ProjectModule, name: str, at: ast.AST) -> ast.expr | None:

@@ -47,11 +47,38 @@ class KeptRead:
 
 
 def kept_read(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], module: ProjectModule, call: ast.Call,
-              passed: list[int], keywords: list[str], key: str | None = None) -> KeptRead | None:
+              passed: list[int], keywords: list[str]) -> KeptRead | None:
     """How the project class ``call`` constructs reads the loader passed at argument positions ``passed``
-    or keywords ``keywords`` (``key``: passed as that entry of a dict, ``self.loader = data['train']``): an
-    every-epoch iteration if there is one, else the first read; None when ``call`` makes no project class,
-    or the class does not keep the loader or read it in a step loop."""
+    or keywords ``keywords``: an every-epoch iteration if there is one, else the first read; None when
+    ``call`` makes no project class, or the class does not keep the loader or read it in a step loop."""
+    made = keeper(graph, module, call)
+    if made is None:
+        return None
+    kept = made.attributes({made.params[i] for i in passed if i < len(made.params)} | set(keywords), None)
+    return class_read(made.owner, made.cls, kept, hot_of(made.owner)) if kept else None
+
+
+@dataclass(frozen=True)
+class Keeper:
+    """The project class a constructor call makes, its ``__init__``'s parameters (after ``self``) and what that
+    ``__init__`` keeps on ``self``: (parameter, key or None) -> the attributes (``self.tr_loader = data['tr_loader']``)."""
+
+    owner: ProjectModule
+    cls: ast.ClassDef
+    params: list[str]
+    bindings: dict[tuple[str, str | None], list[str]]
+
+    def attributes(self, params: set[str], key: str | None) -> frozenset[str]:
+        """The attributes ``__init__`` binds to one of ``params`` as it is, or with ``key`` to that entry of one."""
+        return frozenset(attr for param in params for attr in self.bindings.get((param, key), ()))
+
+    def keys(self, param: str) -> set[str]:
+        """The entries of ``param`` (a dict) that ``__init__`` keeps."""
+        return {key for name, key in self.bindings if name == param and key is not None}
+
+
+def keeper(graph: CallGraph, module: ProjectModule, call: ast.Call) -> Keeper | None:
+    """The :class:`Keeper` of the project class ``call`` constructs, if it has an ``__init__`` of its own."""
     found = graph.table.resolve_dotted(module, call.func)
     if not (isinstance(found, tuple) and isinstance(found[1], ast.ClassDef)):
         return None
@@ -59,9 +86,11 @@ def kept_read(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], mod
     init = owner.method(cls, "__init__")
     if init is None or owner.ctx is None:
         return None
+    bindings = graph.memo.get(("init-bindings", init))
+    if bindings is None:
+        bindings = graph.memo[("init-bindings", init)] = _init_bindings(init)
     params = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]  # after ``self``
-    kept = _kept_attributes(init, {params[i] for i in passed if i < len(params)} | set(keywords), key)
-    return class_read(owner, cls, kept, hot_of(owner)) if kept else None
+    return Keeper(owner, cls, params, bindings)  # type: ignore[arg-type]
 
 
 def class_read(owner: ProjectModule, cls: ast.ClassDef, kept: frozenset[str], hot: HotLoops) -> KeptRead | None:
@@ -88,20 +117,24 @@ def class_read(owner: ProjectModule, cls: ast.ClassDef, kept: frozenset[str], ho
     return first
 
 
-def _kept_attributes(init: FunctionNode, params: set[str], key: str | None) -> frozenset[str]:
-    """The ``self`` attributes ``__init__`` binds to one of ``params`` as it is (``self.loader = loader``), or
-    with ``key`` to that entry of one (``self.tr_loader = data['tr_loader']``)."""
-    def holds(value: ast.expr) -> bool:
-        if key is not None:
-            if not (isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and value.slice.value == key):
-                return False
-            value = value.value
-        return isinstance(value, ast.Name) and value.id in params
-
-    return frozenset(
-        target.attr for node in ast.walk(init) if isinstance(node, ast.Assign) and holds(node.value) for target in node.targets
-        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
-    )
+def _init_bindings(init: FunctionNode) -> dict[tuple[str, str | None], list[str]]:
+    """(name, key or None) -> the ``self`` attributes ``__init__`` assigns ``name`` (or ``name[key]``) to."""
+    found: dict[tuple[str, str | None], list[str]] = {}
+    for node in ast.walk(init):
+        if not isinstance(node, ast.Assign):
+            continue
+        value = node.value
+        if isinstance(value, ast.Name):
+            source: tuple[str, str | None] = (value.id, None)
+        elif isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and isinstance(value.slice, ast.Constant) \
+                and isinstance(value.slice.value, str):
+            source = (value.value.id, value.slice.value)
+        else:
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                found.setdefault(source, []).append(target.attr)
+    return found
 
 
 def _is_kept(node: ast.AST, kept: frozenset[str]) -> bool:

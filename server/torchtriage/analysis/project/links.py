@@ -17,7 +17,7 @@ import bisect
 from typing import Callable
 
 from .call_graph import CallGraph, FunctionRef, owner_class
-from .kept_loaders import kept_read
+from .kept_loaders import class_read, keeper
 from ..hotloops.finder import HotEntry, HotLoops, HotRegion
 from ..hotloops.loop_kinds import loop_facts
 from .modules import FunctionNode, ModuleTable, ProjectModule
@@ -477,16 +477,23 @@ def _called_name(call: ast.Call) -> str | None:
 def _kept_reads(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], module: ProjectModule, call: ast.Call,
                 passed: list[tuple[int, str]], named: list[tuple[str, str]]) -> list[LoaderRead]:
     """The loaders among a constructor call's arguments that the project class keeps and reads in a step
-    loop of its own (``Solver(train_loader, config)``, :mod:`.kept_loaders`), each judged on its own."""
+    loop of its own (``Solver(train_loader, config)``, :mod:`.kept_loaders`), each judged on its own; a dict
+    handed in is read by the entries ``__init__`` keeps (``data = {'tr_loader': tr_loader}``, ``data['tr_loader']``)."""
+    made = keeper(graph, module, call)
+    if made is None:
+        return []
     reads = []
-    for position, keyword, name in [*((i, None, n) for i, n in passed), *((None, k, n) for k, n in named)]:
-        at = ([position] if position is not None else [], [keyword] if keyword else [])
-        kept = kept_read(graph, hot_of, module, call, *at)
+    by_param = [*((made.params[i], n) for i, n in passed if i < len(made.params)), *named]
+    hot = hot_of(made.owner)
+    for param, name in by_param:
+        attributes = made.attributes({param}, None)
+        kept = class_read(made.owner, made.cls, attributes, hot) if attributes else None
         if kept is not None:
             reads.append(LoaderRead(name, call.lineno, call.col_offset, kept.moves_to_device, kept.where, kept.every_epoch))
             continue
-        for key, loader in _dict_entries(graph.assigned(module, name, call)):  # ``data = {'tr_loader': tr_loader}``
-            kept = kept_read(graph, hot_of, module, call, *at, key=key)
+        keys = made.keys(param)
+        for key, loader in _dict_entries(graph.assigned(module, name, call)) if keys else ():
+            kept = class_read(made.owner, made.cls, made.attributes({param}, key), hot) if key in keys else None
             if kept is not None:
                 reads.append(LoaderRead(loader, call.lineno, call.col_offset, kept.moves_to_device, kept.where, kept.every_epoch))
     return reads
