@@ -12,13 +12,16 @@ Training code often hands its loaders to a trainer object and lets that object's
                                                         for i in range(num_iters):
                                                             x, y = next(data_iter)
 
-A loader passed to a project class's constructor, which ``__init__`` stores on ``self`` under a name,
-is read by a step loop of one of the class's methods that iterates that attribute (``for b in
-self.loader``), a local name bound to it (``data_loader = self.loader``, also as one branch of a
-conditional expression), or takes items with ``next()`` from an iterator over either (``it =
-iter(data_loader)``).  Iterating it in a loop nested in another loop of the method restarts its
-workers every epoch; taking items from an iterator does not say how often the iterator is rebuilt.
-Nothing is executed.
+A loader passed to a project class's constructor, which ``__init__`` stores on ``self`` under a name
+(as it is, or as an entry of a dict passed in: ``self.tr_loader = data['tr_loader']``), is read by a
+step loop of one of the class's methods that iterates that attribute (``for b in self.loader``), a
+local name bound to it (``data_loader = self.loader``, also as one branch of a conditional
+expression) or to a progress bar over it (``t = tqdm(self.loader)``), or takes items with ``next()``
+from an iterator over one of them (``it = iter(data_loader)``).  Iterating it in a loop nested in
+another loop of the method restarts its workers every epoch; taking items from an iterator does not
+say how often the iterator is rebuilt.  :class:`Keeper` reads the class and its ``__init__`` once per
+constructor call; :func:`class_read` judges the class's loops (also for a factory's loader the class
+keeps itself, ``self.train_loader = make_loader(...)``, :mod:`.returned_loaders`).  Nothing is executed.
 """
 
 from __future__ import annotations
