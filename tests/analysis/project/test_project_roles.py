@@ -212,3 +212,43 @@ def test_a_timing_in_the_self_test_of_an_imported_file_is_left_alone() -> None:
     assert "TT402" not in {c for _, c in codes(proj, "data/images.py")}
     lone = project({"data/images.py": timed})  # run as the script it is, the timing reads launches, not the GPU
     assert "TT402" in {c for _, c in codes(lone, "data/images.py")}
+
+
+def test_a_script_that_trains_through_a_loss_scaler_is_no_script_beside_training() -> None:
+    """``loss_scaler(loss, optimizer, parameters=...)`` (timm's NativeScaler runs backward and steps the optimizer it is
+    handed) is the only training marker of ``train/train_denoise.py``; a scheduler package's demo that steps an optimizer
+    (``warmup_scheduler/run.py``) must not make the real trainer a script beside training."""
+    from project_support import assert_views_match, project_of
+
+    files = {
+        "warmup_scheduler/run.py": """
+            import torch
+
+            model = [torch.nn.Parameter(torch.randn(2, 2, requires_grad=True))]
+            optim = torch.optim.SGD(model, 0.1)
+            for epoch in range(1, 20):
+                optim.zero_grad()
+                optim.step()
+        """,
+        "train/train_denoise.py": """
+            import torch
+            from torch.utils.data import DataLoader
+            from timm.utils import NativeScaler
+
+            model = build_model().cuda()
+            optimizer = torch.optim.AdamW(model.parameters(), lr=2e-4, fused=True)
+            loss_scaler = NativeScaler()
+            loader = DataLoader(train_set, batch_size=32, shuffle=True, num_workers=8, pin_memory=True, persistent_workers=True)
+            for epoch in range(250):
+                for i, data in enumerate(loader):
+                    optimizer.zero_grad()
+                    target = data[0].cuda()
+                    with torch.cuda.amp.autocast():
+                        loss = criterion(model(data[1].cuda()), target)
+                    loss_scaler(loss, optimizer, parameters=model.parameters())
+        """,
+    }
+    proj = project_of(files)
+    assert proj.context("train/train_denoise.py").auxiliary is None  # type: ignore[union-attr]
+    assert {(f.span.line, f.code) for f in proj.analyze("train/train_denoise.py") if f.code == "TT301"} == {(12, "TT301"), (14, "TT301")}
+    assert_views_match(proj, files)

@@ -140,6 +140,15 @@ def is_optimizer_step(node: ast.AST) -> bool:
     return is_optimizer_name(receiver) or any(is_optimizer_name(last_name(arg)) for arg in node.args)
 
 
+def is_scaler_step(node: ast.AST) -> bool:
+    """``loss_scaler(loss, optimizer, parameters=...)``: a loss scaler called with an optimizer (timm's
+    ``NativeScaler``) runs backward and steps that optimizer itself."""
+    if not (isinstance(node, ast.Call) and "scaler" in last_name(node.func).lower()):
+        return False
+    return any(is_optimizer_name(last_name(arg)) and "scaler" not in last_name(arg).lower()
+               for arg in [*node.args, *(k.value for k in node.keywords)])
+
+
 def does_optimizer_work(body: Iterable[ast.AST]) -> bool:
     """Whether code steps an optimizer, zeroes grads or runs backward (an accumulation boundary)."""
     for node in own_nodes(body):

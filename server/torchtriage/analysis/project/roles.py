@@ -30,7 +30,7 @@ import ast
 import re
 from pathlib import PurePath
 
-from ..hotloops.step_markers import is_backward_call, is_optimizer_step
+from ..hotloops.step_markers import is_backward_call, is_optimizer_step, is_scaler_step
 from .modules import ModuleTable, ProjectModule
 
 AUXILIARY = "neither trains nor is used by the files that train"
@@ -40,15 +40,16 @@ SCRIPT_WORDS = ("predict", "infer", "inference", "detect", "export", "benchmark"
 
 
 def trains(module: ProjectModule) -> bool:
-    """Whether the file runs backward, steps an optimizer or defines a Lightning ``training_step``."""
+    """Whether the file runs backward, steps an optimizer (also through a loss scaler handed it: ``loss_scaler(loss,
+    optimizer)``) or defines a Lightning ``training_step``."""
     ctx = module.ctx
     if ctx is None:
         return False
     if any(ctx.is_method(f) for f in ctx.functions.get("training_step", ())):
         return True
-    if "backward" not in ctx.source and ".step(" not in ctx.source:
-        return False  # a cheap first cut: neither marker can be there
-    return any(is_backward_call(call) or is_optimizer_step(call) for call in ctx.nodes_of(ast.Call))
+    if "backward" not in ctx.source and ".step(" not in ctx.source and "scaler(" not in ctx.source.lower():
+        return False  # a cheap first cut: no marker can be there
+    return any(is_backward_call(call) or is_optimizer_step(call) or is_scaler_step(call) for call in ctx.nodes_of(ast.Call))
 
 
 def auxiliary_modules(table: ModuleTable, train_elsewhere: frozenset[ProjectModule] = frozenset()) -> dict[ProjectModule, str]:
