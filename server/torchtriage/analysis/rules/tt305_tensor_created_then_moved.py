@@ -730,8 +730,9 @@ class TensorCreatedThenMoved(Rule):
         )
 
     def _host_built(self, ctx: RuleContext, move: ast.Call, value: ast.expr, batch_names: Collection[str]) -> Report | None:
-        """Math on a fresh CPU tensor, or a NumPy-made array, moved every step (:mod:`._tt305_host_built`);
-        ``batch_names``: the step's data (or a forward's inputs), which has to travel anyway."""
+        """Math on a fresh CPU tensor, a constant table an object set in ``__init__`` (:mod:`._tt305_constant_tables`),
+        or a NumPy-made array, moved every step (:mod:`._tt305_host_built`); ``batch_names``: the step's data (or a
+        forward's inputs), which has to travel anyway."""
         short = host_math_factory(ctx, value, batch_names)
         if short is not None:
             return Report(
