@@ -31,13 +31,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..hotloops.finder import HotLoops
-from ..hotloops.step_markers import SCOPE_NODES
+from ..hotloops.step_markers import LOOP_NODES, SCOPE_NODES
 from ..syntax import assignment_history
 from .call_graph import CallGraph
 from .modules import FunctionNode, ProjectModule
 
 _ITERATORS = frozenset({"iter", "cycle", "enumerate"})  # calls that make an iterator over their first argument
-LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
 @dataclass(frozen=True)
@@ -112,7 +111,7 @@ def class_read(owner: ProjectModule, cls: ast.ClassDef, kept: frozenset[str], ho
         iterated = isinstance(loop, (ast.For, ast.AsyncFor)) and iterates(loop.iter, names)
         if not iterated and not _fetches(loop, iterators):
             continue
-        every_epoch = iterated and _in_another_loop(owner, loop, method)
+        every_epoch = iterated and each_epoch(owner, loop)
         read = KeptRead(f"{owner.label}:{loop.lineno}", moves_data_to_device(owner.ctx, [region], hot), every_epoch)
         if every_epoch:
             return read
@@ -191,12 +190,13 @@ def _fetches(loop: ast.AST, iterators: set[str]) -> bool:
     )
 
 
-def _in_another_loop(owner: ProjectModule, loop: ast.AST, method: FunctionNode) -> bool:
-    """Whether the loop sits inside another loop of its own method (an epoch loop)."""
-    assert owner.ctx is not None
-    for ancestor in owner.ctx.ancestors(loop):
-        if ancestor is method or isinstance(ancestor, SCOPE_NODES):
+def each_epoch(module: ProjectModule, node: ast.AST, built: ast.AST | None = None) -> bool:
+    """``node`` runs in a loop of its own function that does not contain the factory call ``built`` (so the loader
+    outlives each pass); without ``built``, in any loop of its function (an epoch loop around a step loop)."""
+    assert module.ctx is not None
+    for ancestor in module.ctx.ancestors(node):
+        if isinstance(ancestor, SCOPE_NODES):
             return False
-        if isinstance(ancestor, LOOPS):
+        if isinstance(ancestor, LOOP_NODES) and (built is None or not any(a is ancestor for a in module.ctx.ancestors(built))):
             return True
     return False

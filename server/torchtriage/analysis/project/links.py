@@ -442,7 +442,7 @@ def link_loaders(
                      if k.arg and isinstance(k.value, (ast.Name, ast.Subscript)) and (name := held_name(k.value))]
             if not (passed or named) and trains_via is not None:
                 continue
-            if (passed or named) and _called_name(call) in classes:
+            if (passed or named) and bound_name(call.func) in classes:
                 reads.extend(_kept_reads(graph, hot_of, module, call, passed, named))
             for owner, func in _called_functions(graph, module, call, methods, built):
                 params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
@@ -467,11 +467,6 @@ def link_loaders(
                         reads.append(LoaderRead(by_param[iterated], call.lineno, call.col_offset, moves, f"{owner.label}:{loop.lineno}"))
         links[module] = (tuple(reads), trains_via)
     return links
-
-
-def _called_name(call: ast.Call) -> str | None:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
 def _kept_reads(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], module: ProjectModule, call: ast.Call,

@@ -28,13 +28,12 @@ from ..hotloops.finder import HotLoops
 from ..hotloops.step_markers import SCOPE_NODES
 from ..project_view import ReturnedLoader
 from .call_graph import CallGraph
-from .kept_loaders import KeptRead, class_read, kept_read
+from .kept_loaders import KeptRead, class_read, each_epoch, kept_read
 from .modules import FunctionNode, ModuleTable, ProjectModule
 
 Origin = tuple[ProjectModule, FunctionNode, str, "int | None"]  # the DataLoader's file and function, its variable, return position
 Factory = dict[tuple[ProjectModule, FunctionNode], list[Origin]]
 WRAPPERS = 3  # factories that return another factory's result (``return _build_loader(config)``), followed this deep
-LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
 def returned_loaders(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops]) -> dict[ProjectModule, tuple[ReturnedLoader, ...]]:
@@ -273,7 +272,7 @@ def _iterated(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], mod
             if kept is not None and kept.every_epoch:
                 return kept.where, kept.moves_to_device, True
             fetched = fetched or kept
-            if not _each_epoch(module, node, built):
+            if not each_epoch(module, node, built):
                 continue
             target = graph.table.resolve_function(module, node.func) or _local_function(module, node)
             if target is None:
@@ -296,7 +295,7 @@ def _iterated(graph: CallGraph, hot_of: Callable[[ProjectModule], HotLoops], mod
     for region in hot.step_loops if home is None else ():
         loop = region.node
         if isinstance(loop, (ast.For, ast.AsyncFor)) and iterated_name(loop.iter, {name: name}) is not None \
-                and _each_epoch(module, loop, built):
+                and each_epoch(module, loop, built):
             return f"{module.label}:{loop.lineno}", moves_data_to_device(module.ctx, [region], hot), True
     return (fetched.where, fetched.moves_to_device, False) if fetched is not None else None
 
@@ -309,15 +308,3 @@ def _local_function(module: ProjectModule, call: ast.Call) -> tuple[ProjectModul
         if functions:
             return module, functions[0]
     return None
-
-
-def _each_epoch(module: ProjectModule, node: ast.AST, built: ast.AST | None = None) -> bool:
-    """``node`` runs in a loop of its own function that does not contain the factory call ``built`` (so the loader
-    outlives each pass); without ``built``, in any loop of its function (an epoch loop around a step loop)."""
-    assert module.ctx is not None
-    for ancestor in module.ctx.ancestors(node):
-        if isinstance(ancestor, SCOPE_NODES):
-            return False
-        if isinstance(ancestor, LOOPS) and (built is None or not any(a is ancestor for a in module.ctx.ancestors(built))):
-            return True
-    return False

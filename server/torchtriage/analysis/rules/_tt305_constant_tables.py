@@ -24,6 +24,7 @@ import ast
 from typing import Optional
 
 from ..incremental.walks import subtree
+from ._scopes import scope_bindings
 from .base import RuleContext
 
 _WRAPPERS = ("torch.from_numpy", "torch.as_tensor", "torch.tensor")
@@ -85,45 +86,20 @@ def _constant_parts(ctx: RuleContext, expr: ast.expr, caller: ast.AST, depth: in
     last assigned, above ``line`` (the call's), from host constants (``model_variance = np.append(
     self.posterior_variance[1], ...)``), never a parameter of the caller (the step's data)."""
     found = [n.attr for n in ast.walk(expr) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"]
-    arguments = caller.args if isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
-    params = {a.arg for a in ast.walk(arguments) if isinstance(a, ast.arg)} if arguments is not None else set()
-    at = line if line is not None else getattr(expr, "lineno", 0)
+    bindings = scope_bindings(caller)
+    at = (line if line is not None else getattr(expr, "lineno", 0), 0)
     for name in {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id != "self"}:
-        if name in params:
-            return None
-        bound, value = _last_binding(caller, name, at)
-        if not bound:
+        before = [statement for statement, _, where in bindings.get(name, ()) if where < at]
+        if not before:
             continue  # a global of the module
+        value = before[-1].value if isinstance(before[-1], ast.Assign) else None  # (a tuple target: the whole value)
         if value is None or depth == 0:
-            return None
-        parts = _constant_parts(ctx, value, caller, depth - 1, getattr(value, "lineno", at))
+            return None  # a parameter (the step's data), a loop, ``with`` or augmented binding: no constant
+        parts = _constant_parts(ctx, value, caller, depth - 1, getattr(value, "lineno", at[0]))
         if parts is None:
             return None
         found.extend(parts)
     return found
-
-
-def _last_binding(caller: ast.AST, name: str, line: int) -> tuple[bool, Optional[ast.expr]]:
-    """(whether the caller binds ``name`` above ``line``, the value of the last such binding by line): an
-    assignment's value (a tuple target gives the whole value); None for a loop, ``with`` or other binding."""
-    latest: tuple[int, Optional[ast.expr]] | None = None
-    for node in subtree(caller):
-        lineno = getattr(node, "lineno", None)
-        if lineno is None or lineno >= line:
-            continue
-        value: Optional[ast.expr] = None
-        if isinstance(node, ast.Assign):
-            targets = [t for target in node.targets for t in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target])]
-            value = node.value
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
-            targets = list(ast.walk(node.target))
-        elif isinstance(node, ast.With):
-            targets = [t for item in node.items if item.optional_vars is not None for t in ast.walk(item.optional_vars)]
-        else:
-            continue
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets) and (latest is None or lineno >= latest[0]):
-            latest = (lineno, value)
-    return (latest is not None, latest[1] if latest is not None else None)
 
 
 def _writes(node: ast.AST, attr: str) -> bool:
