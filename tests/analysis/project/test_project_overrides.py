@@ -153,3 +153,59 @@ def test_an_inherited_abstract_step_method_runs_the_subclasses_implementation() 
     solved = Project((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in files.items())
     found = {(f.span.line, f.code) for f in solved.analyze("mf.py")}
     assert {(12, "TT301"), (13, "TT301")} <= found  # MF.calc_loss copies the batch every step of the base's fit loop
+
+
+# A trainer base class gives ``train_step`` a default body and loops over it; the subclasses, in another file,
+# override it.  Each override runs every step; a hook whose result is not used (``self.log_step()``) is not followed.
+DEFAULT_BASE = """
+    import torch
+
+
+    class Trainer:
+        def __init__(self, model, optimizer, get_batch):
+            self.model, self.optimizer, self.get_batch = model.cuda(), optimizer, get_batch
+
+        def train_iteration(self, num_steps):
+            losses = []
+            for _ in range(num_steps):
+                losses.append(self.train_step())
+                self.log_step()
+            return losses
+
+        def train_step(self):
+            x, y = self.get_batch()
+            loss = torch.nn.functional.mse_loss(self.model(x), y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            return loss.detach()
+
+        def log_step(self):
+            pass
+"""
+DEFAULT_SUBCLASSES = """
+    import torch
+
+    from trainer import Trainer
+
+
+    class SequenceTrainer(Trainer):
+        def train_step(self):
+            x, y = self.get_batch()
+            loss = torch.nn.functional.mse_loss(self.model(x), y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            return loss.detach().cpu().item()
+
+        def log_step(self):
+            print(self.model.weight.sum().item())
+"""
+
+
+def test_a_subclass_override_of_a_default_step_method_runs_every_step() -> None:
+    files = {"trainer.py": DEFAULT_BASE, "seq_trainer.py": DEFAULT_SUBCLASSES}
+    solved = Project((path, path, textwrap.dedent(text).lstrip("\n")) for path, text in files.items())
+    found = {(f.span.line, f.code) for f in solved.analyze("seq_trainer.py")}
+    assert (13, "TT101") in found  # SequenceTrainer.train_step, called by the base's step loop
+    assert not any(line == 16 for line, _ in found)  # log_step(): a hook called for its effect, not followed

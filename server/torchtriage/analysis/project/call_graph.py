@@ -488,9 +488,10 @@ class CallGraph:
                     return self.overrides.below(owner, func.attr)
                 return [m for cls in held for m in self.callable_methods(*cls)]  # ``self.stem(x)``: a Sequential runs each
             if owner is not None and not isinstance(module.ctx.parents.get(call), ast.Expr):
-                # ``loss = self.calculate_loss(batch)`` left abstract: each subclass's (:mod:`.overrides`); not a hook
-                # called for its effect (``self.debug(batch, output)``, often behind a debug option)
-                return self.overrides.of_abstract(module, owner, func.attr)
+                # ``loss = self.calculate_loss(batch)`` left abstract, or ``loss = self.train_step()`` that subclasses
+                # override: each subclass's runs (:mod:`.overrides`); not a hook called for its effect
+                # (``self.debug(batch, output)``, often behind a debug option)
+                return self.overrides.below(owner, func.attr)
             return []
         if isinstance(receiver, ast.Name):
             classes = self.instance_classes(module, receiver.id, call)

@@ -1,10 +1,10 @@
-"""What ``self.method(...)`` runs when the class leaves ``method`` to its subclasses.
+"""What ``self.method(...)`` runs when subclasses define ``method`` themselves.
 
 A trainer base class writes the loop once and calls ``self.calculate_loss(batch)`` and
-``self.calculate_metrics(batch)`` in it; the base declares them abstract
-(``@abstractmethod``, a body of ``pass``, ``...`` or ``raise NotImplementedError``) and each
-subclass, often in a file of its own, implements them.  Every step then runs the
-subclass's method: each project subclass's override is a callee of the call.
+``self.train_step()`` in it; the base declares them abstract (``@abstractmethod``, a body of
+``pass``, ``...`` or ``raise NotImplementedError``) or gives a default, and each subclass,
+often in a file of its own, overrides them.  Every step then runs the subclass's method:
+each project subclass's override is a callee of the call.
 """
 
 from __future__ import annotations
@@ -21,18 +21,10 @@ MAX_OVERRIDES = 32  # subclasses' overrides of one method, at most (a guard)
 
 
 class Overrides:
-    """Project subclasses of a class, and their overrides of an abstract method."""
+    """Project subclasses of a class, and their overrides of a method."""
 
     def __init__(self, tree: ClassTree) -> None:
         self.tree = tree
-
-    def of_abstract(self, module: ProjectModule, cls: ast.ClassDef, name: str) -> list[FunctionRef]:
-        """The overrides of ``cls.name`` in its project subclasses (transitively) when ``cls`` declares it
-        abstract; empty otherwise."""
-        method = module.method(cls, name)
-        if method is None or not is_abstract(method):
-            return []
-        return self.below(cls, name)
 
     def below(self, cls: ast.ClassDef, name: str) -> list[FunctionRef]:
         """The concrete overrides of ``name`` in the project subclasses of ``cls`` (transitively); empty
