@@ -23,6 +23,17 @@ def bound_name(node: ast.AST) -> str | None:
     return None
 
 
+# Library bases that make a class a torch module without "Module" in their names: PyG's message-passing layers
+# and torch's loss bases.  A class deriving from one runs its ``forward`` per step like any ``nn.Module``.
+LIBRARY_MODULE_BASES = frozenset({"MessagePassing", "_Loss", "_WeightedLoss"})
+
+
+def names_module_base(base: ast.expr) -> bool:
+    """Whether a class base names a torch module class: ``nn.Module``, ``LightningModule``, ``MessagePassing``."""
+    name = bound_name(base) or ""
+    return name.endswith("Module") or name in LIBRARY_MODULE_BASES
+
+
 def parameter_names(arguments: ast.arguments) -> set[str]:
     """The names a function's own parameters bind (positional-only, ordinary, keyword-only; not ``*args``
     or ``**kwargs``)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 
 from ..incremental.walks import scope_walk
-from ..syntax import bound_name
+from ..syntax import bound_name, names_module_base
 from .class_tree import ClassTree
 from .modules import FunctionNode, ProjectModule
 
@@ -84,5 +84,5 @@ class ModelMethods:
         """Project classes whose base is named ``...Module`` (``nn.Module``, ``LightningModule``), and the project
         classes that derive from them, in files that are not tests."""
         classes = self.tree.classes()
-        modules = self.tree.below([cls for _, cls in classes if any((bound_name(b) or "").endswith("Module") for b in cls.bases)])
+        modules = self.tree.below([cls for _, cls in classes if any(names_module_base(b) for b in cls.bases)])
         return [(m, cls) for m, cls in classes if cls in modules]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from ..syntax import bound_name, parameter_defaults, parameter_names
+from ..syntax import bound_name, names_module_base, parameter_defaults, parameter_names
 from .base import RuleContext
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -50,7 +50,7 @@ def _module_classes(ctx: RuleContext) -> list[ast.ClassDef]:
     while changed:
         changed = False
         for cls in classes:
-            if cls.name not in modules and any(_base_name(b).endswith("Module") or _base_name(b) in modules for b in cls.bases):
+            if cls.name not in modules and any(names_module_base(b) or _base_name(b) in modules for b in cls.bases):
                 modules.add(cls.name)
                 changed = True
     return [cls for cls in classes if cls.name in modules]

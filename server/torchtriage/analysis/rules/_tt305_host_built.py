@@ -36,6 +36,7 @@ _TENSOR_METHODS = frozenset({"float", "double", "half", "long", "int", "bool", "
 _CASTS = frozenset({"type", "type_as"})  # methods whose argument is a model of the result's type, not data
 # methods whose arguments are sizes or dimensions (``.expand(len(x), n)``): reading the step's data there moves none of it
 _SHAPERS = frozenset({"unsqueeze", "squeeze", "view", "reshape", "repeat", "expand", "transpose", "permute", "flatten"})
+_DTYPE_CASTS = frozenset({"float", "double", "half", "long", "int", "bool", "byte", "short"})
 _NUMPY_MAKERS = frozenset({"arange", "zeros", "ones", "full", "empty", "eye", "linspace", "tile", "repeat", "ones_like",
                            "zeros_like", "full_like", "meshgrid", "stack", "concatenate"})
 
@@ -94,6 +95,7 @@ def numpy_made(ctx: RuleContext, expr: ast.AST, move: ast.Call) -> Optional[str]
     such a tensor was assigned to there (``y = torch.from_numpy(np.repeat(range(n), q))`` ... ``y.cuda()``)."""
     if isinstance(expr, ast.Name):
         expr = _assigned_before(ctx, expr.id, move)  # type: ignore[assignment]
+    expr = _without_casts(expr)
     if not (isinstance(expr, ast.Call) and _qualname(ctx, expr) in ("torch.from_numpy", "torch.as_tensor", "torch.tensor")
             and len(expr.args) == 1):
         return None
@@ -106,6 +108,14 @@ def numpy_made(ctx: RuleContext, expr: ast.AST, move: ast.Call) -> Optional[str]
     if qual.startswith("numpy.random.") or (qual.startswith("numpy.") and qual.rpartition(".")[2] in _NUMPY_MAKERS):
         return qual
     return None
+
+
+def _without_casts(expr: Optional[ast.expr]) -> Optional[ast.expr]:
+    """``torch.from_numpy(a).long().float()`` -> ``torch.from_numpy(a)``: a dtype cast changes no device."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _DTYPE_CASTS \
+            and not expr.args and not expr.keywords:
+        expr = expr.func.value
+    return expr
 
 
 def _assigned_before(ctx: RuleContext, name: str, move: ast.Call) -> Optional[ast.expr]:

@@ -606,6 +606,36 @@ class TensorCreatedThenMoved(Rule):
         ),
         Invalid(
             """
+            # timesteps drawn with NumPy, wrapped, cast and moved in one expression (a diffusion schedule sampler)
+            import numpy as np
+            import torch
+
+            for x, _ in loader:
+                idx = np.random.choice(1000, size=(x.shape[0],), p=p)
+                t = torch.from_numpy(idx).long().to(device)
+                loss = model(x.cuda(non_blocking=True), t).mean()
+                loss.backward()
+                optimizer.step()
+            """,
+            lines=(7,),
+        ),
+        Invalid(
+            """
+            # a PyG message-passing layer is a module: its forward runs every step
+            import torch
+            from torch_geometric.nn import MessagePassing
+
+            class EdgeConv(MessagePassing):
+                def forward(self, x, edge_index, edge_attr):
+                    loop_attr = torch.zeros(x.size(0), 2)
+                    loop_attr[:, 0] = 4
+                    loop_attr = loop_attr.to(edge_attr.device).to(edge_attr.dtype)
+                    return self.propagate(edge_index.cuda(), x=x, edge_attr=torch.cat((edge_attr, loop_attr), dim=0))
+            """,
+            lines=(7,),
+        ),
+        Invalid(
+            """
             # a submodule's forward runs every step wherever the model is called (here: nowhere in sight)
             import torch
             from torch import nn
