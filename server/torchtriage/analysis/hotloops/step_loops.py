@@ -24,12 +24,23 @@ from .step_markers import (
 )
 
 _NOT_FOLLOWED = frozenset({"forward", "__call__"})
+_RANGES = frozenset({"range", "trange"})  # counts, not the parts of a batch
 _LIST_BUILDERS = frozenset({"list", "sorted", "tuple"}) | ITERABLE_WRAPPERS  # calls whose result is a list of their argument's items
 
 
 # functions that serve a trained model (a library's ``predict`` API, an ``--do_predict`` pass): their loops
 # over data are inference, and do not run while training
 _INFERENCE_NAME = re.compile(r"^(predict|predict_proba|inference|infer|run_inference)$")
+
+
+def ends_first_pass(last: ast.stmt) -> bool:
+    """A loop body's last statement that leaves the loop: ``break``, ``return``, or a ``try`` whose work or
+    ``else`` ends with one (``while size: try: step(size) except OOM: size //= 2 else: break``)."""
+    if isinstance(last, (ast.Break, ast.Return)):
+        return True
+    if isinstance(last, ast.Try):
+        return any(block and isinstance(block[-1], (ast.Break, ast.Return)) for block in (last.body, last.orelse))
+    return False
 
 
 class StepLoopJudge:
@@ -44,11 +55,14 @@ class StepLoopJudge:
 
     def markers(self, loop: Loop) -> tuple[bool, bool]:
         """(is a step loop, trains) from the loop's own body.  A loop whose body always ends it on the first
-        pass (its last statement a ``break`` or ``return``: "take one batch") runs once, not per step."""
-        if loop.body and isinstance(loop.body[-1], (ast.Break, ast.Return)):
+        pass (its last statement a ``break`` or ``return``: "take one batch"; or a ``try`` that does so once its
+        work succeeds: a retry loop that halves the batch on out-of-memory) runs once, not per step."""
+        if loop.body and ends_first_pass(loop.body[-1]):
             return False, False
         facts = loop_facts(loop)
         if facts.trains:
+            if self._within_one_step(loop):
+                return False, False  # ``for chunk in iter_batches(batch, n): chunk_loss.backward()``: one step's micro-batches
             return True, True
         if self._serves(loop):
             return False, False  # ``def predict(self, X):`` no code of the file calls: serving a trained model, not training it
@@ -118,9 +132,11 @@ class StepLoopJudge:
         micro-batches: ``for chunk in split(batch): accelerator.backward(loss)``)."""
         for node in ast.walk(func):
             if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                if node.body and ends_first_pass(node.body[-1]):
+                    continue  # runs once: a retry loop, "take one batch"
                 facts = loop_facts(node)
                 iterates_loader = isinstance(node, (ast.For, ast.AsyncFor)) and is_loader_like(node.iter, self.loader_vars)
-                if (own and facts.trains) or ((iterates_loader or facts.fetches_batch) and not self._within_one_step(node)):
+                if (own and facts.trains or iterates_loader or facts.fetches_batch) and not self._within_one_step(node):
                     return True
         return depth > 0 and any(self._has_step_loop(callee, depth - 1, False)
                                  for callee in self._function_callees(func) if callee is not func)
@@ -160,6 +176,12 @@ class StepLoopJudge:
                 and iterable.func.id in ("enumerate", "zip", "reversed", "list") and iterable.args:
             iterable = iterable.args[0]
         params = parameter_names(function.args)
+        if isinstance(iterable, ast.Call) and iterable.args and isinstance(iterable.args[0], ast.Name) \
+                and iterable.args[0].id in params and not is_loader_like(iterable.args[0], self.loader_vars) \
+                and last_name(iterable.func) not in _RANGES:
+            # ``for chunk in iter_batches(batch, size): chunk_loss.backward()`` then ``optimizer.step()``: the
+            # micro-batches of one step, when the function steps the optimizer once, after them
+            return any(is_optimizer_step(n) for n in own_nodes(function.body)) and is_step_function(function)
         # (the parameter test first: it is cheap, and whether the function is one step walks all of it)
         return isinstance(iterable, ast.Name) and iterable.id in params and is_step_function(function)
 

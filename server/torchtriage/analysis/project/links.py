@@ -22,7 +22,8 @@ from ..hotloops.finder import HotEntry, HotLoops, HotRegion
 from ..hotloops.loop_kinds import loop_facts
 from .modules import FunctionNode, ModuleTable, ProjectModule
 from ..project_view import LoaderRead, ReturnedLoader
-from ..hotloops.step_markers import is_backward_call, is_optimizer_step, is_shape_read, names_in, own_nodes, unwrap_iterable
+from ..hotloops.step_loops import ends_first_pass
+from ..hotloops.step_markers import LOOP_NODES, is_backward_call, is_optimizer_step, is_shape_read, names_in, own_nodes, unwrap_iterable
 from ..syntax import bound_name, parameter_names, positional_parameters
 
 _HOST_READS = frozenset({"item", "tolist", "float", "int", "bool"})
@@ -281,8 +282,11 @@ def _lightning_training_step(region: HotRegion) -> bool:
 
 
 def _is_training_step(func: FunctionNode) -> bool:
-    """Backward and an optimizer's step in the function's own body, outside any loop of its own."""
+    """Backward and an optimizer's step in the function's own body, outside any loop of its own but one that
+    runs once (a retry loop: ``while size: try: loss.backward() except OOM: size //= 2 else: break``)."""
     nodes = list(own_nodes(func.body))
+    nodes += [n for loop in nodes if isinstance(loop, LOOP_NODES) and loop.body and ends_first_pass(loop.body[-1])
+              for n in own_nodes(loop.body)]
     return any(is_backward_call(n) for n in nodes) and any(is_optimizer_step(n) for n in nodes)
 
 
