@@ -138,3 +138,14 @@ def assigned_value(
         if cache is not None:
             cache[scope] = table
     return table.get(name)
+
+
+def picked_from_dict(value: ast.expr | None) -> list[ast.expr]:
+    """The values of a dict literal an expression picks one of by key (``{"feat": feat_mix, "dim": dim_mix}[mode]``,
+    ``{...}.get(mode)``); empty for anything else."""
+    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Dict):
+        return [v for v in value.value.values if v is not None]
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get" \
+            and isinstance(value.func.value, ast.Dict):
+        return [v for v in value.func.value.values if v is not None]
+    return []

@@ -56,7 +56,7 @@ from ..incremental.memo import subtree_memo
 from .step_loops import StepLoopJudge
 from ..file_kinds import is_test_file
 from ..module_index import ModuleIndex
-from ..syntax import parameter_names, positional_before_starred, positional_parameters
+from ..syntax import assigned_value, parameter_names, picked_from_dict, positional_before_starred, positional_parameters
 from .epochs import epoch_loops
 from .run_once import evaluates_once
 from .step_markers import (
@@ -442,6 +442,10 @@ class _Finder:
 
     def _callees(self, call: ast.Call, region: HotRegion) -> list[FunctionNode]:
         func = call.func
+        if isinstance(func, ast.Name) and func.id not in self.functions:  # ``mix = {"feat": feat_mix, ...}[mode]``
+            scope = self.ctx.enclosing_function(call) or self.ctx.tree
+            picked = picked_from_dict(assigned_value(scope, func.id))
+            return [f for v in picked if isinstance(v, ast.Name) for f in self.functions.get(v.id, []) if not self.ctx.is_method(f)]
         if isinstance(func, ast.Name):
             return [f for f in self.functions.get(func.id, []) if not self.ctx.is_method(f)]
         if not isinstance(func, ast.Attribute):

@@ -28,7 +28,7 @@ from .model_methods import ModelMethods
 from .modules import FunctionNode, ModuleTable, ProjectModule, shared_prefix
 from .overrides import Overrides, is_abstract
 from .registries import RegistryIndex
-from ..syntax import assigned_value, assignment_history, parameter_names
+from ..syntax import assigned_value, assignment_history, parameter_names, picked_from_dict
 
 ClassRef = tuple[ProjectModule, ast.ClassDef]
 FunctionRef = tuple[ProjectModule, FunctionNode]
@@ -463,6 +463,11 @@ class CallGraph:
         elif target is None and isinstance(func, ast.Name) and func.id not in module.ctx.functions:
             for cls in self.instance_classes(module, func.id, call):
                 found.extend(self.callable_methods(*cls))
+            # ``mix = {"feat": lib.feat_mix, "dim": lib.dim_mix}[mode]`` then ``mix(x)``: each function it may pick
+            for value in picked_from_dict(self.assigned(module, func.id, call)):
+                picked = self.table.resolve_function(module, value)
+                if picked is not None:
+                    found.append(picked)
         elif target is None and isinstance(func, ast.Attribute):
             found.extend(self._method_callees(module, call, func))
         for arg in call.args:  # a project function handed on to be called (``optimizer.step(closure)``)

@@ -23,6 +23,7 @@ from ..syntax import bound_name, keyword_value
 from ._generators import fetches_from, iterator_aliases
 from ._loader_containers import container_aliases, read_name
 from ._helpers import is_batch_expression, is_device_move
+from ._tt305_host_built import numpy_made
 
 if TYPE_CHECKING:
     from .base import RuleContext
@@ -415,7 +416,7 @@ def moves_data_to_device(ctx: "RuleContext", regions: list[HotRegion] | None, ho
     for call, region in hot.nodes(ast.Call):
         if allowed is not None and id(region) not in allowed:
             continue
-        if is_device_move(call, ctx) and _moves_batch(ctx, call, region):
+        if is_device_move(call, ctx) and _moves_batch(ctx, call, region, hot):
             return True
         if _hands_batch_to_device(ctx, call, region):
             return True
@@ -446,11 +447,13 @@ def _names_a_device(ctx: "RuleContext", node: ast.expr) -> bool:
     return "device" in name.lower() or name == "dev"
 
 
-def _moves_batch(ctx: "RuleContext", call: ast.Call, region: HotRegion) -> bool:
+def _moves_batch(ctx: "RuleContext", call: ast.Call, region: HotRegion, hot: HotLoops) -> bool:
     """``x.to(d)`` on batch data, or inside a comprehension over the batch."""
     receiver = call.func.value  # type: ignore[attr-defined]
-    if is_batch_expression(receiver, region) or is_fetched_batch(call):  # (``next(it).to(d)``: moved as fetched)
+    if is_fetched_batch(call):  # ``next(it).to(d)``: moved as fetched
         return True
+    if is_batch_expression(receiver, region):
+        return not numpy_made(ctx, receiver, call, region.batch_names, hot)  # a mask NumPy draws for the step: not loaded
     for ancestor in ctx.ancestors(call):
         if isinstance(ancestor, ast.stmt):
             return False

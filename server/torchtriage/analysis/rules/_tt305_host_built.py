@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 from typing import Collection, Optional
 
+from ..hotloops.regions import HotLoops
 from ..incremental.walks import subtree
 from ._bindings import last_assignment
 from ._helpers import is_device_move
@@ -36,6 +37,7 @@ _TENSOR_METHODS = frozenset({"float", "double", "half", "long", "int", "bool", "
 _CASTS = frozenset({"type", "type_as"})  # methods whose argument is a model of the result's type, not data
 # methods whose arguments are sizes or dimensions (``.expand(len(x), n)``): reading the step's data there moves none of it
 _SHAPERS = frozenset({"unsqueeze", "squeeze", "view", "reshape", "repeat", "expand", "transpose", "permute", "flatten"})
+_DEPTH = 4  # names and operators followed back from a moved array, at most
 _DTYPE_CASTS = frozenset({"float", "double", "half", "long", "int", "bool", "byte", "short"})
 _NUMPY_MAKERS = frozenset({"arange", "zeros", "ones", "full", "empty", "eye", "linspace", "tile", "repeat", "ones_like",
                            "zeros_like", "full_like", "meshgrid", "stack", "concatenate"})
@@ -89,24 +91,54 @@ def _arguments(call: ast.Call) -> list[ast.expr]:
     return [*call.args, *(k.value for k in call.keywords)]
 
 
-def numpy_made(ctx: RuleContext, expr: ast.AST, move: ast.Call) -> Optional[str]:
+def numpy_made(ctx: RuleContext, expr: ast.AST, move: ast.Call, batch_names: Collection[str] = (),
+               hot: Optional[HotLoops] = None) -> Optional[str]:
     """The NumPy maker (``numpy.random.choice``) when EXPR is ``torch.from_numpy(<made array>)``, the array
     made right there or assigned, in code that runs every step, from such a call before ``move``; EXPR may be a name
-    such a tensor was assigned to there (``y = torch.from_numpy(np.repeat(range(n), q))`` ... ``y.cuda()``)."""
+    such a tensor was assigned to there (``y = torch.from_numpy(np.repeat(range(n), q))`` ... ``y.cuda()``).
+    ``batch_names``: the step's data; ``hot``: the hot loops that say what runs every step (``ctx.hot`` unless given)."""
+    hot = ctx.hot if hot is None else hot
     if isinstance(expr, ast.Name):
-        expr = _assigned_before(ctx, expr.id, move)  # type: ignore[assignment]
+        expr = _assigned_before(ctx, expr.id, move, hot)  # type: ignore[assignment]
     expr = _without_casts(expr)
     if not (isinstance(expr, ast.Call) and _qualname(ctx, expr) in ("torch.from_numpy", "torch.as_tensor", "torch.tensor")
             and len(expr.args) == 1):
         return None
-    array = expr.args[0]
-    if isinstance(array, ast.Name):
-        array = _assigned_before(ctx, array.id, move)
-    if not isinstance(array, ast.Call):
+    return _made_array(ctx, expr.args[0], move, batch_names, hot) or None
+
+
+def _made_array(ctx: RuleContext, array: Optional[ast.expr], move: ast.Call, batch_names: Collection[str],
+                hot: HotLoops, depth: int = 0) -> Optional[str]:
+    """The NumPy maker behind ARRAY: a maker call, a name assigned one in per-step code before ``move``, or
+    arithmetic, comparisons and slices of such arrays with constants and values not set in this code (a rate
+    parameter): ``np.random.random((b, f)) > rates``, ``rates[:, 0]``.  "" for such a constant or value alone;
+    None when anything else is there (the step's data in ``batch_names``, another call)."""
+    if depth > _DEPTH:
         return None
-    qual = _qualname(ctx, array)
-    if qual.startswith("numpy.random.") or (qual.startswith("numpy.") and qual.rpartition(".")[2] in _NUMPY_MAKERS):
-        return qual
+    if isinstance(array, ast.Constant):
+        return ""
+    if isinstance(array, ast.Name):
+        value = _assigned_before(ctx, array.id, move, hot)
+        if value is not None:
+            return _made_array(ctx, value, move, batch_names, hot, depth + 1)
+        if array.id in batch_names or last_assignment(ctx, array.id, move) is not None:
+            return None  # the step's data, or a value set once before the steps
+        return ""
+    if isinstance(array, ast.Call):
+        qual = _qualname(ctx, array)
+        if qual.startswith("numpy.random.") or (qual.startswith("numpy.") and qual.rpartition(".")[2] in _NUMPY_MAKERS):
+            return qual
+        return None
+    if isinstance(array, ast.Subscript):
+        made = _made_array(ctx, array.value, move, batch_names, hot, depth + 1)
+        return made or None
+    if isinstance(array, (ast.BinOp, ast.Compare, ast.UnaryOp)):
+        parts = [array.left, array.right] if isinstance(array, ast.BinOp) else \
+            [array.left, *array.comparators] if isinstance(array, ast.Compare) else [array.operand]
+        found = [_made_array(ctx, part, move, batch_names, hot, depth + 1) for part in parts]
+        if any(f is None for f in found):
+            return None
+        return next((f for f in found if f), "")
     return None
 
 
@@ -118,11 +150,12 @@ def _without_casts(expr: Optional[ast.expr]) -> Optional[ast.expr]:
     return expr
 
 
-def _assigned_before(ctx: RuleContext, name: str, move: ast.Call) -> Optional[ast.expr]:
-    """The value last assigned to NAME before MOVE in the same function, when that assignment runs every step."""
+def _assigned_before(ctx: RuleContext, name: str, move: ast.Call, hot: HotLoops) -> Optional[ast.expr]:
+    """The value last assigned to NAME before MOVE in the same function, when that assignment runs every step
+    (by ``hot``)."""
     scope = ctx.enclosing_function(move) or ctx.tree
     latest = last_assignment(ctx, name, move)
-    if latest is None or not ctx.hot.is_per_step(latest):
+    if latest is None or not hot.is_per_step(latest):
         return None
     if _filled_later(scope, name, latest.lineno, move.lineno):
         return None  # ``path = np.zeros(...)`` then ``maximum_path_c(path, ...)``: host-computed data

@@ -17,6 +17,7 @@ from ._helpers import is_batch_expression, is_device_move, method_name, names_in
 from ._other_devices import on_other_accelerator
 from ._placed_batches import computed_from_moved, fetched_from_placed, moved_before, placed_loader_loop
 from ._tt305_constant_tables import constant_table
+from ._tt305_host_built import numpy_made
 from ..parsing import LEGACY_ASYNC
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
@@ -202,6 +203,26 @@ class NonBlockingTransfer(Rule):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
     """
     VALID = (
+        Valid(
+            """
+            # a mask NumPy draws in the step is TT305's (made on the host), not a batch copy
+            import numpy as np
+            import torch
+
+            def feat_mix(x, beta):
+                rates = np.random.beta(beta, beta, size=(x.shape[0], 1))
+                masks = np.random.random(size=tuple(x.shape)) > rates
+                masks = torch.from_numpy(masks).to(x.device)
+                return masks * x + ~masks * x.flip(0)
+
+            for x, y in loader:
+                x = x.cuda(non_blocking=True)
+                mix = {"feat": feat_mix, "none": None}[mode]
+                loss = loss_fn(model(mix(x, 0.5)), y.cuda(non_blocking=True))
+                loss.backward()
+                optimizer.step()
+            """,
+        ),
         Valid(
             """
             # the noise schedule's variance, or the model's own in the other branch, handed to the helper that indexes it
@@ -793,8 +814,8 @@ class NonBlockingTransfer(Rule):
                     or keyword_value(call, LEGACY_ASYNC) is not None:  # ``async=True``: torch 0.3's non_blocking
                 continue
             receiver = call.func.value  # type: ignore[attr-defined]
-            if constant_table(ctx, receiver, call) is not None:
-                continue  # an array the object set in ``__init__``, not the step's data: TT305's case
+            if constant_table(ctx, receiver, call) is not None or numpy_made(ctx, receiver, call, region.batch_names):
+                continue  # an array the object set in ``__init__``, or one NumPy makes in the step: TT305's case
             wrapped = wrapped_batch(ctx, receiver, call)  # ``torch.from_numpy(batch)``, ``torch.FloatTensor(batch)``
             gathered = wrapped is not None and gathered_rows(ctx, wrapped)  # ``FloatTensor(self.state[ind])``
             if wrapped is not None and (gathered or is_batch_expression(wrapped, region)):

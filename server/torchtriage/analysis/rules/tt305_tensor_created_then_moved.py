@@ -621,6 +621,27 @@ class TensorCreatedThenMoved(Rule):
         ),
         Invalid(
             """
+            # mixup masks drawn with NumPy in a function picked from a dict by the run's mode
+            import numpy as np
+            import torch
+
+            def feat_mix(x, beta):
+                rates = np.random.beta(beta, beta, size=(x.shape[0], 1))
+                masks = np.random.random(size=tuple(x.shape)) > rates
+                masks = torch.from_numpy(masks).to(x.device)
+                return masks * x + ~masks * x.flip(0)
+
+            for x, y in loader:
+                x = x.cuda(non_blocking=True)
+                mix = {"feat": feat_mix, "none": None}[mode]
+                loss = loss_fn(model(mix(x, 0.5)), y.cuda(non_blocking=True))
+                loss.backward()
+                optimizer.step()
+            """,
+            lines=(8,),
+        ),
+        Invalid(
+            """
             # a PyG message-passing layer is a module: its forward runs every step
             import torch
             from torch_geometric.nn import MessagePassing
@@ -777,7 +798,7 @@ class TensorCreatedThenMoved(Rule):
                 f"the array `{table}`, set once in `__init__`, is wrapped on the CPU and copied to the GPU on every "
                 "call: convert it to a device tensor once (a registered buffer, or `.to(device)` in `__init__`)",
             )
-        maker = numpy_made(ctx, value, move)
+        maker = numpy_made(ctx, value, move, batch_names)
         if maker is not None:
             short_maker = maker.replace("numpy.", "np.", 1)
             return Report(
