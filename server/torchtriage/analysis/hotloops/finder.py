@@ -357,7 +357,7 @@ class _Finder:
             or calls_modulo_helper(stmt.test, self.modulo_helpers) or self._rare_flag(stmt, region)
         ):
             return False
-        if subtree_memo(stmt, "does_optimizer_work", lambda: does_optimizer_work(stmt.body)):
+        if subtree_memo(stmt, "does_optimizer_work", lambda: does_optimizer_work(stmt.body) or self.judge.block_steps_through_calls(stmt)):
             self.result.accumulation_guards.append(stmt)
             return False
         self.result.rare_guards.append(stmt)

@@ -96,6 +96,21 @@ class StepLoopJudge:
             ]
         return found
 
+    def block_steps_through_calls(self, block: ast.If) -> bool:
+        """Whether a guarded block steps an optimizer through the functions and ``self.`` methods of this file it
+        calls (``if t % train_freq == 0: loss = self._update_network(batch)``): the guard is when the step runs."""
+        owner = self.ctx.enclosing_class(block)
+        callees = []
+        for node in own_nodes(block.body):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name):
+                callees += [f for f in self.functions.get(func.id, ()) if not self.ctx.is_method(f)]
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" and owner is not None:
+                callees += [f for f in self.functions.get(func.attr, ()) if self.ctx.parents.get(f) is owner]
+        return any(self._through_calls(f, 3, _steps_anywhere, self._steps_through) for f in callees)
+
     def loop_steps_through_calls(self, loop: Loop) -> bool:
         """Whether a loop's body steps an optimizer through the functions and ``self.`` methods of this file it
         calls (``for batch in loader: train_step(model, batch)``); not a helper that runs ``backward()`` for the

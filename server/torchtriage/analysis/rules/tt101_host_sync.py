@@ -476,6 +476,28 @@ class HostSyncInStep(Rule):
     INVALID = (
         Invalid(
             """
+            # the update runs every train_freq env steps: the guard says when the training step runs, not a rare log
+            import torch
+
+            class Agent:
+                def learn(self):
+                    for t in range(self.total_steps):
+                        obs = self.env_step(t)
+                        if t > self.learning_starts and t % self.train_freq == 0:
+                            loss = self.update(self.buffer.sample(32))
+
+                def update(self, batch):
+                    x, y = batch
+                    loss = (self.net(x.cuda(non_blocking=True)) - y.cuda(non_blocking=True)).pow(2).mean()
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+                    return loss.item()
+            """,
+            lines=(17,),
+        ),
+        Invalid(
+            """
             # TF32 for CUDA matmuls: the file runs on CUDA though its device is a rank number
             import torch
             torch.backends.cuda.matmul.allow_tf32 = True
