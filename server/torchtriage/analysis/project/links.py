@@ -75,6 +75,7 @@ def device_functions(module: ProjectModule) -> dict[str, FunctionNode]:
         if "cuda" not in module.ctx.segment(func):
             continue
         returns = [n.value for n in ast.walk(func) if isinstance(n, ast.Return) and n.value is not None]
+        returns = [b for v in returns for b in ([v.body, v.orelse] if isinstance(v, ast.IfExp) else [v])]  # ``cuda if ok else cpu``
         gives_device = any(
             isinstance(v, ast.Call) and bound_name(v.func) == "device"
             or isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.startswith("cuda")

@@ -133,7 +133,7 @@ class ModuleTable:
             best = max(candidates, key=shared)
             if sum(1 for c in candidates if shared(c) == shared(best)) == 1:
                 return best
-            return _from_enclosing_root(candidates, name, near)
+            return _from_enclosing_root(candidates, name, near) or _package_over_its_module(candidates)
         return None
 
     def symbol(self, module: ProjectModule, name: str, depth: int = 0) -> Symbol | ProjectModule | None:
@@ -253,6 +253,16 @@ def _exports(tree: ast.Module) -> frozenset[str] | None:
         if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
                 and isinstance(node.value, (ast.List, ast.Tuple))):
             return frozenset(e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    return None
+
+
+def _package_over_its_module(candidates: list[ProjectModule]) -> ProjectModule | None:
+    """A package and modules inside it that all end with the same name (``src/util/__init__.py`` and
+    ``src/util/util.py`` for ``import util``, with ``src`` put on the path by the script): the package,
+    since the other would need the package's own folder on the path."""
+    package = min(candidates, key=lambda c: c.name.count("."))
+    if package.is_package and all(c is package or c.name.startswith(package.name + ".") for c in candidates):
+        return package
     return None
 
 
