@@ -72,6 +72,18 @@ def carrying_parts(node: ast.expr, graph: set[str]) -> list[ast.expr]:
     return [node] if carrier(node, graph) else []
 
 
+def _plain_value(value: ast.AST) -> bool:
+    """A value known to hold no graph: a number read off a tensor (``loss.item()``, ``float(loss)``), a detached
+    copy, or a literal."""
+    if isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, ast.Call):
+        if isinstance(value.func, ast.Name):
+            return value.func.id in ("float", "int", "bool", "len", "str")
+        return isinstance(value.func, ast.Attribute) and value.func.attr in STOP_METHODS
+    return False
+
+
 def _backward_root(receiver: ast.AST) -> str | None:
     """``loss`` in ``loss.mean()`` / ``out.loss``: the name a differentiated tensor comes from."""
     while True:
@@ -169,6 +181,7 @@ class GraphTracker:
 
     def _compute(self, scope: ast.AST) -> set[str]:
         graph: set[str] = set()
+        backpropagated: set[str] = set()  # names ``.backward()`` runs on: graph-carrying whatever made them
         assignments = [
             n for n in own_walk(scope) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
         ]
@@ -179,15 +192,21 @@ class GraphTracker:
                 root = _backward_root(tensor) if tensor is not None else None
                 if root is not None:
                     graph.add(root)
+                    backpropagated.add(root)
         plain: set[str] = set()
         for _ in range(2):  # a second pass picks up names derived from later producers
             plain = set()
             for node in assignments:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 bound = {name for t in targets for name in bound_names(t)}
+                if bound & backpropagated and _plain_value(node.value) and not isinstance(node.value, ast.Constant):
+                    plain |= bound  # ``L = L.cpu().detach().numpy()`` after ``L.backward()``: a graph, then a number
+                    continue
                 if isinstance(node.value, ast.Constant) or bound & _loaded_names(node.value):
                     continue  # ``loss = 0.0`` / ``total = total + loss`` say nothing about the name
                 if lexically_grad_off(self.ctx, node) or not self._is_producer(node.value, graph):  # type: ignore[arg-type]
+                    if bound <= backpropagated and not _plain_value(node.value):
+                        continue  # ``batch_loss = self.process_one_batch(...)`` then ``batch_loss.backward()``
                     plain |= bound
                 else:
                     graph |= bound

@@ -54,6 +54,18 @@ class GraphKeptAcrossSteps(Rule):
     VALID = (
         Valid(
             """
+            # the loss read back to a number after its backward: what is summed is NumPy, no graph
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                loss = loss.detach().cpu().numpy()
+                loss_accum += loss
+            """,
+        ),
+        Valid(
+            """
             total_loss = 0.0
             for x, y in loader:
                 loss = criterion(model(x), y)
@@ -187,6 +199,18 @@ class GraphKeptAcrossSteps(Rule):
         ),
     )
     INVALID = (
+        Invalid(
+            """
+            # the step's loss comes from a method the rule cannot see into, but backward runs on it: it has a graph
+            for users, items in batches:
+                self.optimizer.zero_grad()
+                batch_loss = self.process_one_batch(users, items)
+                batch_loss.backward()
+                self.optimizer.step()
+                epoch_loss += batch_loss
+            """,
+            lines=(7,),
+        ),
         Invalid(
             """
             total_loss = 0
