@@ -107,6 +107,26 @@ def numpy_made(ctx: RuleContext, expr: ast.AST, move: ast.Call, batch_names: Col
     return _made_array(ctx, expr.args[0], move, batch_names, hot) or None
 
 
+def loop_invariant_array(ctx: RuleContext, expr: ast.AST, move: ast.Call, batch_names: Collection[str],
+                         loop: ast.AST) -> Optional[tuple[str, ast.Call]]:
+    """The name of a host array wrapped (``torch.from_numpy(cls_weights)``, ``torch.tensor(w)``) and moved inside
+    the step loop ``loop`` though nothing in the loop assigns it: the same data copied at every step, with the
+    wrapping call.  EXPR may be a name such a tensor was assigned to in the loop (``weights = torch.from_numpy(w)``
+    ... ``weights.cuda()``)."""
+    if isinstance(expr, ast.Name):
+        expr = _assigned_before(ctx, expr.id, move, ctx.hot)  # type: ignore[assignment]
+    expr = _without_casts(expr)
+    if not (isinstance(expr, ast.Call) and _qualname(ctx, expr) in ("torch.from_numpy", "torch.as_tensor", "torch.tensor")
+            and len(expr.args) == 1 and isinstance(expr.args[0], ast.Name)):
+        return None
+    name = expr.args[0].id
+    if name in batch_names or not (loop.lineno <= expr.lineno <= (loop.end_lineno or loop.lineno)):
+        return None
+    assigned_in_loop = any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+                           for node in subtree(loop))
+    return None if assigned_in_loop else (name, expr)
+
+
 def _made_array(ctx: RuleContext, array: Optional[ast.expr], move: ast.Call, batch_names: Collection[str],
                 hot: HotLoops, depth: int = 0) -> Optional[str]:
     """The NumPy maker behind ARRAY: a maker call, a name assigned one in per-step code before ``move``, or

@@ -15,7 +15,7 @@ from ._bindings import parameter_names
 from ._forward_code import forward_calls
 from ._legacy_tensors import legacy_created, legacy_over_host_data
 from ._tt305_constant_tables import constant_table
-from ._tt305_host_built import FACTORIES, RANDOM_FACTORIES, host_math_factory, numpy_made
+from ._tt305_host_built import FACTORIES, RANDOM_FACTORIES, host_math_factory, loop_invariant_array, numpy_made
 from ..parsing import LEGACY_ASYNC
 from .base import Invalid, Report, Rule, RuleContext, Valid
 
@@ -202,6 +202,20 @@ class TensorCreatedThenMoved(Rule):
             mask = torch.ones(x.shape[0], device=device)
     """
     VALID = (
+        Valid(
+            """
+            # the array changes from step to step (a schedule's weights): no one conversion serves every step
+            import torch
+
+            def fit_one_epoch(model, gen, optimizer, local_rank, schedule):
+                for step, (imgs, labels) in enumerate(gen):
+                    weights = schedule.weights_at(step)
+                    weights = torch.from_numpy(weights).cuda(local_rank)
+                    loss = (model(imgs.cuda(local_rank)) * weights).mean()
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
         Valid(
             """
             # the step's own data cast and moved, and a tensor already made on the device
@@ -642,6 +656,22 @@ class TensorCreatedThenMoved(Rule):
         ),
         Invalid(
             """
+            # class weights handed in once, wrapped and moved again at every step
+            import torch
+
+            def fit_one_epoch(model, gen, optimizer, cls_weights, local_rank):
+                for imgs, labels in gen:
+                    weights = torch.from_numpy(cls_weights)
+                    imgs, labels = imgs.cuda(local_rank), labels.cuda(local_rank)
+                    weights = weights.cuda(local_rank)
+                    loss = torch.nn.functional.cross_entropy(model(imgs), labels, weight=weights)
+                    loss.backward()
+                    optimizer.step()
+            """,
+            lines=(6,),
+        ),
+        Invalid(
+            """
             # a PyG message-passing layer is a module: its forward runs every step
             import torch
             from torch_geometric.nn import MessagePassing
@@ -729,7 +759,8 @@ class TensorCreatedThenMoved(Rule):
         in_forward = set(forward)
         for call, region in ctx.hot.nodes(ast.Call):
             seen.add(call)
-            report = self._judge(ctx, call, region.batch_names, forward=call in in_forward)
+            loop = region.node if isinstance(region.node, (ast.For, ast.AsyncFor, ast.While)) else None
+            report = self._judge(ctx, call, region.batch_names, forward=call in in_forward, loop=loop)
             if report is not None:
                 yield report
         for call in forward:  # a module's forward pass runs per step wherever it is called
@@ -741,7 +772,7 @@ class TensorCreatedThenMoved(Rule):
 
     def _judge(
         self, ctx: RuleContext, call: ast.Call, batch_names: Collection[str], host_data: Collection[str] | None = None,
-        forward: bool = False,
+        forward: bool = False, loop: ast.AST | None = None,
     ) -> Report | None:
         """The report for one per-step call (``batch_names``: data that has to travel anyway; ``host_data``: the
         names of data on the host, ``batch_names`` unless given; ``forward``: the call is in a module's forward
@@ -751,8 +782,8 @@ class TensorCreatedThenMoved(Rule):
             to_input = False
             if _target_device(ctx, call) is None:
                 to_input = forward and _moved_to_input(ctx, call)  # ``.to(x)`` of an input
-                if not to_input:
-                    return None
+                if not to_input:  # (a device the fix cannot name: ``.cuda(local_rank)``)
+                    return self._invariant(ctx, call, factory, batch_names, loop) if is_device_move(call, ctx) else None
             short = _factory(ctx, factory)
             if short is not None:
                 return self._chained(ctx, call, factory, short, fixable=not to_input)
@@ -767,7 +798,7 @@ class TensorCreatedThenMoved(Rule):
                     f"`{legacy}(...)` makes a tensor on the CPU that is copied to the GPU every step: make it on the "
                     "device (`torch.zeros(..., device=...)`, `torch.tensor([...], device=...)`)",
                 )
-            return self._host_built(ctx, call, factory, batch_names)
+            return self._host_built(ctx, call, factory, batch_names, loop)
         if _factory(ctx, call) is not None:
             return self._two_statements(ctx, call, batch_names if host_data is None else host_data)
         return None
@@ -780,7 +811,8 @@ class TensorCreatedThenMoved(Rule):
             fix=(lambda: _chained_fix(ctx, move, factory, short)) if fixable else None,
         )
 
-    def _host_built(self, ctx: RuleContext, move: ast.Call, value: ast.expr, batch_names: Collection[str]) -> Report | None:
+    def _host_built(self, ctx: RuleContext, move: ast.Call, value: ast.expr, batch_names: Collection[str],
+                    loop: ast.AST | None = None) -> Report | None:
         """Math on a fresh CPU tensor, a constant table an object set in ``__init__`` (:mod:`._tt305_constant_tables`),
         or a NumPy-made array, moved every step (:mod:`._tt305_host_built`); ``batch_names``: the step's data (or a
         forward's inputs), which has to travel anyway."""
@@ -798,6 +830,9 @@ class TensorCreatedThenMoved(Rule):
                 f"the array `{table}`, set once in `__init__`, is wrapped on the CPU and copied to the GPU on every "
                 "call: convert it to a device tensor once (a registered buffer, or `.to(device)` in `__init__`)",
             )
+        invariant = self._invariant(ctx, move, value, batch_names, loop)
+        if invariant is not None:
+            return invariant
         maker = numpy_made(ctx, value, move, batch_names)
         if maker is not None:
             short_maker = maker.replace("numpy.", "np.", 1)
@@ -807,6 +842,22 @@ class TensorCreatedThenMoved(Rule):
                 "torch on the device (`torch.rand(..., device=...)`, `torch.arange(..., device=...)`)",
             )
         return None
+
+    @staticmethod
+    def _invariant(ctx: RuleContext, move: ast.Call, value: ast.expr, batch_names: Collection[str],
+                   loop: ast.AST | None) -> Report | None:
+        """A host array no statement of the step ``loop`` assigns, wrapped and moved at every step
+        (:func:`._tt305_host_built.loop_invariant_array`)."""
+        found = loop_invariant_array(ctx, value, move, batch_names, loop) if loop is not None else None
+        if found is None:
+            return None
+        name, wrapped = found
+        where = "" if wrapped.lineno == move.lineno else f" on line {move.lineno}"
+        return Report(
+            wrapped if where else move,  # (a tensor made in one statement and moved in another: where it is made)
+            f"`{name}` is the same array at every step, but it is wrapped on the CPU and copied to the GPU{where} each "
+            "time: convert it to a device tensor once, before the loop",
+        )
 
     def _two_statements(self, ctx: RuleContext, factory: ast.Call, host_data: Collection[str]) -> Report | None:
         assign = ctx.parents.get(factory)
