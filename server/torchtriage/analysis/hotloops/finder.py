@@ -116,6 +116,7 @@ class _Finder:
         self._function_regions: dict[FunctionNode, HotRegion] = {}
         self.loops: list[Loop] = []
         self.calls: list[ast.Call] = []
+        self._picked: frozenset[str] | None = None  # see _picked_names
         self._index_module()
         self.judge = StepLoopJudge(ctx, self.loader_vars)
 
@@ -440,10 +441,19 @@ class _Finder:
                 batch = {p for p in params if looks_like_batch_param(p)}
             self._add_function(candidate, "step-function", batch, set(), call, hot_path)
 
+    def _picked_names(self) -> frozenset[str]:
+        """Names the file assigns a value picked from a dict literal (found once, on first use)."""
+        if self._picked is None:
+            self._picked = frozenset(
+                target.id for node in self.ctx.nodes_of(ast.Assign) if picked_from_dict(node.value)  # type: ignore[attr-defined]
+                for target in node.targets if isinstance(target, ast.Name)  # type: ignore[attr-defined]
+            )
+        return self._picked
+
     def _callees(self, call: ast.Call, region: HotRegion) -> list[FunctionNode]:
         func = call.func
-        if isinstance(func, ast.Name) and func.id not in self.functions:  # ``mix = {"feat": feat_mix, ...}[mode]``
-            scope = self.ctx.enclosing_function(call) or self.ctx.tree
+        if isinstance(func, ast.Name) and func.id not in self.functions and func.id in self._picked_names():
+            scope = self.ctx.enclosing_function(call) or self.ctx.tree  # ``mix = {"feat": feat_mix, ...}[mode]``
             picked = picked_from_dict(assigned_value(scope, func.id))
             return [f for v in picked if isinstance(v, ast.Name) for f in self.functions.get(v.id, []) if not self.ctx.is_method(f)]
         if isinstance(func, ast.Name):

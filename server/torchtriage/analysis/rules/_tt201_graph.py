@@ -73,10 +73,8 @@ def carrying_parts(node: ast.expr, graph: set[str]) -> list[ast.expr]:
 
 
 def _plain_value(value: ast.AST) -> bool:
-    """A value known to hold no graph: a number read off a tensor (``loss.item()``, ``float(loss)``), a detached
-    copy, or a literal."""
-    if isinstance(value, ast.Constant):
-        return True
+    """A value read off a tensor that holds no graph: a number (``loss.item()``, ``float(loss)``), a detached or
+    host copy (``loss.detach().cpu().numpy()``)."""
     if isinstance(value, ast.Call):
         if isinstance(value.func, ast.Name):
             return value.func.id in ("float", "int", "bool", "len", "str")
@@ -199,7 +197,7 @@ class GraphTracker:
             for node in assignments:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 bound = {name for t in targets for name in bound_names(t)}
-                if bound & backpropagated and _plain_value(node.value) and not isinstance(node.value, ast.Constant):
+                if bound & backpropagated and _plain_value(node.value):
                     plain |= bound  # ``L = L.cpu().detach().numpy()`` after ``L.backward()``: a graph, then a number
                     continue
                 if isinstance(node.value, ast.Constant) or bound & _loaded_names(node.value):

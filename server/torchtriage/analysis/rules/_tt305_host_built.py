@@ -38,6 +38,7 @@ _CASTS = frozenset({"type", "type_as"})  # methods whose argument is a model of 
 # methods whose arguments are sizes or dimensions (``.expand(len(x), n)``): reading the step's data there moves none of it
 _SHAPERS = frozenset({"unsqueeze", "squeeze", "view", "reshape", "repeat", "expand", "transpose", "permute", "flatten"})
 _DEPTH = 4  # names and operators followed back from a moved array, at most
+_WRAPPERS = ("torch.from_numpy", "torch.as_tensor", "torch.tensor")  # host data to a tensor, without copying it anywhere
 _DTYPE_CASTS = frozenset({"float", "double", "half", "long", "int", "bool", "byte", "short"})
 _NUMPY_MAKERS = frozenset({"arange", "zeros", "ones", "full", "empty", "eye", "linspace", "tile", "repeat", "ones_like",
                            "zeros_like", "full_like", "meshgrid", "stack", "concatenate"})
@@ -98,13 +99,10 @@ def numpy_made(ctx: RuleContext, expr: ast.AST, move: ast.Call, batch_names: Col
     such a tensor was assigned to there (``y = torch.from_numpy(np.repeat(range(n), q))`` ... ``y.cuda()``).
     ``batch_names``: the step's data; ``hot``: the hot loops that say what runs every step (``ctx.hot`` unless given)."""
     hot = ctx.hot if hot is None else hot
-    if isinstance(expr, ast.Name):
-        expr = _assigned_before(ctx, expr.id, move, hot)  # type: ignore[assignment]
-    expr = _without_casts(expr)
-    if not (isinstance(expr, ast.Call) and _qualname(ctx, expr) in ("torch.from_numpy", "torch.as_tensor", "torch.tensor")
-            and len(expr.args) == 1):
+    wrapper = _wrapping_call(ctx, expr, move, hot)
+    if wrapper is None:
         return None
-    return _made_array(ctx, expr.args[0], move, batch_names, hot) or None
+    return _made_array(ctx, wrapper.args[0], move, batch_names, hot) or None  # ("": constants alone, nothing made)
 
 
 def loop_invariant_array(ctx: RuleContext, expr: ast.AST, move: ast.Call, batch_names: Collection[str],
@@ -113,18 +111,26 @@ def loop_invariant_array(ctx: RuleContext, expr: ast.AST, move: ast.Call, batch_
     the step loop ``loop`` though nothing in the loop assigns it: the same data copied at every step, with the
     wrapping call.  EXPR may be a name such a tensor was assigned to in the loop (``weights = torch.from_numpy(w)``
     ... ``weights.cuda()``)."""
-    if isinstance(expr, ast.Name):
-        expr = _assigned_before(ctx, expr.id, move, ctx.hot)  # type: ignore[assignment]
-    expr = _without_casts(expr)
-    if not (isinstance(expr, ast.Call) and _qualname(ctx, expr) in ("torch.from_numpy", "torch.as_tensor", "torch.tensor")
-            and len(expr.args) == 1 and isinstance(expr.args[0], ast.Name)):
+    wrapper = _wrapping_call(ctx, expr, move, ctx.hot)
+    if wrapper is None or not isinstance(wrapper.args[0], ast.Name):
         return None
-    name = expr.args[0].id
-    if name in batch_names or not (loop.lineno <= expr.lineno <= (loop.end_lineno or loop.lineno)):
+    name = wrapper.args[0].id
+    if name in batch_names or not (loop.lineno <= wrapper.lineno <= (loop.end_lineno or loop.lineno)):
         return None
     assigned_in_loop = any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
                            for node in subtree(loop))
-    return None if assigned_in_loop else (name, expr)
+    return None if assigned_in_loop else (name, wrapper)
+
+
+def _wrapping_call(ctx: RuleContext, expr: ast.AST, move: ast.Call, hot: HotLoops) -> Optional[ast.Call]:
+    """``torch.from_numpy(a)`` (``torch.as_tensor`` / ``torch.tensor`` of one argument) when EXPR is one, under dtype
+    casts, or is a name one was assigned to in per-step code before ``move``."""
+    if isinstance(expr, ast.Name):
+        expr = _assigned_before(ctx, expr.id, move, hot)  # type: ignore[assignment]
+    expr = _without_casts(expr)  # type: ignore[arg-type]
+    if isinstance(expr, ast.Call) and _qualname(ctx, expr) in _WRAPPERS and len(expr.args) == 1:
+        return expr
+    return None
 
 
 def _made_array(ctx: RuleContext, array: Optional[ast.expr], move: ast.Call, batch_names: Collection[str],
