@@ -26,7 +26,7 @@ from .step_markers import (
     target_names,
 )
 
-_RANGES = frozenset({"range", "trange"})
+RANGES = frozenset({"range", "trange"})  # loops that count, over no data
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def _slices_by_stride(loop: Loop, own: list[ast.AST]) -> bool:
     (a chunk loop, when what it slices is a tensor)."""
     if not (
         isinstance(loop, ast.For) and isinstance(loop.target, ast.Name)
-        and isinstance(loop.iter, ast.Call) and last_name(loop.iter.func) in _RANGES and len(loop.iter.args) == 3
+        and isinstance(loop.iter, ast.Call) and last_name(loop.iter.func) in RANGES and len(loop.iter.args) == 3
     ):
         return False
     counter = loop.target.id

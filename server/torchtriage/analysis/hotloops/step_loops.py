@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Callable
+from typing import Callable, Iterable
 
 from ..incremental.walks import scope_entries, scope_walk
 from .regions import FunctionNode, Loop
-from .loop_kinds import LoopFacts, is_step_function, loop_facts, trains_anywhere
+from .loop_kinds import RANGES, LoopFacts, is_step_function, loop_facts, trains_anywhere
 from ..module_index import ModuleIndex
 from ..syntax import parameter_names
 from .step_markers import (
@@ -24,7 +24,6 @@ from .step_markers import (
 )
 
 _NOT_FOLLOWED = frozenset({"forward", "__call__"})
-_RANGES = frozenset({"range", "trange"})  # counts, not the parts of a batch
 _LIST_BUILDERS = frozenset({"list", "sorted", "tuple"}) | ITERABLE_WRAPPERS  # calls whose result is a list of their argument's items
 
 
@@ -99,16 +98,7 @@ class StepLoopJudge:
     def block_steps_through_calls(self, block: ast.If) -> bool:
         """Whether a guarded block steps an optimizer through the functions and ``self.`` methods of this file it
         calls (``if t % train_freq == 0: loss = self._update_network(batch)``): the guard is when the step runs."""
-        owner = self.ctx.enclosing_class(block)
-        callees = []
-        for node in own_nodes(block.body):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            if isinstance(func, ast.Name):
-                callees += [f for f in self.functions.get(func.id, ()) if not self.ctx.is_method(f)]
-            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" and owner is not None:
-                callees += [f for f in self.functions.get(func.attr, ()) if self.ctx.parents.get(f) is owner]
+        callees = self._callees_in(own_nodes(block.body), self.ctx.enclosing_class(block))
         return any(self._through_calls(f, 3, _steps_anywhere, self._steps_through) for f in callees)
 
     def loop_steps_through_calls(self, loop: Loop) -> bool:
@@ -157,9 +147,12 @@ class StepLoopJudge:
                                  for callee in self._function_callees(func) if callee is not func)
 
     def _function_callees(self, func: FunctionNode) -> list[FunctionNode]:
-        owner = self.ctx.enclosing_class(func)
+        return self._callees_in(ast.walk(func), self.ctx.enclosing_class(func))
+
+    def _callees_in(self, nodes: Iterable[ast.AST], owner: ast.ClassDef | None) -> list[FunctionNode]:
+        """Functions of this file the calls among ``nodes`` reach: by plain name, and ``self.`` methods of ``owner``."""
         found: list[FunctionNode] = []
-        for node in ast.walk(func):
+        for node in nodes:
             if not isinstance(node, ast.Call):
                 continue
             if isinstance(node.func, ast.Name):
@@ -193,7 +186,7 @@ class StepLoopJudge:
         params = parameter_names(function.args)
         if isinstance(iterable, ast.Call) and iterable.args and isinstance(iterable.args[0], ast.Name) \
                 and iterable.args[0].id in params and not is_loader_like(iterable.args[0], self.loader_vars) \
-                and last_name(iterable.func) not in _RANGES:
+                and last_name(iterable.func) not in RANGES:  # (counts, not the parts of a batch)
             # ``for chunk in iter_batches(batch, size): chunk_loss.backward()`` then ``optimizer.step()``: the
             # micro-batches of one step, when the function steps the optimizer once, after them
             return any(is_optimizer_step(n) for n in own_nodes(function.body)) and is_step_function(function)

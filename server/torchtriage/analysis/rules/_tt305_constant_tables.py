@@ -27,14 +27,14 @@ from ..incremental.walks import subtree
 from ._scopes import scope_bindings
 from .base import RuleContext
 
-_WRAPPERS = ("torch.from_numpy", "torch.as_tensor", "torch.tensor")
+WRAPPERS = ("torch.from_numpy", "torch.as_tensor", "torch.tensor")  # host data to a tensor, copied nowhere
 
 
 def constant_table(ctx: RuleContext, value: ast.expr, move: ast.Call) -> Optional[str]:
     """``self.<attr>`` (the first call site's) when ``value``, moved by ``move``, wraps a parameter that every
     call of its function in this file fills with an attribute its class sets only in ``__init__``; else None."""
     if not (isinstance(value, ast.Call) and len(value.args) == 1 and isinstance(value.args[0], ast.Name)
-            and (ctx.qualname(value.func) or "") in _WRAPPERS):
+            and (ctx.qualname(value.func) or "") in WRAPPERS):
         return None
     function = ctx.enclosing_function(move)
     if function is None:

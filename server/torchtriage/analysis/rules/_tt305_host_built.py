@@ -20,6 +20,7 @@ from ..hotloops.regions import HotLoops
 from ..incremental.walks import subtree
 from ._bindings import last_assignment
 from ._helpers import is_device_move
+from ._tt305_constant_tables import WRAPPERS
 from .base import RuleContext
 
 # torch functions that only compute elementwise (or reduce) on their tensor arguments
@@ -38,7 +39,6 @@ _CASTS = frozenset({"type", "type_as"})  # methods whose argument is a model of 
 # methods whose arguments are sizes or dimensions (``.expand(len(x), n)``): reading the step's data there moves none of it
 _SHAPERS = frozenset({"unsqueeze", "squeeze", "view", "reshape", "repeat", "expand", "transpose", "permute", "flatten"})
 _DEPTH = 4  # names and operators followed back from a moved array, at most
-_WRAPPERS = ("torch.from_numpy", "torch.as_tensor", "torch.tensor")  # host data to a tensor, without copying it anywhere
 _DTYPE_CASTS = frozenset({"float", "double", "half", "long", "int", "bool", "byte", "short"})
 _NUMPY_MAKERS = frozenset({"arange", "zeros", "ones", "full", "empty", "eye", "linspace", "tile", "repeat", "ones_like",
                            "zeros_like", "full_like", "meshgrid", "stack", "concatenate"})
@@ -128,7 +128,7 @@ def _wrapping_call(ctx: RuleContext, expr: ast.AST, move: ast.Call, hot: HotLoop
     if isinstance(expr, ast.Name):
         expr = _assigned_before(ctx, expr.id, move, hot)  # type: ignore[assignment]
     expr = _without_casts(expr)  # type: ignore[arg-type]
-    if isinstance(expr, ast.Call) and _qualname(ctx, expr) in _WRAPPERS and len(expr.args) == 1:
+    if isinstance(expr, ast.Call) and _qualname(ctx, expr) in WRAPPERS and len(expr.args) == 1:
         return expr
     return None
 
